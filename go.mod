@@ -1,0 +1,3 @@
+module github.com/nimbus-fs/nimbus
+
+go 1.26

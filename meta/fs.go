@@ -1,0 +1,78 @@
+package meta
+
+import "context"
+
+// User is the caller of an operation, as HDFS's "simple" authentication gives it:
+// a user name the server trusts. The server resolves the user's groups itself.
+type User struct {
+	Name string
+}
+
+// FileSystem is the namespace contract. The engine (package namespace) implements
+// it in process; the client (package client) implements it over the RPC; the
+// WebHDFS gateway, the CLI and the benchmark driver are written against it.
+//
+// Every method is safe for concurrent use, blocks at most until ctx is done, and
+// is atomic: it happens entirely or not at all, and when it returns nil the
+// change is durable. Errors are *OpError values wrapping one sentinel (see Kind).
+// Paths must be absolute; see CleanPath for what is accepted.
+type FileSystem interface {
+	// Mkdirs creates dir and any missing ancestors (mkdir -p). Existing
+	// directories on the way are fine; an existing non-directory is ErrExists
+	// (the last component) or ErrNotDir (an ancestor).
+	Mkdirs(ctx context.Context, u User, dir string, perm Perm) error
+	// Create makes a new file under construction, leased to opts.Client, and
+	// returns its status. Readers see it with length 0 until Complete.
+	Create(ctx context.Context, u User, path string, opts CreateOptions) (*FileStatus, error)
+	// Append reopens a complete file for writing, leased to client. New data
+	// is invisible to readers until Complete.
+	Append(ctx context.Context, u User, path, client string) (*FileStatus, error)
+	// Write adds data at offset to a file whose lease client holds. Writes are
+	// sequential: offset must equal the file's written length so far. A write
+	// that would take the file past the server's size limit is ErrTooLarge.
+	Write(ctx context.Context, u User, path, client string, offset int64, data []byte) error
+	// Complete closes a file: all written data becomes visible and the lease is
+	// released.
+	Complete(ctx context.Context, u User, path, client string) (*FileStatus, error)
+	// Read returns up to length bytes of the completed content from offset
+	// (fewer at the end of the file; none past it).
+	Read(ctx context.Context, u User, path string, offset, length int64) ([]byte, error)
+	// Stat returns the status of path without following a final symlink.
+	Stat(ctx context.Context, u User, path string) (*FileStatus, error)
+	// List returns entries of dir whose names sort after startAfter, at most
+	// limit (the server caps it). Listing a file returns the file itself.
+	List(ctx context.Context, u User, dir, startAfter string, limit int) (*Listing, error)
+	// Delete removes path; a non-empty directory needs recursive. Deleting the
+	// root is refused.
+	Delete(ctx context.Context, u User, path string, recursive bool) error
+	// Rename moves src to dst atomically. See RenameOptions for what happens
+	// when dst exists. A directory is never moved into its own subtree.
+	Rename(ctx context.Context, u User, src, dst string, opts RenameOptions) error
+	// SetPermission changes the mode bits; only the owner or a superuser may.
+	SetPermission(ctx context.Context, u User, path string, perm Perm) error
+	// SetOwner changes owner and/or group (empty means unchanged). Only a
+	// superuser changes the owner; the owner may change the group to one of
+	// its own groups.
+	SetOwner(ctx context.Context, u User, path, owner, group string) error
+	// SetTimes sets modification and access time in ms; -1 leaves one as is.
+	SetTimes(ctx context.Context, u User, path string, mtime, atime int64) error
+	// SetReplication changes a file's replication factor.
+	SetReplication(ctx context.Context, u User, path string, replication uint16) error
+	// Truncate cuts a complete file to newLength, which may not exceed its
+	// length.
+	Truncate(ctx context.Context, u User, path string, newLength int64) error
+	// Concat appends the contents of srcs, in order, to target and deletes
+	// them. All must be complete files in target's directory.
+	Concat(ctx context.Context, u User, target string, srcs []string) error
+	// ContentSummary counts the subtree rooted at path.
+	ContentSummary(ctx context.Context, u User, path string) (*ContentSummary, error)
+	// SetQuota sets a directory's namespace quota (inodes) and space quota
+	// (bytes times replication); -1 clears one, 0 leaves it unchanged. Superuser only.
+	SetQuota(ctx context.Context, u User, dir string, nsQuota, spaceQuota int64) error
+	// CreateSymlink makes link point at target (any string; it is not resolved).
+	CreateSymlink(ctx context.Context, u User, target, link string, createParent bool) error
+	// RenewLease extends every lease that client holds.
+	RenewLease(ctx context.Context, u User, client string) error
+	// Defaults returns the server's defaults.
+	Defaults(ctx context.Context) (*ServerDefaults, error)
+}

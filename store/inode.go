@@ -1,0 +1,222 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/nimbus-fs/nimbus/meta"
+)
+
+// Inode is one row of the inode table. Parent and Name come from the row's key
+// and are not part of the encoded value.
+type Inode struct {
+	Parent uint64 // parent directory's id (RootParentID for the root)
+	Name   string // "" for the root
+
+	ID          uint64
+	Type        meta.FileType
+	Perm        meta.Perm
+	Owner       string
+	Group       string
+	Mtime       int64 // ms since the epoch
+	Atime       int64 // ms since the epoch
+	Length      int64 // files: completed content length
+	Replication uint16
+	BlockSize   int64
+	Children    int64  // directories: number of entries
+	Symlink     string // symlinks: target
+
+	// Under construction: a non-empty LeaseHolder holds the file's lease.
+	LeaseHolder  string
+	LeaseRenewed int64 // ms since the epoch, last renewal
+	Written      int64 // bytes written so far, >= Length while under construction
+
+	// Quotas (directories). -1 means none. Usage is maintained only while a
+	// quota is set, as in HDFS.
+	NsQuota    int64
+	SpaceQuota int64
+	NsUsed     int64 // inodes in the subtree, this directory included
+	SpaceUsed  int64 // bytes times replication in the subtree
+}
+
+// Key returns the inode's row key.
+func (n *Inode) Key() []byte { return InodeKey(n.Parent, n.Name) }
+
+// UnderConstruction reports whether a writer holds the file's lease.
+func (n *Inode) UnderConstruction() bool { return n.LeaseHolder != "" }
+
+// HasQuota reports whether the directory has a namespace or space quota.
+func (n *Inode) HasQuota() bool { return n.NsQuota >= 0 || n.SpaceQuota >= 0 }
+
+const (
+	inodeFormatV1 = 1
+
+	flagUC      = 1 << 0
+	flagQuota   = 1 << 1
+	flagSymlink = 1 << 2
+)
+
+// ErrCorrupt is wrapped by decoding errors: a row that cannot be read back.
+var ErrCorrupt = errors.New("store: corrupt row")
+
+// EncodeInode appends the encoded value of n (without its key) to dst.
+func EncodeInode(dst []byte, n *Inode) []byte {
+	var flags byte
+	if n.LeaseHolder != "" {
+		flags |= flagUC
+	}
+	if n.HasQuota() {
+		flags |= flagQuota
+	}
+	if n.Symlink != "" {
+		flags |= flagSymlink
+	}
+	dst = append(dst, inodeFormatV1, flags, byte(n.Type))
+	dst = binary.AppendUvarint(dst, n.ID)
+	dst = binary.AppendUvarint(dst, uint64(n.Perm))
+	dst = appendString(dst, n.Owner)
+	dst = appendString(dst, n.Group)
+	dst = binary.AppendVarint(dst, n.Mtime)
+	dst = binary.AppendVarint(dst, n.Atime-n.Mtime) // usually 0 or small
+	dst = binary.AppendVarint(dst, n.Length)
+	dst = binary.AppendUvarint(dst, uint64(n.Replication))
+	dst = binary.AppendVarint(dst, n.BlockSize)
+	dst = binary.AppendVarint(dst, n.Children)
+	if flags&flagSymlink != 0 {
+		dst = appendString(dst, n.Symlink)
+	}
+	if flags&flagUC != 0 {
+		dst = appendString(dst, n.LeaseHolder)
+		dst = binary.AppendVarint(dst, n.LeaseRenewed)
+		dst = binary.AppendVarint(dst, n.Written)
+	}
+	if flags&flagQuota != 0 {
+		dst = binary.AppendVarint(dst, n.NsQuota)
+		dst = binary.AppendVarint(dst, n.SpaceQuota)
+		dst = binary.AppendVarint(dst, n.NsUsed)
+		dst = binary.AppendVarint(dst, n.SpaceUsed)
+	}
+	return dst
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+// DecodeInode decodes the row (key, value) into n, overwriting every field.
+func DecodeInode(key, value []byte, n *Inode) error {
+	parent, name, ok := DecodeInodeKey(key)
+	if !ok {
+		return fmt.Errorf("%w: %s is not an inode key", ErrCorrupt, FormatKey(key))
+	}
+	*n = Inode{Parent: parent, Name: name, NsQuota: -1, SpaceQuota: -1}
+	d := decoder{b: value}
+	if v := d.byte(); v != inodeFormatV1 {
+		return fmt.Errorf("%w: %s: unknown inode format %d", ErrCorrupt, FormatKey(key), v)
+	}
+	flags := d.byte()
+	n.Type = meta.FileType(d.byte())
+	n.ID = d.uvarint()
+	n.Perm = meta.Perm(d.uvarint())
+	n.Owner = d.string()
+	n.Group = d.string()
+	n.Mtime = d.varint()
+	n.Atime = n.Mtime + d.varint()
+	n.Length = d.varint()
+	n.Replication = uint16(d.uvarint())
+	n.BlockSize = d.varint()
+	n.Children = d.varint()
+	if flags&flagSymlink != 0 {
+		n.Symlink = d.string()
+	}
+	if flags&flagUC != 0 {
+		n.LeaseHolder = d.string()
+		n.LeaseRenewed = d.varint()
+		n.Written = d.varint()
+	} else {
+		n.Written = n.Length
+	}
+	if flags&flagQuota != 0 {
+		n.NsQuota = d.varint()
+		n.SpaceQuota = d.varint()
+		n.NsUsed = d.varint()
+		n.SpaceUsed = d.varint()
+	}
+	if d.err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, FormatKey(key), d.err)
+	}
+	if len(d.b) != 0 {
+		return fmt.Errorf("%w: %s: %d trailing bytes", ErrCorrupt, FormatKey(key), len(d.b))
+	}
+	switch n.Type {
+	case meta.TypeFile, meta.TypeDir, meta.TypeSymlink:
+	default:
+		return fmt.Errorf("%w: %s: bad inode type %d", ErrCorrupt, FormatKey(key), n.Type)
+	}
+	if n.Perm&^meta.PermMask != 0 {
+		return fmt.Errorf("%w: %s: bad permission %o", ErrCorrupt, FormatKey(key), n.Perm)
+	}
+	return nil
+}
+
+type decoder struct {
+	b   []byte
+	err error
+}
+
+var errShort = errors.New("value too short")
+
+func (d *decoder) byte() byte {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b) == 0 {
+		d.err = errShort
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errors.New("bad varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.err = errors.New("bad varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) string() string {
+	l := d.uvarint()
+	if d.err != nil {
+		return ""
+	}
+	if l > uint64(len(d.b)) {
+		d.err = errShort
+		return ""
+	}
+	s := string(d.b[:l])
+	d.b = d.b[l:]
+	return s
+}

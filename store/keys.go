@@ -1,0 +1,123 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// The key schema. Every row of every table lives in one ordered key space; the
+// first byte names the table, and integers are big-endian so that byte order is
+// numeric order.
+//
+//	'i' parentID:8 name      -> Inode (inode.go)      one row per file, directory or symlink
+//	'd' inodeID:8 offset:8   -> bytes                 inline file content, in chunks
+//	'c' name                 -> uint64 (8, big-endian) id counters (AllocateIDs)
+//	'm' name                 -> bytes                 store-wide metadata (format version, ...)
+//
+// Inodes are keyed (parent id, name) and so partitioned by parent id, as in
+// HopsFS: a directory's entries are one contiguous range, listed by one scan,
+// and a rename rewrites exactly one row. The root is the row (0, ""). Inode ids
+// are never reused. Content chunk rows are keyed by inode id (not path), so a
+// rename never touches them.
+//
+// Later tables (blocks, replicas, leases by holder, datanodes, subtree
+// operations, request ids) take the next free prefix letters.
+const (
+	tableInode   = 'i'
+	tableData    = 'd'
+	tableCounter = 'c'
+	tableMeta    = 'm'
+)
+
+// RootID is the inode id of "/". Its row is InodeKey(0, "").
+const RootID uint64 = 1
+
+// RootParentID is the parent id under which the root row is stored.
+const RootParentID uint64 = 0
+
+// InodeKey is the key of the inode named name in directory parent.
+func InodeKey(parent uint64, name string) []byte {
+	k := make([]byte, 9, 9+len(name))
+	k[0] = tableInode
+	binary.BigEndian.PutUint64(k[1:], parent)
+	return append(k, name...)
+}
+
+// DecodeInodeKey splits an inode key; ok is false when k is not one.
+func DecodeInodeKey(k []byte) (parent uint64, name string, ok bool) {
+	if len(k) < 9 || k[0] != tableInode {
+		return 0, "", false
+	}
+	return binary.BigEndian.Uint64(k[1:9]), string(k[9:]), true
+}
+
+// ChildrenRange returns [start, end) covering every entry of directory dir whose
+// name sorts after startAfter ("" means from the first).
+func ChildrenRange(dir uint64, startAfter string) (start, end []byte) {
+	start = InodeKey(dir, startAfter)
+	if startAfter != "" {
+		start = append(start, 0) // the smallest key after startAfter
+	}
+	end = make([]byte, 9)
+	end[0] = tableInode
+	binary.BigEndian.PutUint64(end[1:], dir+1)
+	return start, end
+}
+
+// AllInodesRange covers the whole inode table.
+func AllInodesRange() (start, end []byte) {
+	return []byte{tableInode}, []byte{tableInode + 1}
+}
+
+// DataKey is the key of the content chunk of inode id starting at offset.
+func DataKey(id uint64, offset int64) []byte {
+	k := make([]byte, 17)
+	k[0] = tableData
+	binary.BigEndian.PutUint64(k[1:], id)
+	binary.BigEndian.PutUint64(k[9:], uint64(offset))
+	return k
+}
+
+// DecodeDataKey splits a data key; ok is false when k is not one.
+func DecodeDataKey(k []byte) (id uint64, offset int64, ok bool) {
+	if len(k) != 17 || k[0] != tableData {
+		return 0, 0, false
+	}
+	return binary.BigEndian.Uint64(k[1:9]), int64(binary.BigEndian.Uint64(k[9:])), true
+}
+
+// DataRange covers the chunks of inode id at offsets >= from.
+func DataRange(id uint64, from int64) (start, end []byte) {
+	start = DataKey(id, from)
+	end = make([]byte, 9)
+	end[0] = tableData
+	binary.BigEndian.PutUint64(end[1:], id+1)
+	return start, end
+}
+
+// AllDataRange covers the whole content table.
+func AllDataRange() (start, end []byte) {
+	return []byte{tableData}, []byte{tableData + 1}
+}
+
+// CounterKey is the key of the id counter name.
+func CounterKey(name string) []byte { return append([]byte{tableCounter}, name...) }
+
+// MetaKey is the key of store-wide metadata entry name.
+func MetaKey(name string) []byte { return append([]byte{tableMeta}, name...) }
+
+// Counter names.
+const (
+	CounterInode = "inode"
+)
+
+// FormatKey returns a readable form of a key, for errors and fsck reports.
+func FormatKey(k []byte) string {
+	if p, n, ok := DecodeInodeKey(k); ok {
+		return fmt.Sprintf("inode(%d,%q)", p, n)
+	}
+	if id, off, ok := DecodeDataKey(k); ok {
+		return fmt.Sprintf("data(%d@%d)", id, off)
+	}
+	return fmt.Sprintf("%q", k)
+}

@@ -1,0 +1,112 @@
+package store
+
+import (
+	"context"
+	"errors"
+)
+
+// Mode is how a transaction reads a key.
+type Mode uint8
+
+const (
+	// ReadCommitted reads the latest committed value and takes no lock
+	// (HopsFS reads path ancestors this way).
+	ReadCommitted Mode = iota
+	// Shared locks the key against exclusive holders until the transaction ends.
+	Shared
+	// Exclusive locks the key against every other holder until the transaction ends.
+	Exclusive
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ReadCommitted:
+		return "read-committed"
+	case Shared:
+		return "shared"
+	case Exclusive:
+		return "exclusive"
+	}
+	return "mode?"
+}
+
+// ReadReq asks for one key in one mode.
+type ReadReq struct {
+	Key  []byte
+	Mode Mode
+	// NoWait fails the whole Read with ErrLockBusy instead of waiting when the
+	// lock is held in a conflicting mode (PostgreSQL's NOWAIT). Callers use it
+	// for locks taken out of the global key order, so that they cannot deadlock.
+	NoWait bool
+}
+
+// Errors of the store. Implementations wrap them; callers test with errors.Is.
+var (
+	// ErrLockBusy: a NoWait lock was held by another transaction.
+	ErrLockBusy = errors.New("store: lock busy")
+	// ErrLockTimeout: a lock could not be had within the store's lock wait
+	// limit (a safety net against deadlocks from out-of-order locking).
+	ErrLockTimeout = errors.New("store: lock wait timeout")
+	// ErrTxnDone: the transaction was already committed or rolled back.
+	ErrTxnDone = errors.New("store: transaction already finished")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("store: closed")
+)
+
+// IsRetryable reports whether err means the transaction lost a race and the
+// whole operation may be run again from the start.
+func IsRetryable(err error) bool {
+	return errors.Is(err, ErrLockBusy) || errors.Is(err, ErrLockTimeout)
+}
+
+// Store is the persistent, transactional metadata store: an ordered map of
+// byte keys to byte values (see keys.go for the schema), with pessimistic row
+// locks in the style of HopsFS over NDB.
+//
+// It is deliberately small so that an embedded engine and a SQL database
+// (one table of (key bytea primary key, value bytea), rows locked with
+// SELECT ... FOR SHARE / FOR UPDATE) implement it with the same meaning.
+// All methods are safe for concurrent use.
+type Store interface {
+	// Begin starts a transaction. It holds no locks until Read asks for them.
+	Begin(ctx context.Context) (Txn, error)
+	// AllocateIDs durably reserves n consecutive ids from the named counter and
+	// returns the first. Ids are never handed out twice, even across crashes;
+	// ids reserved and not used are lost, which is fine. It runs outside any
+	// transaction.
+	AllocateIDs(ctx context.Context, counter string, n uint64) (uint64, error)
+	// Close releases the store; pending transactions fail with ErrClosed.
+	Close() error
+}
+
+// Txn is one transaction. It is used by one goroutine at a time.
+//
+// Reads see committed data only, never the transaction's own buffered writes:
+// the caller keeps a per-transaction cache, as the HopsFS template does. Locks
+// are held until Commit or Rollback. Deadlock freedom is the caller's job: lock
+// keys in one global order (byte order of keys), or use NoWait out of order.
+// Locking a key that has no row is allowed, but an implementation need not
+// exclude others from it (SQL cannot lock a missing row): callers lock the
+// parent row to protect its children.
+type Txn interface {
+	// Read locks each key in the mode asked, in the order given, then returns
+	// the values in the same order (nil where there is no row). A batch is one
+	// round trip where the implementation can manage it.
+	Read(ctx context.Context, reqs []ReadReq) ([][]byte, error)
+	// Scan calls fn for the committed rows with start <= key < end in key order,
+	// at most limit of them (limit <= 0: no limit), from one consistent
+	// snapshot, without locks. fn must not keep k or v after it returns; it
+	// returns false to stop.
+	Scan(ctx context.Context, start, end []byte, limit int, fn func(k, v []byte) bool) error
+	// Put buffers a write; the value is copied.
+	Put(key, value []byte)
+	// Delete buffers a deletion.
+	Delete(key []byte)
+	// Commit writes the buffered changes atomically and durably (they are in a
+	// synced log when it returns nil), then releases the locks. Writes of
+	// concurrent transactions share syncs (group commit).
+	Commit(ctx context.Context) error
+	// Rollback drops the buffered changes and releases the locks. It is safe
+	// to call after Commit (it then does nothing), so `defer txn.Rollback()` works.
+	Rollback()
+}
