@@ -140,3 +140,17 @@ type ServerDefaults struct {
 	LeaseSoftLimitMs int64
 	LeaseHardLimitMs int64
 }
+
+// FsckReport is the result of checking the namespace invariants in the store.
+type FsckReport struct {
+	Inodes      int64    // rows reachable from the root, the root included
+	Directories int64    //
+	Files       int64    //
+	Symlinks    int64    //
+	Bytes       int64    // completed file content
+	DataChunks  int64    // content rows
+	Problems    []string // one line per broken invariant; empty when clean
+}
+
+// Clean reports whether no invariant is broken.
+func (r *FsckReport) Clean() bool { return len(r.Problems) == 0 }

@@ -1,0 +1,70 @@
+// Command nimbus is the single binary of Nimbus: the server, the file system
+// shell, fsck and the benchmark driver. Each sub-command lives in its own file.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// A command runs with its arguments (after the command name) and returns the
+// process exit status: 0 success, 1 an operation failed, 2 bad usage.
+type command struct {
+	name  string
+	usage string
+	run   func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}
+
+func commands() []command {
+	return []command{
+		{"serve", "run the embedded Nimbus server", cmdServe},
+		{"fs", "file system shell (ls, mkdir, put, get, cat, mv, rm, ...)", cmdFS},
+		{"fsck", "check the namespace invariants", cmdFsck},
+		{"bench", "run benchmark workloads", cmdBench},
+		{"version", "print the version", cmdVersion},
+	}
+}
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func cmdVersion(_ context.Context, _ []string, stdout, _ io.Writer) int {
+	fmt.Fprintln(stdout, "nimbus", version)
+	return 0
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: nimbus <command> [arguments]\n\ncommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.usage)
+	}
+	fmt.Fprintln(w, "\nenvironment: NIMBUS_ADDR (default http://127.0.0.1:9870), NIMBUS_USER (default: the OS user)")
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "nimbus: unknown command %q\n", args[0])
+	usage(stderr)
+	return 2
+}
