@@ -1,0 +1,5 @@
+//go:build !race
+
+package lockmgr
+
+const raceEnabled = false
