@@ -108,6 +108,10 @@ log4j.appender.RFA.MaxFileSize=64MB
 log4j.appender.RFA.MaxBackupIndex=2
 log4j.appender.RFA.layout=org.apache.log4j.PatternLayout
 log4j.appender.RFA.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n
+log4j.appender.console=org.apache.log4j.ConsoleAppender
+log4j.appender.console.target=System.err
+log4j.appender.console.layout=org.apache.log4j.PatternLayout
+log4j.appender.console.layout.ConversionPattern=%d{HH:mm:ss} %p %c{1}: %m%n
 log4j.logger.org.apache.hadoop.util.NativeCodeLoader=ERROR
 log4j.logger.org.apache.hadoop.hdfs.StateChange=WARN
 log4j.logger.org.apache.hadoop.hdfs.server.namenode.FSNamesystem.audit=WARN
@@ -214,6 +218,7 @@ case "${1:-}" in
   stop) stop ;;
   status) status ;;
   endpoints) endpoints ;;
+  conf) write_conf; echo "$CONF" ;;
   fs) shift; fs "$@" ;;
   wipe) stop; rm -rf "$PEER_DIR"; log "removed $PEER_DIR" ;;
   *) echo "usage: $0 install|start|stop|status|fs ARGS|wipe" >&2; exit 2 ;;
