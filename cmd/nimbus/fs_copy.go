@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nimbus-fs/nimbus/meta"
+)
+
+// copyingSuffix names the temporary file a copy writes before renaming it
+// into place, as hdfs dfs does: a reader never sees a half-copied file under
+// the destination name, and a failed copy leaves the destination as it was.
+const copyingSuffix = "._COPYING_"
+
+// cleanupTimeout bounds the removal of a temporary file after a failed copy,
+// which runs even when the command's context was cancelled.
+const cleanupTimeout = 10 * time.Second
+
+// put copies local files (directories recursively; "-" is stdin) into the
+// file system. DST may be a file path or an existing directory, which
+// receives the sources under their base names. -f overwrites existing files.
+func (sh *shell) put(ctx context.Context, inv *invocation) int {
+	srcs, dst := inv.args[:len(inv.args)-1], sh.resolve(inv.args[len(inv.args)-1])
+	force := inv.has('f')
+	var r results
+	dstSt, dstErr := sh.fs.Stat(ctx, sh.user, dst.abs)
+	dstIsDir := dstErr == nil && dstSt.IsDir()
+	if len(srcs) > 1 && !dstIsDir {
+		err := dstErr
+		if err == nil {
+			err = meta.Errorf("put", dst.abs, meta.ErrNotDir, "several sources need a directory destination")
+		}
+		sh.report(&r, "put", dst.abs, "", err)
+		return sh.finish(&r)
+	}
+	for _, src := range srcs {
+		if src == "-" {
+			err := sh.putStream(ctx, sh.stdin, dst.abs, force)
+			sh.report(&r, "put", dst.abs, dst.abs, err)
+			continue
+		}
+		tgt := dst
+		if dstIsDir {
+			tgt = dst.child(baseName(src))
+		}
+		fi, err := os.Stat(src)
+		if err != nil {
+			sh.report(&r, "put", src, tgt.abs, err)
+			continue
+		}
+		if fi.IsDir() {
+			sh.putDir(ctx, src, tgt, force, &r)
+			continue
+		}
+		sh.report(&r, "put", tgt.abs, tgt.abs, sh.putFile(ctx, src, tgt.abs, force))
+	}
+	return sh.finish(&r)
+}
+
+func (sh *shell) putFile(ctx context.Context, local, dst string, force bool) error {
+	f, err := os.Open(local)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
+		return meta.Errorf("put", local, meta.ErrInvalidArgument, "not a regular file")
+	}
+	return sh.putStream(ctx, f, dst, force)
+}
+
+// putStream uploads r to dst through dst._COPYING_ and renames it into place.
+func (sh *shell) putStream(ctx context.Context, r io.Reader, dst string, force bool) error {
+	st, err := sh.fs.Stat(ctx, sh.user, dst)
+	switch {
+	case err == nil && st.IsDir():
+		return meta.Errorf("put", dst, meta.ErrIsDir, "")
+	case err == nil && !force:
+		return meta.Errorf("put", dst, meta.ErrExists, "use -f to overwrite")
+	case err != nil && meta.KindOf(err) != meta.KindNotFound:
+		return err
+	}
+	tmp := dst + copyingSuffix
+	w, err := sh.fs.CreateWriter(ctx, sh.user, tmp, meta.CreateOptions{Overwrite: true})
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(w, r)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = sh.fs.Rename(ctx, sh.user, tmp, dst, meta.RenameOptions{Overwrite: force})
+	}
+	if err != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		_ = sh.fs.Delete(cctx, sh.user, tmp, false) // best effort: the error that matters is err
+		cancel()
+	}
+	return err
+}
+
+// putDir copies a local directory tree to dst, which must not exist as a
+// file; existing directories are merged into.
+func (sh *shell) putDir(ctx context.Context, local string, dst target, force bool, r *results) {
+	err := filepath.WalkDir(local, func(p string, d fs.DirEntry, err error) error {
+		rel, _ := filepath.Rel(local, p)
+		tgt := dst
+		if rel != "." {
+			tgt = target{abs: dst.abs + "/" + filepath.ToSlash(rel), disp: dst.disp + "/" + filepath.ToSlash(rel)}
+		}
+		switch {
+		case err != nil:
+			sh.report(r, "put", p, tgt.abs, err)
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+		case d.IsDir():
+			if err := sh.fs.Mkdirs(ctx, sh.user, tgt.abs, meta.DefaultDir); err != nil {
+				sh.report(r, "put", tgt.abs, tgt.abs, err)
+				return fs.SkipDir
+			}
+		default:
+			sh.report(r, "put", tgt.abs, tgt.abs, sh.putFile(ctx, p, tgt.abs, force))
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		sh.report(r, "put", local, dst.abs, err)
+	}
+}
+
+// get copies files (directories recursively) out to the local file system;
+// LOCALDST "-" is stdout. An existing local directory receives the sources
+// under their base names. -f overwrites existing local files.
+func (sh *shell) get(ctx context.Context, inv *invocation) int {
+	srcs, dst := sh.resolveAll(inv.args[:len(inv.args)-1]), inv.args[len(inv.args)-1]
+	force := inv.has('f')
+	var r results
+	if dst == "-" {
+		for _, s := range srcs {
+			sh.report(&r, "get", s.abs, "-", sh.copyOut(ctx, s.abs, sh.stdout))
+		}
+		return sh.finish(&r)
+	}
+	fi, err := os.Stat(dst)
+	dstIsDir := err == nil && fi.IsDir()
+	if len(srcs) > 1 && !dstIsDir {
+		if err == nil {
+			err = meta.Errorf("get", dst, meta.ErrNotDir, "several sources need a local directory destination")
+		}
+		sh.report(&r, "get", dst, "", err)
+		return sh.finish(&r)
+	}
+	for _, s := range srcs {
+		local := dst
+		if dstIsDir {
+			local = filepath.Join(dst, baseName(s.abs))
+		}
+		st, err := sh.fs.Stat(ctx, sh.user, s.abs)
+		if err != nil {
+			sh.report(&r, "get", s.abs, local, err)
+			continue
+		}
+		if !st.IsDir() {
+			sh.report(&r, "get", s.abs, local, sh.getFile(ctx, s.abs, local, force))
+			continue
+		}
+		if !sh.report(&r, "get", s.abs, local, os.MkdirAll(local, 0o755)) {
+			continue
+		}
+		sh.walkBelow(ctx, s, func(cst *meta.FileStatus, c target) error {
+			lp := filepath.Join(local, filepath.FromSlash(c.abs[len(s.abs)+1:]))
+			switch cst.Type {
+			case meta.TypeDir:
+				return os.MkdirAll(lp, 0o755)
+			case meta.TypeFile:
+				err := sh.getFile(ctx, c.abs, lp, force)
+				if err == nil {
+					r.ok("get", c.abs, lp)
+				}
+				return err
+			}
+			return nil // symlinks are not copied
+		}, func(c target, err error) {
+			sh.report(&r, "get", c.abs, "", err)
+		})
+	}
+	return sh.finish(&r)
+}
+
+// getFile copies one file to local through local._COPYING_.
+func (sh *shell) getFile(ctx context.Context, src, local string, force bool) error {
+	if fi, err := os.Stat(local); err == nil {
+		if fi.IsDir() {
+			return meta.Errorf("get", local, meta.ErrIsDir, "local directory")
+		}
+		if !force {
+			return meta.Errorf("get", local, meta.ErrExists, "local file; use -f to overwrite")
+		}
+	}
+	tmp := local + copyingSuffix
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	err = sh.copyOut(ctx, src, f)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, local)
+	}
+	if err != nil {
+		_ = os.Remove(tmp) // best effort: the error that matters is err
+	}
+	return err
+}
+
+// copyOut streams the content of src to w.
+func (sh *shell) copyOut(ctx context.Context, src string, w io.Writer) error {
+	rc, err := sh.fs.OpenReader(ctx, sh.user, src)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(w, rc)
+	if cerr := rc.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// cat writes each file to stdout, in order.
+func (sh *shell) cat(ctx context.Context, inv *invocation) int {
+	for _, t := range sh.resolveAll(inv.args) {
+		if err := sh.copyOut(ctx, t.abs, sh.stdout); err != nil {
+			sh.fail("cat", t.abs, err)
+		}
+	}
+	return sh.exit()
+}
