@@ -1,0 +1,306 @@
+package rpc
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/nimbus-fs/nimbus/api"
+	"google.golang.org/protobuf/proto"
+)
+
+// ConnOptions configure the client end of a connection.
+type ConnOptions struct {
+	// MaxFrameSize bounds one frame in either direction; 0 means
+	// DefaultMaxFrameSize. It must match the server's to be useful.
+	MaxFrameSize int
+	// Dialer opens the TCP connection; nil uses a zero net.Dialer.
+	Dialer *net.Dialer
+}
+
+// Conn is the client end of one multiplexed connection. Call is safe for
+// concurrent use: calls are pipelined on the connection and their responses
+// matched by request id. Once the connection fails it stays failed (Err is
+// set and Done is closed); the owner dials a new one.
+type Conn struct {
+	nc   net.Conn
+	br   *bufio.Reader
+	max  int
+	out  chan *[]byte
+	done chan struct{} // closed when the connection has failed or been closed
+
+	mu struct {
+		sync.Mutex
+		pending map[uint64]*call
+		err     error // why the connection ended; nil while it works
+	}
+}
+
+type call struct {
+	ch    chan struct{} // receives when frame or err is set
+	frame *[]byte       // the response frame
+	err   error
+}
+
+var callPool = sync.Pool{New: func() any { return &call{ch: make(chan struct{}, 1)} }}
+
+// HostPort turns an address such as "http://127.0.0.1:9870", "127.0.0.1:9870"
+// or "localhost" into a TCP host:port (port 9870 when none is given).
+func HostPort(addr string) (string, error) {
+	if addr == "" {
+		return "", errors.New("rpc: empty address")
+	}
+	if strings.Contains(addr, "://") {
+		u, err := url.Parse(addr)
+		if err != nil {
+			return "", fmt.Errorf("rpc: bad address %q: %v", addr, err)
+		}
+		if u.Scheme != "http" {
+			return "", fmt.Errorf("rpc: bad address %q: only http:// is supported", addr)
+		}
+		addr = u.Host
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		addr = net.JoinHostPort(addr, "9870")
+	}
+	return addr, nil
+}
+
+// Dial opens a connection to the server at addr (see HostPort) and performs
+// the upgrade handshake. ctx bounds the dial and the handshake only.
+func Dial(ctx context.Context, addr string, opts ConnOptions) (*Conn, error) {
+	hp, err := HostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	d := opts.Dialer
+	if d == nil {
+		d = &net.Dialer{}
+	}
+	nc, err := d.DialContext(ctx, "tcp", hp)
+	if err != nil {
+		return nil, err
+	}
+	// Bound the handshake by ctx.
+	stop := context.AfterFunc(ctx, func() { nc.Close() })
+	br, err := handshake(nc, hp)
+	if !stop() {
+		nc.Close()
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return newConn(nc, br, opts.MaxFrameSize), nil
+}
+
+func handshake(nc net.Conn, host string) (*bufio.Reader, error) {
+	if _, err := fmt.Fprintf(nc, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", ConnPath, host, UpgradeToken); err != nil {
+		return nil, err
+	}
+	br := bufio.NewReaderSize(nc, 32<<10)
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodGet})
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading the upgrade answer: %v", ErrProtocol, err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols || !strings.EqualFold(resp.Header.Get("Upgrade"), UpgradeToken) {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%w: server answered %q to the %s upgrade (is this a Nimbus server?)", ErrProtocol, resp.Status, UpgradeToken)
+	}
+	return br, nil
+}
+
+// NewConn runs the protocol on an already upgraded connection: nc is the raw
+// connection and br reads from it (it may hold bytes already read). It is
+// for callers that do the handshake themselves (tests, connect-back).
+func NewConn(nc net.Conn, br *bufio.Reader, maxFrame int) *Conn {
+	return newConn(nc, br, maxFrame)
+}
+
+func newConn(nc net.Conn, br *bufio.Reader, max int) *Conn {
+	if max <= 0 {
+		max = DefaultMaxFrameSize
+	}
+	if br == nil {
+		br = bufio.NewReaderSize(nc, 32<<10)
+	}
+	c := &Conn{nc: nc, br: br, max: max, out: make(chan *[]byte, 256), done: make(chan struct{})}
+	c.mu.pending = make(map[uint64]*call)
+	go c.readLoop()
+	go writeFrames(nc, c.out, c.done, func(err error) { c.fail(fmt.Errorf("%w: %v", ErrConnBroken, err)) })
+	return c
+}
+
+// Done is closed when the connection has failed or been closed.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err returns why the connection ended, nil while it works.
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.err
+}
+
+// Close closes the connection; calls in flight fail with ErrConnBroken.
+func (c *Conn) Close() error {
+	c.fail(fmt.Errorf("%w: closed by the client", ErrConnClosed))
+	return nil
+}
+
+// fail ends the connection once, failing every pending call with err.
+func (c *Conn) fail(err error) {
+	c.mu.Lock()
+	if c.mu.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.mu.err = err
+	pending := c.mu.pending
+	c.mu.pending = nil
+	c.mu.Unlock()
+	close(c.done)
+	c.nc.Close()
+	// A call that was in flight may have been executed: that is ErrConnBroken
+	// whatever ended the connection.
+	perr := err
+	if !errors.Is(err, ErrConnBroken) {
+		perr = fmt.Errorf("%w: %v", ErrConnBroken, err)
+	}
+	for _, cl := range pending {
+		cl.err = perr
+		cl.ch <- struct{}{}
+	}
+}
+
+func (c *Conn) readLoop() {
+	for {
+		bp := getBuf()
+		frame, err := ReadFrame(c.br, (*bp)[:0], c.max)
+		if err != nil {
+			putBuf(bp)
+			c.fail(fmt.Errorf("%w: %v", ErrConnBroken, err))
+			return
+		}
+		*bp = frame
+		id, ok := peekRequestID(frame)
+		if !ok {
+			putBuf(bp)
+			c.fail(fmt.Errorf("%w: %w: undecodable response frame", ErrConnBroken, ErrProtocol))
+			return
+		}
+		if id == 0 {
+			// A connection-level error from the server; it closes next.
+			resp := &api.Response{}
+			detail := "connection-level error"
+			if proto.Unmarshal(frame, resp) == nil {
+				detail = resp.GetError().GetDetail()
+			}
+			putBuf(bp)
+			c.fail(fmt.Errorf("%w: %w: server: %s", ErrConnBroken, ErrProtocol, detail))
+			return
+		}
+		c.mu.Lock()
+		cl := c.mu.pending[id]
+		delete(c.mu.pending, id)
+		c.mu.Unlock()
+		if cl == nil {
+			putBuf(bp) // the caller gave up (context done)
+			continue
+		}
+		cl.frame = bp
+		cl.ch <- struct{}{}
+	}
+}
+
+// Call sends req and waits for its response. req.RequestId must be non-zero
+// and unique among the calls in flight on this connection. An error is
+// ErrConnClosed (wrapped) when the request was never sent, ErrConnBroken when
+// the connection failed with it in flight, ErrFrameTooLarge when it is too
+// big to send, or ctx's error; an error of the operation itself comes back
+// inside the response.
+func (c *Conn) Call(ctx context.Context, req *api.Request) (*api.Response, error) {
+	id := req.GetRequestId()
+	if id == 0 {
+		return nil, errors.New("rpc: request id 0 is reserved")
+	}
+	ob := getBuf()
+	out, err := AppendFrame((*ob)[:0], req, c.max)
+	if err != nil {
+		putBuf(ob)
+		return nil, err
+	}
+	*ob = out
+	cl := callPool.Get().(*call)
+	c.mu.Lock()
+	if c.mu.err != nil {
+		err := c.mu.err
+		c.mu.Unlock()
+		putBuf(ob)
+		callPool.Put(cl)
+		return nil, fmt.Errorf("%w: %v", ErrConnClosed, err)
+	}
+	if _, dup := c.mu.pending[id]; dup {
+		c.mu.Unlock()
+		putBuf(ob)
+		callPool.Put(cl)
+		return nil, fmt.Errorf("rpc: request id %d already in flight", id)
+	}
+	c.mu.pending[id] = cl
+	c.mu.Unlock()
+
+	select {
+	case c.out <- ob:
+	case <-c.done:
+		putBuf(ob)
+		return c.finish(cl, id, fmt.Errorf("%w: %v", ErrConnClosed, c.Err()))
+	case <-ctx.Done():
+		putBuf(ob)
+		return c.finish(cl, id, ctx.Err())
+	}
+	select {
+	case <-cl.ch:
+		return c.decode(cl)
+	case <-ctx.Done():
+		return c.finish(cl, id, ctx.Err())
+	}
+}
+
+// finish abandons call id with err, unless its response raced in.
+func (c *Conn) finish(cl *call, id uint64, err error) (*api.Response, error) {
+	c.mu.Lock()
+	_, mine := c.mu.pending[id]
+	if mine {
+		delete(c.mu.pending, id)
+	}
+	c.mu.Unlock()
+	if mine {
+		callPool.Put(cl)
+		return nil, err
+	}
+	// The reader (or fail) took the call and is delivering to it.
+	<-cl.ch
+	return c.decode(cl)
+}
+
+func (c *Conn) decode(cl *call) (*api.Response, error) {
+	bp, err := cl.frame, cl.err
+	cl.frame, cl.err = nil, nil
+	callPool.Put(cl)
+	if err != nil {
+		return nil, err
+	}
+	resp := &api.Response{}
+	err = proto.Unmarshal(*bp, resp)
+	putBuf(bp)
+	if err != nil {
+		return nil, fmt.Errorf("%w: undecodable response: %v", ErrProtocol, err)
+	}
+	return resp, nil
+}

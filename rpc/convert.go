@@ -1,0 +1,190 @@
+package rpc
+
+import (
+	"errors"
+
+	"github.com/nimbus-fs/nimbus/api"
+	"github.com/nimbus-fs/nimbus/meta"
+)
+
+// This file is the one place where wire messages and meta types meet.
+
+// StatusToProto converts a meta.FileStatus to its wire form.
+func StatusToProto(s *meta.FileStatus) *api.FileStatus {
+	if s == nil {
+		return nil
+	}
+	return &api.FileStatus{
+		Path:              s.Path,
+		FileId:            s.FileID,
+		Type:              uint32(s.Type),
+		Perm:              uint32(s.Perm),
+		Owner:             s.Owner,
+		Group:             s.Group,
+		Length:            s.Length,
+		Replication:       uint32(s.Replication),
+		BlockSize:         s.BlockSize,
+		Mtime:             s.Mtime,
+		Atime:             s.Atime,
+		ChildrenNum:       s.ChildrenNum,
+		Symlink:           s.Symlink,
+		UnderConstruction: s.UnderConstruction,
+		NsQuota:           s.NsQuota,
+		SpaceQuota:        s.SpaceQuota,
+	}
+}
+
+// StatusFromProto converts a wire FileStatus into dst.
+func StatusFromProto(p *api.FileStatus, dst *meta.FileStatus) {
+	*dst = meta.FileStatus{
+		Path:              p.GetPath(),
+		FileID:            p.GetFileId(),
+		Type:              meta.FileType(p.GetType()),
+		Perm:              meta.Perm(p.GetPerm()),
+		Owner:             p.GetOwner(),
+		Group:             p.GetGroup(),
+		Length:            p.GetLength(),
+		Replication:       uint16(p.GetReplication()),
+		BlockSize:         p.GetBlockSize(),
+		Mtime:             p.GetMtime(),
+		Atime:             p.GetAtime(),
+		ChildrenNum:       p.GetChildrenNum(),
+		Symlink:           p.GetSymlink(),
+		UnderConstruction: p.GetUnderConstruction(),
+		NsQuota:           p.GetNsQuota(),
+		SpaceQuota:        p.GetSpaceQuota(),
+	}
+}
+
+// ListingToProto converts a listing page to its wire form.
+func ListingToProto(l *meta.Listing) *api.Listing {
+	if l == nil {
+		return &api.Listing{}
+	}
+	out := &api.Listing{Remaining: l.Remaining, Entries: make([]*api.FileStatus, len(l.Entries))}
+	for i := range l.Entries {
+		out.Entries[i] = StatusToProto(&l.Entries[i])
+	}
+	return out
+}
+
+// ListingFromProto converts a wire listing page.
+func ListingFromProto(p *api.Listing) *meta.Listing {
+	out := &meta.Listing{Remaining: p.GetRemaining(), Entries: make([]meta.FileStatus, len(p.GetEntries()))}
+	for i, e := range p.GetEntries() {
+		StatusFromProto(e, &out.Entries[i])
+	}
+	return out
+}
+
+// SummaryToProto converts a content summary to its wire form.
+func SummaryToProto(s *meta.ContentSummary) *api.ContentSummary {
+	if s == nil {
+		return &api.ContentSummary{}
+	}
+	return &api.ContentSummary{
+		Length: s.Length, FileCount: s.FileCount, DirectoryCount: s.DirectoryCount,
+		NsQuota: s.NsQuota, NsConsumed: s.NsConsumed, SpaceQuota: s.SpaceQuota, SpaceConsumed: s.SpaceConsumed,
+	}
+}
+
+// SummaryFromProto converts a wire content summary.
+func SummaryFromProto(p *api.ContentSummary) *meta.ContentSummary {
+	return &meta.ContentSummary{
+		Length: p.GetLength(), FileCount: p.GetFileCount(), DirectoryCount: p.GetDirectoryCount(),
+		NsQuota: p.GetNsQuota(), NsConsumed: p.GetNsConsumed(), SpaceQuota: p.GetSpaceQuota(), SpaceConsumed: p.GetSpaceConsumed(),
+	}
+}
+
+// DefaultsToProto converts server defaults to their wire form.
+func DefaultsToProto(d *meta.ServerDefaults) *api.ServerDefaults {
+	if d == nil {
+		return &api.ServerDefaults{}
+	}
+	return &api.ServerDefaults{
+		BlockSize: d.BlockSize, Replication: uint32(d.Replication), InlineThreshold: d.InlineThreshold,
+		LeaseSoftLimitMs: d.LeaseSoftLimitMs, LeaseHardLimitMs: d.LeaseHardLimitMs,
+	}
+}
+
+// DefaultsFromProto converts wire server defaults.
+func DefaultsFromProto(p *api.ServerDefaults) *meta.ServerDefaults {
+	return &meta.ServerDefaults{
+		BlockSize: p.GetBlockSize(), Replication: uint16(p.GetReplication()), InlineThreshold: p.GetInlineThreshold(),
+		LeaseSoftLimitMs: p.GetLeaseSoftLimitMs(), LeaseHardLimitMs: p.GetLeaseHardLimitMs(),
+	}
+}
+
+// FsckToProto converts an fsck report to its wire form.
+func FsckToProto(r *meta.FsckReport) *api.FsckReport {
+	if r == nil {
+		return &api.FsckReport{}
+	}
+	return &api.FsckReport{
+		Inodes: r.Inodes, Directories: r.Directories, Files: r.Files, Symlinks: r.Symlinks,
+		Bytes: r.Bytes, DataChunks: r.DataChunks, Problems: r.Problems,
+	}
+}
+
+// FsckFromProto converts a wire fsck report.
+func FsckFromProto(p *api.FsckReport) *meta.FsckReport {
+	return &meta.FsckReport{
+		Inodes: p.GetInodes(), Directories: p.GetDirectories(), Files: p.GetFiles(), Symlinks: p.GetSymlinks(),
+		Bytes: p.GetBytes(), DataChunks: p.GetDataChunks(), Problems: p.GetProblems(),
+	}
+}
+
+// ErrorToProto converts an error returned by a FileSystem method to the wire
+// Error. The kind comes from meta.KindOf; op, path and detail from the
+// *meta.OpError it is or wraps. When err is not an *OpError, op and path
+// (those of the request) are used so that the error still names them, and an
+// error of unknown kind carries its text as the detail.
+func ErrorToProto(err error, op, path string) *api.Error {
+	kind := meta.KindOf(err)
+	e := &api.Error{Kind: api.Kind(kind), Op: op, Path: path}
+	var oe *meta.OpError
+	if errors.As(err, &oe) {
+		e.Op, e.Path, e.Detail = oe.Op, oe.Path, oe.Detail
+		if kind == meta.KindUnknown && oe.Err != nil {
+			e.Detail = joinDetail(oe.Err.Error(), oe.Detail)
+		}
+		return e
+	}
+	if kind == meta.KindUnknown {
+		e.Detail = err.Error()
+	} else if err != meta.Sentinel(kind) {
+		// A sentinel wrapped in some other error: keep its text as detail.
+		e.Detail = err.Error()
+	}
+	return e
+}
+
+func joinDetail(a, b string) string {
+	if b == "" {
+		return a
+	}
+	return a + ": " + b
+}
+
+// RemoteError is the error an *meta.OpError from the wire wraps when the
+// server's error had no known kind: it carries the server's error text.
+type RemoteError struct{ Msg string }
+
+func (e *RemoteError) Error() string { return e.Msg }
+
+// ErrorFromProto converts a wire Error into an *meta.OpError wrapping the
+// sentinel of its kind (errors.Is(err, meta.ErrNotFound) works across the
+// wire). A kind unknown to this build wraps a *RemoteError with the detail.
+func ErrorFromProto(e *api.Error) *meta.OpError {
+	oe := &meta.OpError{Op: e.GetOp(), Path: e.GetPath(), Detail: e.GetDetail()}
+	if s := meta.Sentinel(meta.Kind(e.GetKind())); s != nil {
+		oe.Err = s
+	} else {
+		msg := oe.Detail
+		if msg == "" {
+			msg = meta.Kind(e.GetKind()).String()
+		}
+		oe.Err, oe.Detail = &RemoteError{Msg: msg}, ""
+	}
+	return oe
+}

@@ -1,0 +1,33 @@
+// Package rpc carries the meta.FileSystem contract over the network: framing,
+// the multiplexed connection protocol, the HTTP invocation path and the
+// conversion between wire messages (package api) and meta types.
+//
+// # Protocol
+//
+// Everything runs on one HTTP port. A client opens a TCP connection and sends
+//
+//	GET /rpc/conn HTTP/1.1
+//	Connection: Upgrade
+//	Upgrade: nimbus-rpc/1
+//
+// The server answers 101 Switching Protocols and from then on both sides
+// exchange frames: a uvarint byte length followed by that many bytes of a
+// protobuf message (api.Request from client to server, api.Response back).
+// A connection is multiplexed and pipelined: a client may send many requests
+// without waiting, the server runs each in its own goroutine (bounded by
+// ServerOptions.MaxInflight across the server) and answers in completion
+// order; responses are matched to requests by request_id. A frame above the
+// maximum size, or one that does not decode, is a protocol error: the server
+// answers with an Error whose request_id is 0 and closes the connection.
+//
+// POST /rpc/call carries one request frame in its body and answers one
+// response frame: the invocation path a platform gateway can route and scale.
+//
+// # Using it
+//
+// A server is NewServer(fs, opts) mounted with mux.Handle("/rpc/", s.Handler()).
+// Clients use Dial to get a *Conn and Conn.Call to exchange one request and
+// response, or CallHTTP for the HTTP path; package client builds the public
+// library on top of these. Conversion helpers (StatusToProto, ErrorFromProto,
+// ...) are the only place where api and meta types meet.
+package rpc

@@ -1,0 +1,110 @@
+package rpc
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"sync"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+)
+
+// DefaultMaxFrameSize bounds one frame: large enough for a 1 MiB read result
+// or a long listing page, small enough that a bad length prefix cannot make a
+// peer allocate much.
+const DefaultMaxFrameSize = 4 << 20
+
+// pooledBufCap is the largest buffer returned to the pool; bigger ones (large
+// reads and writes) are left to the garbage collector so the pool stays small.
+const pooledBufCap = 64 << 10
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
+
+func putBuf(b *[]byte) {
+	if cap(*b) > pooledBufCap {
+		return
+	}
+	*b = (*b)[:0]
+	bufPool.Put(b)
+}
+
+var marshalOpts = proto.MarshalOptions{UseCachedSize: true}
+
+// AppendFrame appends m as one frame (uvarint length, then the message) to buf.
+// It fails with ErrFrameTooLarge when the message exceeds max bytes (max <= 0:
+// DefaultMaxFrameSize).
+func AppendFrame(buf []byte, m proto.Message, max int) ([]byte, error) {
+	if max <= 0 {
+		max = DefaultMaxFrameSize
+	}
+	size := proto.Size(m)
+	if size > max {
+		return buf, fmt.Errorf("%w: message of %d bytes, limit %d", ErrFrameTooLarge, size, max)
+	}
+	buf = binary.AppendUvarint(buf, uint64(size))
+	return marshalOpts.MarshalAppend(buf, m)
+}
+
+// ReadFrame reads one frame from r into buf (reusing its capacity) and returns
+// the message bytes. A length above max (<= 0: DefaultMaxFrameSize) fails with
+// ErrFrameTooLarge before anything is allocated; a stream that ends inside a
+// frame fails with io.ErrUnexpectedEOF; a clean end between frames is io.EOF.
+func ReadFrame(r *bufio.Reader, buf []byte, max int) ([]byte, error) {
+	if max <= 0 {
+		max = DefaultMaxFrameSize
+	}
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		if err == io.EOF {
+			return nil, io.EOF
+		}
+		if err == io.ErrUnexpectedEOF {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: bad frame length: %v", ErrProtocol, err)
+	}
+	if n > uint64(max) {
+		return nil, fmt.Errorf("%w: frame of %d bytes, limit %d", ErrFrameTooLarge, n, max)
+	}
+	if uint64(cap(buf)) < n {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return buf, nil
+}
+
+// peekRequestID returns field 1 (request_id) of an encoded Request or Response
+// without decoding the rest, so a connection's reader can route a frame to its
+// caller and leave the full decode to the caller's goroutine.
+func peekRequestID(b []byte) (uint64, bool) {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return 0, false
+		}
+		b = b[n:]
+		if num == 1 && typ == protowire.VarintType {
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return 0, false
+			}
+			return v, true
+		}
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		if n < 0 {
+			return 0, false
+		}
+		b = b[n:]
+	}
+	return 0, true // proto3 omits a zero request_id
+}

@@ -1,0 +1,195 @@
+package rpc
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/nimbus-fs/nimbus/api"
+	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/proto"
+)
+
+// Paths the Handler serves. Mount the handler at "/rpc/" without stripping
+// the prefix.
+const (
+	ConnPath = "/rpc/conn"
+	CallPath = "/rpc/call"
+	// UpgradeToken is the Upgrade header value of the multiplexed protocol.
+	UpgradeToken = "nimbus-rpc/1"
+	// ContentType is the media type of a frame carried by POST /rpc/call.
+	ContentType = "application/x-nimbus-rpc"
+)
+
+// ServerOptions configure a Server. The zero value is usable: see
+// DefaultServerOptions for what zero fields become.
+type ServerOptions struct {
+	// Logger receives connection-level events (protocol errors, failed
+	// writes). Nil discards them.
+	Logger *slog.Logger
+	// Registerer receives the rpc metrics. Nil registers nothing.
+	Registerer prometheus.Registerer
+	// MaxInflight bounds the requests executing at once across the server;
+	// a connection's reader waits for a slot, which pushes back on its
+	// client. 0 means the default (1024).
+	MaxInflight int
+	// MaxFrameSize bounds one frame in either direction; 0 means
+	// DefaultMaxFrameSize.
+	MaxFrameSize int
+	// Fsck, when set, serves the fsck request; without it fsck answers
+	// meta.ErrUnsupported.
+	Fsck func(ctx context.Context) (*meta.FsckReport, error)
+}
+
+// DefaultServerOptions returns options with every default filled in.
+func DefaultServerOptions() ServerOptions {
+	return ServerOptions{MaxInflight: 1024, MaxFrameSize: DefaultMaxFrameSize}
+}
+
+// Validate reports options that cannot work.
+func (o ServerOptions) Validate() error {
+	if o.MaxInflight < 0 {
+		return fmt.Errorf("rpc: MaxInflight %d is negative", o.MaxInflight)
+	}
+	if o.MaxFrameSize < 0 {
+		return fmt.Errorf("rpc: MaxFrameSize %d is negative", o.MaxFrameSize)
+	}
+	return nil
+}
+
+// Server serves a meta.FileSystem over the multiplexed connection protocol
+// and the HTTP call path. It is safe for concurrent use; it owns the
+// connections it hijacks and closes them on Shutdown.
+type Server struct {
+	fs      meta.FileSystem
+	opts    ServerOptions
+	log     *slog.Logger
+	met     *metrics
+	sem     chan struct{} // one token per executing request
+	baseCtx context.Context
+	cancel  context.CancelFunc // cancels every request: the forced end of Shutdown
+
+	mu struct {
+		sync.Mutex
+		conns    map[*serverConn]struct{}
+		shutdown bool
+	}
+}
+
+// NewServer returns a server for fs. Invalid options (negative sizes) are
+// replaced by defaults; call ServerOptions.Validate first to reject them.
+func NewServer(fs meta.FileSystem, opts ServerOptions) *Server {
+	def := DefaultServerOptions()
+	if opts.MaxInflight <= 0 {
+		opts.MaxInflight = def.MaxInflight
+	}
+	if opts.MaxFrameSize <= 0 {
+		opts.MaxFrameSize = def.MaxFrameSize
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{fs: fs, opts: opts, log: log, met: newMetrics(opts.Registerer), sem: make(chan struct{}, opts.MaxInflight)}
+	s.baseCtx, s.cancel = context.WithCancel(context.Background())
+	s.mu.conns = make(map[*serverConn]struct{})
+	return s
+}
+
+// Handler returns the HTTP handler for ConnPath (the upgrade to the
+// multiplexed protocol) and CallPath (one request per POST). Other paths
+// answer 404.
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case ConnPath:
+			s.serveUpgrade(w, r)
+		case CallPath:
+			s.serveCall(w, r)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+}
+
+// Shutdown stops accepting requests on every hijacked connection, lets the
+// requests in flight finish and their responses be written, then closes the
+// connections. When ctx ends first, the remaining requests' contexts are
+// cancelled, the connections are closed at once and ctx's error is returned.
+// The HTTP listener itself belongs to the caller (http.Server.Shutdown).
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.mu.shutdown = true
+	conns := make([]*serverConn, 0, len(s.mu.conns))
+	for c := range s.mu.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.stopReading()
+	}
+	var err error
+	for _, c := range conns {
+		select {
+		case <-c.closed:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if err != nil {
+			break
+		}
+	}
+	if err != nil {
+		s.cancel()
+		for _, c := range conns {
+			c.nc.Close()
+		}
+	}
+	return err
+}
+
+func (s *Server) shuttingDown() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.shutdown
+}
+
+// handle decodes one request frame, executes it and encodes the response
+// frame into out (appended). A frame that does not decode yields a protocol
+// error response with request id 0 and ok=false.
+func (s *Server) handle(ctx context.Context, frame []byte, out []byte) (_ []byte, ok bool) {
+	req := &api.Request{}
+	if err := proto.Unmarshal(frame, req); err != nil {
+		s.met.protoErrors.Inc()
+		resp := &api.Response{Error: &api.Error{Kind: api.Kind_KIND_INVALID_ARGUMENT, Op: "rpc",
+			Detail: fmt.Sprintf("undecodable request frame: %v", err)}}
+		out, _ = AppendFrame(out, resp, s.opts.MaxFrameSize)
+		return out, false
+	}
+	m, path := MethodOf(req)
+	start := time.Now()
+	s.met.inflight.Inc()
+	if t := req.GetTimeoutMs(); t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(t)*time.Millisecond)
+		defer cancel()
+	}
+	resp := s.dispatch(ctx, req, m, path)
+	s.met.inflight.Dec()
+	s.met.done(m, meta.Kind(resp.GetError().GetKind()), resp.Error != nil, time.Since(start))
+	n := len(out)
+	out, err := AppendFrame(out, resp, s.opts.MaxFrameSize)
+	if err != nil {
+		// The result is too big for one frame (a huge read or listing):
+		// tell the caller instead of breaking the connection.
+		out = out[:n]
+		resp = &api.Response{RequestId: req.GetRequestId(), Error: &api.Error{Kind: api.Kind_KIND_TOO_LARGE, Op: m.String(), Path: path,
+			Detail: fmt.Sprintf("response exceeds the frame limit of %d bytes; ask for less", s.opts.MaxFrameSize)}}
+		out, _ = AppendFrame(out, resp, s.opts.MaxFrameSize)
+	}
+	return out, true
+}

@@ -1,0 +1,225 @@
+package rpc
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nimbus-fs/nimbus/api"
+)
+
+// serveUpgrade answers GET /rpc/conn: checks the upgrade request, answers 101,
+// hijacks the connection and serves frames on it until it ends.
+func (s *Server) serveUpgrade(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet || !headerHasToken(r.Header, "Connection", "upgrade") ||
+		!strings.EqualFold(strings.TrimSpace(r.Header.Get("Upgrade")), UpgradeToken) {
+		s.met.protoErrors.Inc()
+		w.Header().Set("Upgrade", UpgradeToken)
+		http.Error(w, "rpc: GET "+ConnPath+" needs Connection: Upgrade and Upgrade: "+UpgradeToken, http.StatusUpgradeRequired)
+		return
+	}
+	if s.shuttingDown() {
+		http.Error(w, "rpc: server is shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	nc, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		http.Error(w, "rpc: cannot take over the connection: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	// The server may have set deadlines for the HTTP request; the protocol
+	// has its own lifetime.
+	_ = nc.SetDeadline(time.Time{})
+	if _, err := brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + UpgradeToken + "\r\n\r\n"); err != nil {
+		nc.Close()
+		return
+	}
+	if err := brw.Flush(); err != nil {
+		nc.Close()
+		return
+	}
+	c := s.newConn(nc, brw.Reader)
+	if c == nil {
+		return
+	}
+	c.serve()
+}
+
+func headerHasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// serverConn is one hijacked connection: a reader loop that starts a
+// goroutine per request and a writer goroutine that coalesces responses.
+type serverConn struct {
+	s      *Server
+	nc     net.Conn
+	br     *bufio.Reader
+	out    chan *[]byte // encoded response frames for the writer
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // request goroutines
+	closed chan struct{}  // closed when the connection is fully closed
+}
+
+func (s *Server) newConn(nc net.Conn, br *bufio.Reader) *serverConn {
+	c := &serverConn{s: s, nc: nc, br: br, out: make(chan *[]byte, 256), closed: make(chan struct{})}
+	c.ctx, c.cancel = context.WithCancel(s.baseCtx)
+	s.mu.Lock()
+	if s.mu.shutdown {
+		s.mu.Unlock()
+		nc.Close()
+		return nil
+	}
+	s.mu.conns[c] = struct{}{}
+	s.mu.Unlock()
+	s.met.conns.Inc()
+	s.met.connsTotal.Inc()
+	return c
+}
+
+// stopReading makes the reader loop end at its next read; requests already
+// read still finish and get their responses.
+func (c *serverConn) stopReading() { _ = c.nc.SetReadDeadline(time.Unix(1, 0)) }
+
+func (c *serverConn) serve() {
+	writerDone := make(chan struct{})
+	go c.writeLoop(writerDone)
+	c.readLoop()
+	c.wg.Wait()
+	close(c.out)
+	<-writerDone
+	c.nc.Close()
+	c.cancel()
+	c.s.mu.Lock()
+	delete(c.s.mu.conns, c)
+	c.s.mu.Unlock()
+	c.s.met.conns.Dec()
+	close(c.closed)
+}
+
+func (c *serverConn) readLoop() {
+	max := c.s.opts.MaxFrameSize
+	for {
+		bp := getBuf()
+		frame, err := ReadFrame(c.br, (*bp)[:0], max)
+		if err != nil {
+			putBuf(bp)
+			if errors.Is(err, ErrFrameTooLarge) || errors.Is(err, ErrProtocol) {
+				c.s.met.protoErrors.Inc()
+				c.s.log.Warn("rpc: closing connection after a protocol error", "remote", c.nc.RemoteAddr().String(), "err", err)
+				c.sendError(api.Kind_KIND_INVALID_ARGUMENT, err.Error())
+			} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !isTimeout(err) {
+				c.s.log.Debug("rpc: connection read failed", "remote", c.nc.RemoteAddr().String(), "err", err)
+			}
+			return
+		}
+		if cap(frame) > cap(*bp) {
+			*bp = frame // ReadFrame grew the buffer; keep the bigger one
+		}
+		select {
+		case c.s.sem <- struct{}{}:
+		case <-c.ctx.Done():
+			putBuf(bp)
+			return
+		}
+		c.wg.Add(1)
+		go c.run(bp, len(frame))
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// run executes one request whose frame is (*bp)[:n].
+func (c *serverConn) run(bp *[]byte, n int) {
+	defer c.wg.Done()
+	ob := getBuf()
+	out, ok := c.s.handle(c.ctx, (*bp)[:n], (*ob)[:0])
+	putBuf(bp)
+	<-c.s.sem
+	*ob = out
+	c.out <- ob
+	if !ok {
+		c.s.log.Warn("rpc: closing connection after an undecodable frame", "remote", c.nc.RemoteAddr().String())
+		c.stopReading()
+	}
+}
+
+// sendError queues a connection-level error (request id 0) from the reader.
+func (c *serverConn) sendError(kind api.Kind, detail string) {
+	ob := getBuf()
+	out, _ := AppendFrame((*ob)[:0], &api.Response{Error: &api.Error{Kind: kind, Op: "rpc", Detail: detail}}, 0)
+	*ob = out
+	c.out <- ob
+}
+
+// writeLoop writes queued frames, flushing only when the queue is empty so
+// that responses finishing together share one syscall. After a write error
+// it keeps draining the queue so request goroutines never block.
+func (c *serverConn) writeLoop(done chan<- struct{}) {
+	defer close(done)
+	writeFrames(c.nc, c.out, nil, func(err error) {
+		c.s.log.Debug("rpc: connection write failed", "remote", c.nc.RemoteAddr().String(), "err", err)
+		c.cancel()
+		c.stopReading()
+	})
+}
+
+// writeFrames is the writer goroutine shared by both ends: it writes every
+// frame received on q to w, flushing only when q is empty, and returns when q
+// is closed or stop is. onErr is called once on the first write error; later
+// frames are discarded (but still drained, so senders never block).
+func writeFrames(w io.Writer, q <-chan *[]byte, stop <-chan struct{}, onErr func(error)) {
+	bw := bufio.NewWriterSize(w, 32<<10)
+	var failed bool
+	fail := func(err error) {
+		if !failed {
+			failed = true
+			onErr(err)
+		}
+	}
+	for {
+		var b *[]byte
+		var ok bool
+		select {
+		case b, ok = <-q:
+		case <-stop:
+			return
+		}
+		if !ok {
+			if !failed {
+				if err := bw.Flush(); err != nil {
+					fail(err)
+				}
+			}
+			return
+		}
+		if !failed {
+			if _, err := bw.Write(*b); err != nil {
+				fail(err)
+			}
+		}
+		putBuf(b)
+		if len(q) == 0 && !failed {
+			if err := bw.Flush(); err != nil {
+				fail(err)
+			}
+		}
+	}
+}

@@ -1,0 +1,64 @@
+package rpc
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+)
+
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+
+// serveCall answers POST /rpc/call: the body is one request frame, the answer
+// one response frame. Errors of the operation travel inside the response
+// (status 200); only a malformed body gets an HTTP error status.
+func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "rpc: "+CallPath+" takes POST", http.StatusMethodNotAllowed)
+		return
+	}
+	max := s.opts.MaxFrameSize
+	body := http.MaxBytesReader(w, r.Body, int64(max)+16)
+	br := readerPool.Get().(*bufio.Reader)
+	br.Reset(body)
+	bp := getBuf()
+	frame, err := ReadFrame(br, (*bp)[:0], max)
+	br.Reset(nil)
+	readerPool.Put(br)
+	if err != nil {
+		s.met.protoErrors.Inc()
+		status := http.StatusBadRequest
+		var mbe *http.MaxBytesError
+		if errors.Is(err, ErrFrameTooLarge) || errors.As(err, &mbe) {
+			status = http.StatusRequestEntityTooLarge
+		}
+		if err == io.EOF {
+			err = errors.New("empty body: expected one request frame")
+		}
+		http.Error(w, "rpc: "+err.Error(), status)
+		return
+	}
+	select {
+	case s.sem <- struct{}{}:
+	case <-r.Context().Done():
+		return
+	}
+	ob := getBuf()
+	out, ok := s.handle(r.Context(), frame, (*ob)[:0])
+	<-s.sem
+	if cap(frame) <= cap(*bp) {
+		putBuf(bp)
+	}
+	if !ok {
+		s.log.Warn("rpc: undecodable frame on the call path", "remote", r.RemoteAddr)
+	}
+	w.Header().Set("Content-Type", ContentType)
+	if !ok {
+		w.WriteHeader(http.StatusBadRequest)
+	}
+	_, _ = w.Write(out)
+	*ob = out
+	putBuf(ob)
+}
