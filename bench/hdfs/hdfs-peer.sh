@@ -95,6 +95,9 @@ write_conf() {
     prop dfs.namenode.safemode.min.datanodes 0
     prop dfs.webhdfs.enabled true
     prop dfs.heartbeat.interval 1
+    # One DataNode: an append (the DataNode itself is the client behind WebHDFS) must not try to
+    # replace a "bad" DataNode in the pipeline, there is no other one.
+    prop dfs.client.block.write.replace-datanode-on-failure.enable false
     prop dfs.namenode.fs-limits.min-block-size 0
     prop dfs.namenode.accesstime.precision 3600000
     echo '</configuration>'
