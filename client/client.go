@@ -1,0 +1,325 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/user"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nimbus-fs/nimbus/api"
+	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/rpc"
+)
+
+// DefaultAddr is the server address when NIMBUS_ADDR is not set.
+const DefaultAddr = "http://127.0.0.1:9870"
+
+// AddrFromEnv returns NIMBUS_ADDR, or DefaultAddr when it is empty.
+func AddrFromEnv() string {
+	if a := os.Getenv("NIMBUS_ADDR"); a != "" {
+		return a
+	}
+	return DefaultAddr
+}
+
+// DefaultUser returns the caller as HDFS simple authentication sees it:
+// NIMBUS_USER, else the OS user name (else "nobody").
+func DefaultUser() meta.User {
+	if u := os.Getenv("NIMBUS_USER"); u != "" {
+		return meta.User{Name: u}
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return meta.User{Name: u.Username}
+	}
+	if u := os.Getenv("USER"); u != "" {
+		return meta.User{Name: u}
+	}
+	return meta.User{Name: "nobody"}
+}
+
+// Options configure a Client. The zero value is usable.
+type Options struct {
+	// Conns is the number of TCP connections in the pool; requests are spread
+	// over them round-robin. 0 means 2.
+	Conns int
+	// Logger receives reconnects and other connection events; nil discards.
+	Logger *slog.Logger
+	// DialTimeout bounds one connection attempt (TCP + upgrade); 0 means 5s.
+	DialTimeout time.Duration
+	// MaxFrameSize must match the server's; 0 means rpc.DefaultMaxFrameSize.
+	MaxFrameSize int
+	// HTTPClient serves EchoHTTP and other calls over POST /rpc/call; nil
+	// uses a client of its own.
+	HTTPClient *http.Client
+	// LeaseRenewInterval is how often an open writer renews its lease; 0
+	// means 10s.
+	LeaseRenewInterval time.Duration
+}
+
+// DefaultOptions returns the options with every default filled in.
+func DefaultOptions() Options {
+	return Options{Conns: 2, DialTimeout: 5 * time.Second, MaxFrameSize: rpc.DefaultMaxFrameSize, LeaseRenewInterval: 10 * time.Second}
+}
+
+// Validate reports options that cannot work.
+func (o Options) Validate() error {
+	switch {
+	case o.Conns < 0:
+		return fmt.Errorf("client: Conns %d is negative", o.Conns)
+	case o.Conns > 1024:
+		return fmt.Errorf("client: Conns %d is more than 1024", o.Conns)
+	case o.DialTimeout < 0 || o.LeaseRenewInterval < 0 || o.MaxFrameSize < 0:
+		return errors.New("client: negative DialTimeout, LeaseRenewInterval or MaxFrameSize")
+	}
+	return nil
+}
+
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.Conns == 0 {
+		o.Conns = d.Conns
+	}
+	if o.DialTimeout == 0 {
+		o.DialTimeout = d.DialTimeout
+	}
+	if o.MaxFrameSize == 0 {
+		o.MaxFrameSize = d.MaxFrameSize
+	}
+	if o.LeaseRenewInterval == 0 {
+		o.LeaseRenewInterval = d.LeaseRenewInterval
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// ErrClosed is returned by calls on a closed Client.
+var ErrClosed = errors.New("client: closed")
+
+// Client is a meta.FileSystem served by a remote Nimbus server. Safe for
+// concurrent use; Close releases its connections.
+type Client struct {
+	addr    string // TCP host:port
+	baseURL string // http://host:port
+	opts    Options
+	log     *slog.Logger
+	hc      *http.Client
+	name    string
+	tag     uint64 // random high bits of every request id
+	seq     atomic.Uint64
+	next    atomic.Uint32
+	slots   []slot
+	closed  atomic.Bool
+}
+
+// slot is one pooled connection, redialled when it fails.
+type slot struct {
+	mu   sync.Mutex
+	conn *rpc.Conn
+}
+
+// Dial connects to the server at addr ("http://host:port"; see
+// AddrFromEnv) and opens the connection pool. ctx bounds the dialling.
+func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	hp, err := rpc.HostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	var rnd [16]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return nil, fmt.Errorf("client: random client id: %w", err)
+	}
+	c := &Client{
+		addr: hp, baseURL: "http://" + hp, opts: opts, log: opts.Logger, hc: opts.HTTPClient,
+		name: "nimbus-" + hex.EncodeToString(rnd[:8]),
+		// 24 random bits on top, a 40-bit sequence below: unique per client
+		// for 10^12 requests, and unlikely to collide across clients.
+		tag:   (binary.LittleEndian.Uint64(rnd[8:]) & (1<<24 - 1)) << 40,
+		slots: make([]slot, opts.Conns),
+	}
+	if c.hc == nil {
+		c.hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}}
+	}
+	for i := range c.slots {
+		if _, err := c.slotConn(ctx, &c.slots[i]); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("client: dial %s: %w", addr, err)
+		}
+	}
+	return c, nil
+}
+
+// ClientName is this client's lease holder name, "nimbus-<hex>", unique per
+// Client.
+func (c *Client) ClientName() string { return c.name }
+
+// Close closes every connection. Calls in flight fail; later calls return
+// ErrClosed.
+func (c *Client) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	for i := range c.slots {
+		s := &c.slots[i]
+		s.mu.Lock()
+		if s.conn != nil {
+			s.conn.Close()
+			s.conn = nil
+		}
+		s.mu.Unlock()
+	}
+	if t, ok := c.hc.Transport.(*http.Transport); ok && c.opts.HTTPClient == nil {
+		t.CloseIdleConnections()
+	}
+	return nil
+}
+
+func (c *Client) nextID() uint64 {
+	return c.tag | (c.seq.Add(1) & (1<<40 - 1))
+}
+
+// slotConn returns the slot's working connection, dialling a new one when it
+// has none or the old one failed.
+func (c *Client) slotConn(ctx context.Context, s *slot) (*rpc.Conn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	if s.conn != nil {
+		select {
+		case <-s.conn.Done():
+			c.log.Info("client: reconnecting", "addr", c.addr, "cause", s.conn.Err())
+			s.conn = nil
+		default:
+			return s.conn, nil
+		}
+	}
+	dctx, cancel := context.WithTimeout(ctx, c.opts.DialTimeout)
+	defer cancel()
+	conn, err := rpc.Dial(dctx, c.addr, rpc.ConnOptions{MaxFrameSize: c.opts.MaxFrameSize})
+	if err != nil {
+		return nil, err
+	}
+	s.conn = conn
+	return conn, nil
+}
+
+// pick returns a working connection, preferring the round-robin slot and
+// falling back to the others when it cannot be dialled.
+func (c *Client) pick(ctx context.Context) (*rpc.Conn, error) {
+	n := uint32(len(c.slots))
+	start := c.next.Add(1)
+	var firstErr error
+	for i := range n {
+		conn, err := c.slotConn(ctx, &c.slots[(start+i)%n])
+		if err == nil {
+			return conn, nil
+		}
+		if errors.Is(err, ErrClosed) || ctx.Err() != nil {
+			return nil, err
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	return nil, firstErr
+}
+
+// call sends req and returns its response, or an *meta.OpError naming op and
+// path. It applies the retry rules of the package documentation.
+func (c *Client) call(ctx context.Context, m rpc.Method, path string, u meta.User, req *api.Request) (*api.Response, error) {
+	op := m.String()
+	if c.closed.Load() {
+		return nil, &meta.OpError{Op: op, Path: path, Err: ErrClosed}
+	}
+	req.RequestId = c.nextID()
+	req.ClientName = c.name
+	req.User = u.Name
+	if dl, ok := ctx.Deadline(); ok {
+		if ms := time.Until(dl).Milliseconds(); ms > 0 && ms < 1<<32 {
+			req.TimeoutMs = uint32(ms)
+		}
+	}
+	retried := false
+	for attempt := 0; ; attempt++ {
+		conn, err := c.pick(ctx)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, ErrClosed) {
+				return nil, meta.WrapOp(op, path, err)
+			}
+			return nil, meta.Errorf(op, path, meta.ErrBusy, "cannot reach the server at %s: %v", c.addr, err)
+		}
+		resp, err := conn.Call(ctx, req)
+		if err == nil {
+			if e := resp.GetError(); e != nil {
+				return nil, rpc.ErrorFromProto(e)
+			}
+			return resp, nil
+		}
+		switch {
+		case ctx.Err() != nil:
+			return nil, meta.WrapOp(op, path, err)
+		case errors.Is(err, rpc.ErrConnClosed) && attempt < 3:
+			continue // never sent: always safe to send again
+		case errors.Is(err, rpc.ErrConnBroken) && m.ReadOnly() && !retried:
+			retried = true
+			c.log.Debug("client: resubmitting a read after a broken connection", "op", op, "path", path, "err", err)
+			continue
+		case errors.Is(err, rpc.ErrConnBroken):
+			if m.ReadOnly() {
+				return nil, meta.Errorf(op, path, meta.ErrBusy, "connection lost twice: %v", err)
+			}
+			return nil, meta.Errorf(op, path, meta.ErrBusy, "connection lost with the request in flight; the outcome is unknown: %v", err)
+		case errors.Is(err, rpc.ErrFrameTooLarge):
+			return nil, meta.Errorf(op, path, meta.ErrTooLarge, "%v", err)
+		default:
+			return nil, meta.Errorf(op, path, meta.ErrBusy, "%v", err)
+		}
+	}
+}
+
+// Echo makes a no-op round trip over a pooled TCP connection.
+func (c *Client) Echo(ctx context.Context) error {
+	_, err := c.call(ctx, rpc.MethodEcho, "", meta.User{}, &api.Request{Body: &api.Request_Echo{Echo: &api.EchoRequest{}}})
+	return err
+}
+
+// EchoHTTP makes a no-op round trip over POST /rpc/call.
+func (c *Client) EchoHTTP(ctx context.Context) error {
+	req := &api.Request{RequestId: c.nextID(), ClientName: c.name, Body: &api.Request_Echo{Echo: &api.EchoRequest{}}}
+	resp, err := rpc.CallHTTP(ctx, c.hc, c.baseURL, req, c.opts.MaxFrameSize)
+	if err != nil {
+		if ctx.Err() != nil {
+			return meta.WrapOp("echo", "", err)
+		}
+		return meta.Errorf("echo", "", meta.ErrBusy, "%v", err)
+	}
+	if e := resp.GetError(); e != nil {
+		return rpc.ErrorFromProto(e)
+	}
+	return nil
+}
+
+// Fsck asks the server to check the namespace invariants in its store.
+func (c *Client) Fsck(ctx context.Context) (*meta.FsckReport, error) {
+	resp, err := c.call(ctx, rpc.MethodFsck, "/", meta.User{}, &api.Request{Body: &api.Request_Fsck{Fsck: &api.FsckRequest{}}})
+	if err != nil {
+		return nil, err
+	}
+	return rpc.FsckFromProto(resp.GetFsck()), nil
+}

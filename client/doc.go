@@ -1,0 +1,26 @@
+// Package client is the public Go library of Nimbus: a meta.FileSystem that
+// talks to a Nimbus server over the multiplexed RPC (package rpc).
+//
+//	c, err := client.Dial(ctx, client.AddrFromEnv(), client.Options{})
+//	if err != nil { ... }
+//	defer c.Close()
+//	u := client.DefaultUser()
+//	err = c.Mkdirs(ctx, u, "/data", meta.DefaultDir)
+//	err = c.WriteFile(ctx, u, "/data/hello", []byte("hi"), meta.CreateOptions{})
+//	st, err := c.Stat(ctx, u, "/data/hello")
+//
+// A Client keeps a small pool of TCP connections (Options.Conns) and spreads
+// requests over them; each connection carries many requests at once. It is
+// safe for concurrent use by any number of goroutines.
+//
+// Errors are *meta.OpError values wrapping the sentinel of their kind, so
+// errors.Is(err, meta.ErrNotFound) works as it does in process. When a
+// connection breaks, the client reconnects on the next call. A read-only call
+// in flight on the broken connection is resubmitted once on another
+// connection; a write in flight fails with a meta.ErrBusy-kind error whose
+// detail says that its outcome is unknown (every request carries a request id
+// so that a later server can make such resubmissions exactly-once).
+//
+// Streaming helpers (CreateWriter, AppendWriter, OpenReader, ReadFile,
+// WriteFile, Walk) move file contents and walk trees in constant memory.
+package client
