@@ -11,6 +11,7 @@ import (
 //
 //	'i' parentID:8 name      -> Inode (inode.go)      one row per file, directory or symlink
 //	'd' inodeID:8 offset:8   -> bytes                 inline file content, in chunks
+//	'l' inodeID:8            -> Lease (lease.go)      one row per file under construction
 //	'c' name                 -> uint64 (8, big-endian) id counters (AllocateIDs)
 //	'm' name                 -> bytes                 store-wide metadata (format version, ...)
 //
@@ -18,13 +19,16 @@ import (
 // HopsFS: a directory's entries are one contiguous range, listed by one scan,
 // and a rename rewrites exactly one row. The root is the row (0, ""). Inode ids
 // are never reused. Content chunk rows are keyed by inode id (not path), so a
-// rename never touches them.
+// rename never touches them; chunk k of a file holds bytes [k*C, (k+1)*C) for
+// the engine's chunk size C, so any offset is found without a scan. Lease rows
+// let the engine find every file under construction after a restart.
 //
 // Later tables (blocks, replicas, leases by holder, datanodes, subtree
 // operations, request ids) take the next free prefix letters.
 const (
 	tableInode   = 'i'
 	tableData    = 'd'
+	tableLease   = 'l'
 	tableCounter = 'c'
 	tableMeta    = 'm'
 )
@@ -98,6 +102,27 @@ func DataRange(id uint64, from int64) (start, end []byte) {
 // AllDataRange covers the whole content table.
 func AllDataRange() (start, end []byte) {
 	return []byte{tableData}, []byte{tableData + 1}
+}
+
+// LeaseKey is the key of the lease row of file id.
+func LeaseKey(id uint64) []byte {
+	k := make([]byte, 9)
+	k[0] = tableLease
+	binary.BigEndian.PutUint64(k[1:], id)
+	return k
+}
+
+// DecodeLeaseKey returns the file id of a lease key; ok is false when k is not one.
+func DecodeLeaseKey(k []byte) (id uint64, ok bool) {
+	if len(k) != 9 || k[0] != tableLease {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(k[1:]), true
+}
+
+// AllLeasesRange covers the whole lease table.
+func AllLeasesRange() (start, end []byte) {
+	return []byte{tableLease}, []byte{tableLease + 1}
 }
 
 // CounterKey is the key of the id counter name.
