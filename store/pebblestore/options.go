@@ -1,0 +1,60 @@
+package pebblestore
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Options configures a Store.
+type Options struct {
+	// CacheSize is Pebble's block cache in bytes.
+	CacheSize int64
+	// MemTableSize is the size of one Pebble memtable in bytes.
+	MemTableSize uint64
+	// LockWaitMax bounds one wait for a row lock (store.ErrLockTimeout after).
+	LockWaitMax time.Duration
+	// LockShards is the number of partitions of the lock table, a power of two.
+	LockShards int
+	// IDPrefetch is how many ids AllocateIDs reserves durably ahead of what it
+	// hands out, so that most calls need no fsync. 0 syncs on every call.
+	IDPrefetch uint64
+	// Logger receives Pebble's log and the store's own events. Nil: discarded.
+	Logger *slog.Logger
+	// Registerer receives the store's metrics (metrics.go) and the lock
+	// manager's. Nil: not registered.
+	Registerer prometheus.Registerer
+}
+
+// DefaultOptions returns a 256 MB block cache, 64 MB memtables, a 10 s lock
+// wait limit, 64 lock shards and an id prefetch of 1024.
+func DefaultOptions() Options {
+	return Options{
+		CacheSize:    256 << 20,
+		MemTableSize: 64 << 20,
+		LockWaitMax:  10 * time.Second,
+		LockShards:   64,
+		IDPrefetch:   1024,
+	}
+}
+
+// ErrOptions is wrapped by Validate's errors.
+var ErrOptions = errors.New("pebblestore: invalid options")
+
+// Validate reports the first invalid field.
+func (o Options) Validate() error {
+	switch {
+	case o.CacheSize < 0:
+		return fmt.Errorf("%w: CacheSize = %d, want >= 0", ErrOptions, o.CacheSize)
+	case o.MemTableSize < 1<<20 || o.MemTableSize >= 4<<30:
+		return fmt.Errorf("%w: MemTableSize = %d, want [1 MB, 4 GB)", ErrOptions, o.MemTableSize)
+	case o.LockWaitMax <= 0:
+		return fmt.Errorf("%w: LockWaitMax = %v, want > 0", ErrOptions, o.LockWaitMax)
+	case o.LockShards <= 0 || o.LockShards&(o.LockShards-1) != 0:
+		return fmt.Errorf("%w: LockShards = %d, want a power of two", ErrOptions, o.LockShards)
+	}
+	return nil
+}

@@ -1,0 +1,265 @@
+package pebblestore
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/nimbus-fs/nimbus/store"
+	"github.com/nimbus-fs/nimbus/store/lockmgr"
+)
+
+// FirstID is the first id a fresh counter hands out. Smaller ids are reserved
+// for well-known rows (store.RootID is 1).
+const FirstID uint64 = 16
+
+// Store is a store.Store on one Pebble database directory. It is safe for
+// concurrent use. Only one process may open a directory at a time (Pebble
+// holds a file lock).
+type Store struct {
+	dir     string
+	db      *pebble.DB
+	locks   *lockmgr.Manager
+	log     *slog.Logger
+	opts    Options
+	metrics *metrics
+
+	// mu orders Close after every in-flight use of db: operations hold it
+	// shared while they touch db, Close exclusively.
+	mu     sync.RWMutex
+	closed bool
+
+	ids struct {
+		sync.Mutex
+		counters map[string]*counter
+	}
+
+	commits atomic.Uint64 // transactions that wrote and synced
+}
+
+// counter is the in-memory position of one id counter: ids in [next, limit)
+// are durably reserved and not yet handed out.
+type counter struct{ next, limit uint64 }
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the store in dir.
+func Open(dir string, opts Options) (*Store, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	lcfg := lockmgr.DefaultConfig()
+	lcfg.MaxWait, lcfg.Shards, lcfg.Logger, lcfg.Registerer = opts.LockWaitMax, opts.LockShards, log, opts.Registerer
+	locks, err := lockmgr.New(lcfg)
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
+	}
+	cache := pebble.NewCache(opts.CacheSize)
+	defer cache.Unref() // the DB holds its own reference
+	db, err := pebble.Open(dir, pebbleOptions(opts, cache, log))
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
+	}
+	s := &Store{dir: dir, db: db, locks: locks, log: log, opts: opts}
+	s.ids.counters = map[string]*counter{}
+	if s.metrics, err = newMetrics(s, opts.Registerer); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
+	}
+	log.Info("store opened", "dir", dir, "engine", "pebble")
+	return s, nil
+}
+
+// pebbleOptions are chosen for small rows: the newest table format
+// (columnar blocks, which compress shared key prefixes well), Snappy on the
+// upper levels and zstd on the bottom two, where almost all data lives
+// (docs/STORE.md has the measured footprint).
+func pebbleOptions(opts Options, cache *pebble.Cache, log *slog.Logger) *pebble.Options {
+	po := &pebble.Options{
+		Cache:              cache,
+		MemTableSize:       opts.MemTableSize,
+		FormatMajorVersion: pebble.FormatNewest,
+		Logger:             pebbleLogger{log},
+	}
+	po.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionBalanced })
+	po.EnsureDefaults()
+	return po
+}
+
+// acquire guards a use of db; release must follow when it returns nil.
+func (s *Store) acquire() error {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return store.ErrClosed
+	}
+	return nil
+}
+
+func (s *Store) release() { s.mu.RUnlock() }
+
+// Begin starts a transaction; it fails with store.ErrClosed after Close.
+func (s *Store) Begin(ctx context.Context) (store.Txn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.acquire(); err != nil {
+		return nil, err
+	}
+	s.release()
+	return &txn{s: s}, nil
+}
+
+// AllocateIDs reserves n consecutive ids of counter and returns the first.
+// The first id of a fresh counter is FirstID. It is durable when it returns
+// (see Options.IDPrefetch).
+func (s *Store) AllocateIDs(ctx context.Context, name string, n uint64) (uint64, error) {
+	if n == 0 {
+		return 0, fmt.Errorf("pebblestore: allocate ids %q: n = 0", name)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := s.acquire(); err != nil {
+		return 0, err
+	}
+	defer s.release()
+	s.ids.Lock()
+	defer s.ids.Unlock()
+	c, err := s.counterLocked(name)
+	if err != nil {
+		return 0, err
+	}
+	if c.next+n < c.next {
+		return 0, fmt.Errorf("pebblestore: allocate ids %q: counter overflow", name)
+	}
+	if c.next+n > c.limit {
+		limit := c.next + n + s.opts.IDPrefetch
+		if limit < c.next { // overflow of the prefetch only
+			limit = c.next + n
+		}
+		if err := s.writeCounter(name, limit); err != nil {
+			return 0, err
+		}
+		c.limit = limit
+	}
+	first := c.next
+	c.next += n
+	return first, nil
+}
+
+// counterLocked returns the loaded counter; s.ids is held.
+func (s *Store) counterLocked(name string) (*counter, error) {
+	if c := s.ids.counters[name]; c != nil {
+		return c, nil
+	}
+	v, closer, err := s.db.Get(store.CounterKey(name))
+	next := FirstID
+	switch {
+	case err == pebble.ErrNotFound:
+	case err != nil:
+		return nil, fmt.Errorf("pebblestore: read counter %q: %w", name, err)
+	default:
+		if len(v) != 8 {
+			closer.Close()
+			return nil, fmt.Errorf("%w: counter %q has %d bytes", store.ErrCorrupt, name, len(v))
+		}
+		next = binary.BigEndian.Uint64(v)
+		closer.Close()
+	}
+	c := &counter{next: next, limit: next}
+	s.ids.counters[name] = c
+	return c, nil
+}
+
+func (s *Store) writeCounter(name string, v uint64) error {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	if err := s.db.Set(store.CounterKey(name), b[:], pebble.Sync); err != nil {
+		return fmt.Errorf("pebblestore: write counter %q: %w", name, err)
+	}
+	return nil
+}
+
+// Close records the exact position of every id counter, then closes the
+// database. Transactions still open fail with store.ErrClosed afterwards;
+// Close waits for operations in flight. A second Close returns nil.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.ids.Lock()
+	var firstErr error
+	for name, c := range s.ids.counters {
+		if c.next != c.limit {
+			if err := s.writeCounter(name, c.next); err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	s.ids.Unlock()
+	if err := s.db.Close(); err != nil && firstErr == nil {
+		firstErr = fmt.Errorf("pebblestore: close %s: %w", s.dir, err)
+	}
+	s.metrics.unregister()
+	s.log.Info("store closed", "dir", s.dir)
+	return firstErr
+}
+
+// Stats are cumulative counters since Open.
+type Stats struct {
+	Commits   uint64 // transactions that wrote and synced
+	WALSyncs  uint64 // fsyncs of the write-ahead log
+	DiskUsage uint64 // bytes of every file of the database
+}
+
+// Stats returns the store's counters; zero after Close.
+func (s *Store) Stats() Stats {
+	if s.acquire() != nil {
+		return Stats{}
+	}
+	defer s.release()
+	m := s.db.Metrics()
+	return Stats{Commits: s.commits.Load(), WALSyncs: walSyncs(m), DiskUsage: m.DiskSpaceUsage()}
+}
+
+func walSyncs(m *pebble.Metrics) uint64 {
+	if m.LogWriter.FsyncLatency == nil {
+		return 0
+	}
+	var d dto.Metric
+	if err := m.LogWriter.FsyncLatency.Write(&d); err != nil {
+		return 0
+	}
+	return d.GetHistogram().GetSampleCount()
+}
+
+// Compact flushes the memtable and compacts the whole key space, so that
+// disk usage reflects the data rather than the write history. Used by tests,
+// benchmarks and offline tools; it is slow on a big store.
+func (s *Store) Compact(ctx context.Context) error {
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	defer s.release()
+	if err := s.db.Flush(); err != nil {
+		return fmt.Errorf("pebblestore: flush: %w", err)
+	}
+	if err := s.db.Compact(ctx, []byte{0}, []byte{0xff, 0xff}, true); err != nil {
+		return fmt.Errorf("pebblestore: compact: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,177 @@
+package pebblestore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/nimbus-fs/nimbus/store"
+	"github.com/nimbus-fs/nimbus/store/lockmgr"
+)
+
+// txn is a store.Txn: locks from the store's lock manager, writes buffered
+// in a Pebble batch. It is used by one goroutine at a time and never reused,
+// so a deferred Rollback after Commit cannot touch another transaction.
+type txn struct {
+	s     *Store
+	owner *lockmgr.Owner // nil until the first lock
+	batch *pebble.Batch  // nil until the first write
+	done  bool
+}
+
+func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) {
+	if t.done {
+		return nil, store.ErrTxnDone
+	}
+	for i := range reqs {
+		r := &reqs[i]
+		if r.Mode == store.ReadCommitted {
+			continue
+		}
+		if t.owner == nil {
+			t.owner = t.s.locks.Owner()
+		}
+		// Locks already taken stay held until Commit or Rollback, as a
+		// failed statement leaves a SQL transaction's locks in place.
+		if err := t.owner.Lock(ctx, r.Key, r.Mode, r.NoWait); err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := t.s.acquire(); err != nil {
+		return nil, err
+	}
+	defer t.s.release()
+	vals := make([][]byte, len(reqs))
+	var slab []byte
+	for i := range reqs {
+		v, closer, err := t.s.db.Get(reqs[i].Key)
+		if err == pebble.ErrNotFound {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("pebblestore: get %s: %w", store.FormatKey(reqs[i].Key), err)
+		}
+		// One allocation for the batch's values: carve them from a slab.
+		// An empty value is a row: it reads as a non-nil empty slice.
+		if len(slab) < len(v) || slab == nil {
+			slab = make([]byte, max(len(v), 512))
+		}
+		vals[i] = slab[:len(v):len(v)]
+		copy(vals[i], v)
+		slab = slab[len(v):]
+		closer.Close()
+	}
+	return vals, nil
+}
+
+func (t *txn) Scan(ctx context.Context, start, end []byte, limit int, fn func(k, v []byte) bool) error {
+	if t.done {
+		return store.ErrTxnDone
+	}
+	if err := t.s.acquire(); err != nil {
+		return err
+	}
+	defer t.s.release()
+	it, err := t.s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: start, UpperBound: end})
+	if err != nil {
+		return fmt.Errorf("pebblestore: scan: %w", err)
+	}
+	n := 0
+	for valid := it.First(); valid; valid = it.Next() {
+		if n&255 == 255 {
+			if err := ctx.Err(); err != nil {
+				_ = it.Close()
+				return err
+			}
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			_ = it.Close()
+			return fmt.Errorf("pebblestore: scan %s: %w", store.FormatKey(it.Key()), err)
+		}
+		n++
+		if !fn(it.Key(), v) || (limit > 0 && n >= limit) {
+			break
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("pebblestore: scan: %w", err)
+	}
+	return nil
+}
+
+// Put buffers a write; after Commit or Rollback it is ignored.
+func (t *txn) Put(key, value []byte) {
+	if t.done {
+		return
+	}
+	if t.batch == nil {
+		t.batch = t.s.db.NewBatch()
+	}
+	_ = t.batch.Set(key, value, nil) // copies; a batch Set only fails on a closed batch
+}
+
+// Delete buffers a deletion; after Commit or Rollback it is ignored.
+func (t *txn) Delete(key []byte) {
+	if t.done {
+		return
+	}
+	if t.batch == nil {
+		t.batch = t.s.db.NewBatch()
+	}
+	_ = t.batch.Delete(key, nil)
+}
+
+func (t *txn) Commit(ctx context.Context) error {
+	if t.done {
+		return store.ErrTxnDone
+	}
+	t.done = true
+	defer t.finish()
+	if t.batch == nil || t.batch.Empty() {
+		return nil
+	}
+	// The commit is not interrupted by ctx once started: a half-known outcome
+	// is worse than a late one. ctx is checked before.
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := t.s.acquire(); err != nil {
+		return err
+	}
+	start := time.Now()
+	err := t.batch.Commit(pebble.Sync)
+	t.s.release()
+	if err != nil {
+		return fmt.Errorf("pebblestore: commit: %w", err)
+	}
+	t.s.commits.Add(1)
+	t.s.metrics.commitSeconds.Observe(time.Since(start).Seconds())
+	return nil
+}
+
+func (t *txn) Rollback() {
+	if t.done {
+		return
+	}
+	t.done = true
+	t.finish()
+}
+
+// finish drops the batch and releases the locks, after the batch is durable
+// when committing (strict two-phase locking).
+func (t *txn) finish() {
+	if t.batch != nil {
+		_ = t.batch.Close()
+		t.batch = nil
+	}
+	if t.owner != nil {
+		t.owner.Release()
+		t.owner = nil
+	}
+}
