@@ -1,0 +1,231 @@
+package webhdfs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/nimbus-fs/nimbus/meta"
+)
+
+// Handler serves WebHDFS over a meta.FileSystem. Create it with New or
+// NewHandler; it is safe for concurrent use.
+type Handler struct {
+	fs        meta.FileSystem
+	cfg       Config
+	advertise string // validated Config.Advertise as scheme://host:port, or ""
+	log       *slog.Logger
+	m         *metrics
+	clientTag string        // random per handler: lease holder names never repeat across restarts
+	seq       atomic.Uint64 // lease holder names are clientTag + seq
+}
+
+// New validates cfg, registers the metrics on cfg.Registerer and returns a
+// Handler serving fs.
+func New(fs meta.FileSystem, cfg Config) (*Handler, error) {
+	if fs == nil {
+		return nil, fmt.Errorf("%w: nil FileSystem", ErrConfig)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("webhdfs: registering metrics: %w", err)
+	}
+	h := &Handler{fs: fs, cfg: cfg, m: m, log: cfg.Logger}
+	if cfg.Advertise != "" {
+		h.advertise, _ = advertiseBase(cfg.Advertise) // checked by Validate
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	var tag [6]byte
+	_, _ = rand.Read(tag[:]) // crypto/rand.Read never fails
+	h.clientTag = "webhdfs-" + hex.EncodeToString(tag[:]) + "-"
+	return h, nil
+}
+
+// NewHandler is New for a configuration known to be valid (DefaultConfig with
+// fields set by the program, not by a user): it panics if New fails. Use New
+// to get the error instead.
+func NewHandler(fs meta.FileSystem, cfg Config) http.Handler {
+	h, err := New(fs, cfg)
+	if err != nil {
+		panic(err)
+	}
+	return h
+}
+
+// request is one WebHDFS call being served.
+type request struct {
+	w        http.ResponseWriter
+	r        *http.Request
+	op       *opSpec
+	path     string
+	q        query
+	user     meta.User // effective user (after doas)
+	realUser string
+}
+
+func (rq *request) ctx() context.Context { return rq.r.Context() }
+
+// statusWriter remembers the status sent, for metrics and logging.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	opLabel := "invalid"
+	defer func() {
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+		h.m.observe(opLabel, sw.status, time.Since(start).Seconds())
+	}()
+	rq, err := h.parse(sw, r)
+	if rq != nil && rq.op != nil {
+		opLabel = rq.op.name
+	}
+	if err == nil {
+		err = rq.op.run(h, rq)
+	}
+	if err != nil {
+		h.fail(sw, r, err)
+	}
+}
+
+// fail answers err unless the response has started, in which case the
+// connection is cut so the client cannot mistake a partial body for a
+// complete one.
+func (h *Handler) fail(sw *statusWriter, r *http.Request, err error) {
+	if sw.status != 0 {
+		h.log.Error("webhdfs: error after the response started", "method", r.Method, "url", r.URL.String(), "err", err)
+		panic(http.ErrAbortHandler)
+	}
+	status := writeError(sw, err)
+	if status >= 500 {
+		h.log.Error("webhdfs: server error", "method", r.Method, "url", r.URL.String(), "status", status, "err", err)
+	}
+}
+
+// parse resolves op, path and user. The returned request is non-nil whenever
+// the op is known, so that metrics can name it.
+func (h *Handler) parse(w http.ResponseWriter, r *http.Request) (*request, error) {
+	t, err := parseTarget(r.URL.Path, r.URL.RawQuery)
+	rq := &request{w: w, r: r, q: t.q, path: t.path}
+	if t.q == nil {
+		return rq, err
+	}
+	if t.op == "" {
+		return rq, meta.Errorf("webhdfs", r.URL.Path, meta.ErrInvalidArgument, "missing parameter \"op\"")
+	}
+	spec := ops[t.op]
+	if spec == nil || spec.method != r.Method {
+		return rq, argError("webhdfs", r.URL.Path, "op", t.q["op"],
+			fmt.Sprintf("no %s operation %s", r.Method, t.op))
+	}
+	rq.op = spec
+	if err != nil {
+		return rq, err
+	}
+	rq.realUser = t.q.str("user.name", h.cfg.DefaultUser)
+	if !validUser(rq.realUser) {
+		return rq, argError(spec.lower, t.path, "user.name", rq.realUser, "not a valid user name")
+	}
+	rq.user = meta.User{Name: rq.realUser}
+	if doas := t.q["doas"]; doas != "" && doas != rq.realUser {
+		if !validUser(doas) {
+			return rq, argError(spec.lower, t.path, "doas", doas, "not a valid user name")
+		}
+		if h.cfg.Superuser == "" || rq.realUser != h.cfg.Superuser {
+			return rq, meta.Errorf(spec.lower, t.path, meta.ErrPermission,
+				"User: %s is not allowed to impersonate %s", rq.realUser, doas)
+		}
+		rq.user = meta.User{Name: doas}
+	}
+	return rq, nil
+}
+
+// leaseHolder returns a client name no other request of any handler uses.
+func (h *Handler) leaseHolder() string {
+	return h.clientTag + strconv.FormatUint(h.seq.Add(1), 10)
+}
+
+// dataURL is the second-step URL of a two-step op: the same path and
+// parameters, on the advertised address, with data=true.
+func (h *Handler) dataURL(rq *request) string {
+	base := h.advertise
+	if base == "" {
+		scheme := "http"
+		if rq.r.TLS != nil {
+			scheme = "https"
+		}
+		base = scheme + "://" + rq.r.Host
+	}
+	q := url.Values{}
+	for k, v := range rq.r.URL.Query() {
+		switch strings.ToLower(k) {
+		case "noredirect", "data":
+			continue
+		}
+		q[k] = v
+	}
+	q.Set("data", "true")
+	u := url.URL{Path: PathPrefix + rq.path}
+	return base + u.EscapedPath() + "?" + q.Encode()
+}
+
+// redirect answers the first step of a two-step op.
+func (h *Handler) redirect(rq *request) error {
+	noRedirect, err := rq.q.boolean(rq.op.lower, rq.path, "noredirect", false)
+	if err != nil {
+		return err
+	}
+	loc := h.dataURL(rq)
+	if noRedirect {
+		return writeJSON(rq.w, http.StatusOK, map[string]string{"Location": loc})
+	}
+	rq.w.Header().Set("Location", loc)
+	rq.w.Header().Set("Content-Type", "application/octet-stream")
+	rq.w.Header().Set("Content-Length", "0")
+	rq.w.WriteHeader(http.StatusTemporaryRedirect)
+	return nil
+}
+
+// isDataStep reports whether the request is the second step of a two-step op.
+func isDataStep(rq *request) (bool, error) {
+	return rq.q.boolean(rq.op.lower, rq.path, "data", false)
+}

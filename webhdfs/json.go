@@ -1,0 +1,206 @@
+package webhdfs
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/nimbus-fs/nimbus/meta"
+)
+
+// The JSON shapes below follow Hadoop's JsonUtil field for field; Hadoop's
+// client (JsonUtilClient) and the Python clients read these names.
+
+// fileStatusJSON is HdfsFileStatus as JsonUtil.toJsonMap writes it.
+type fileStatusJSON struct {
+	AccessTime       int64  `json:"accessTime"`
+	BlockSize        int64  `json:"blockSize"`
+	ChildrenNum      int64  `json:"childrenNum"`
+	FileID           uint64 `json:"fileId"`
+	Group            string `json:"group"`
+	Length           int64  `json:"length"`
+	ModificationTime int64  `json:"modificationTime"`
+	Owner            string `json:"owner"`
+	PathSuffix       string `json:"pathSuffix"`
+	Permission       string `json:"permission"`
+	Replication      uint16 `json:"replication"`
+	StoragePolicy    int    `json:"storagePolicy"`
+	Symlink          string `json:"symlink,omitempty"`
+	Type             string `json:"type"`
+}
+
+func typeName(t meta.FileType) string {
+	switch t {
+	case meta.TypeDir:
+		return "DIRECTORY"
+	case meta.TypeSymlink:
+		return "SYMLINK"
+	}
+	return "FILE"
+}
+
+// permString renders a permission as Integer.toOctalString does ("755",
+// "1777", "0" for no bits).
+func permString(p meta.Perm) string { return strconv.FormatUint(uint64(p&meta.PermMask), 8) }
+
+// toFileStatus converts st; suffix is the pathSuffix ("" for the status of
+// the path asked about, the child's name in a listing).
+func toFileStatus(st *meta.FileStatus, suffix string) fileStatusJSON {
+	j := fileStatusJSON{
+		AccessTime:       st.Atime,
+		ChildrenNum:      st.ChildrenNum,
+		FileID:           st.FileID,
+		Group:            st.Group,
+		ModificationTime: st.Mtime,
+		Owner:            st.Owner,
+		PathSuffix:       suffix,
+		Permission:       permString(st.Perm),
+		Symlink:          st.Symlink,
+		Type:             typeName(st.Type),
+	}
+	if st.Type == meta.TypeFile {
+		j.Length = st.Length
+		j.BlockSize = st.BlockSize
+		j.Replication = st.Replication
+	}
+	if st.Type == meta.TypeSymlink {
+		j.Length = int64(len(st.Symlink)) // HDFS reports the target's length
+	}
+	return j
+}
+
+type contentSummaryJSON struct {
+	DirectoryCount int64    `json:"directoryCount"`
+	ECPolicy       string   `json:"ecPolicy"`
+	FileCount      int64    `json:"fileCount"`
+	Length         int64    `json:"length"`
+	Quota          int64    `json:"quota"`
+	SpaceConsumed  int64    `json:"spaceConsumed"`
+	SpaceQuota     int64    `json:"spaceQuota"`
+	TypeQuota      struct{} `json:"typeQuota"`
+}
+
+type quotaUsageJSON struct {
+	FileAndDirectoryCount int64    `json:"fileAndDirectoryCount"`
+	Quota                 int64    `json:"quota"`
+	SpaceConsumed         int64    `json:"spaceConsumed"`
+	SpaceQuota            int64    `json:"spaceQuota"`
+	TypeQuota             struct{} `json:"typeQuota"`
+}
+
+type serverDefaultsJSON struct {
+	BlockSize              int64  `json:"blockSize"`
+	BytesPerChecksum       int    `json:"bytesPerChecksum"`
+	WritePacketSize        int    `json:"writePacketSize"`
+	Replication            uint16 `json:"replication"`
+	FileBufferSize         int    `json:"fileBufferSize"`
+	EncryptDataTransfer    bool   `json:"encryptDataTransfer"`
+	TrashInterval          int64  `json:"trashInterval"`
+	ChecksumType           int    `json:"checksumType"` // DataChecksum.Type id: 2 is CRC32C
+	KeyProviderURI         string `json:"keyProviderUri"`
+	DefaultStoragePolicyID int    `json:"defaultStoragePolicyId"`
+}
+
+type fileChecksumJSON struct {
+	Algorithm string `json:"algorithm"`
+	Bytes     string `json:"bytes"`
+	Length    int    `json:"length"`
+}
+
+type blockLocationJSON struct {
+	CachedHosts   []string `json:"cachedHosts"`
+	Corrupt       bool     `json:"corrupt"`
+	Hosts         []string `json:"hosts"`
+	Length        int64    `json:"length"`
+	Names         []string `json:"names"`
+	Offset        int64    `json:"offset"`
+	StorageIDs    []string `json:"storageIds"`
+	StorageTypes  []string `json:"storageTypes"`
+	TopologyPaths []string `json:"topologyPaths"`
+}
+
+type datanodeInfoJSON struct {
+	IPAddr              string `json:"ipAddr"`
+	Name                string `json:"name"`
+	HostName            string `json:"hostName"`
+	StorageID           string `json:"storageID"`
+	XferPort            int    `json:"xferPort"`
+	InfoPort            int    `json:"infoPort"`
+	InfoSecurePort      int    `json:"infoSecurePort"`
+	IPCPort             int    `json:"ipcPort"`
+	Capacity            int64  `json:"capacity"`
+	DfsUsed             int64  `json:"dfsUsed"`
+	NonDfsUsed          int64  `json:"nonDfsUsed"`
+	Remaining           int64  `json:"remaining"`
+	BlockPoolUsed       int64  `json:"blockPoolUsed"`
+	CacheCapacity       int64  `json:"cacheCapacity"`
+	CacheUsed           int64  `json:"cacheUsed"`
+	LastUpdate          int64  `json:"lastUpdate"`
+	LastUpdateMonotonic int64  `json:"lastUpdateMonotonic"`
+	XceiverCount        int    `json:"xceiverCount"`
+	NetworkLocation     string `json:"networkLocation"`
+	AdminState          string `json:"adminState"`
+}
+
+type extendedBlockJSON struct {
+	BlockPoolID     string `json:"blockPoolId"`
+	BlockID         uint64 `json:"blockId"`
+	NumBytes        int64  `json:"numBytes"`
+	GenerationStamp int64  `json:"generationStamp"`
+}
+
+type locatedBlockJSON struct {
+	Block           extendedBlockJSON  `json:"block"`
+	BlockToken      map[string]string  `json:"blockToken"`
+	CachedLocations []datanodeInfoJSON `json:"cachedLocations"`
+	IsCorrupt       bool               `json:"isCorrupt"`
+	Locations       []datanodeInfoJSON `json:"locations"`
+	StartOffset     int64              `json:"startOffset"`
+	StorageTypes    []string           `json:"storageTypes"`
+}
+
+type locatedBlocksJSON struct {
+	FileLength          int64              `json:"fileLength"`
+	IsLastBlockComplete bool               `json:"isLastBlockComplete"`
+	IsUnderConstruction bool               `json:"isUnderConstruction"`
+	LastLocatedBlock    *locatedBlockJSON  `json:"lastLocatedBlock"`
+	LocatedBlocks       []locatedBlockJSON `json:"locatedBlocks"`
+}
+
+// writeJSON sends v with status.
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return meta.Errorf("webhdfs", "", meta.ErrInternal, "encoding response: %v", err)
+	}
+	b = append(b, '\n')
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+	return nil
+}
+
+// writeBoolean sends {"boolean": b}.
+func writeBoolean(w http.ResponseWriter, b bool) error {
+	return writeJSON(w, http.StatusOK, map[string]bool{"boolean": b})
+}
+
+// writeEmpty sends 200 with no body, as Hadoop does for SETPERMISSION and
+// the other setters.
+func writeEmpty(w http.ResponseWriter) error {
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", "0")
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// appendJSON appends v's encoding to b.
+func appendJSON(b []byte, v any) ([]byte, error) {
+	e, err := json.Marshal(v)
+	if err != nil {
+		return b, meta.Errorf("webhdfs", "", meta.ErrInternal, "encoding response: %v", err)
+	}
+	return append(b, e...), nil
+}

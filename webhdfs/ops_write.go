@@ -1,0 +1,396 @@
+package webhdfs
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/nimbus-fs/nimbus/meta"
+)
+
+// cleanupTimeout bounds the calls that release a lease after a failed upload;
+// they run even when the client has gone.
+const cleanupTimeout = 30 * time.Second
+
+// create serves CREATE. First step: refuse early what the data step would
+// refuse (an existing directory, an existing file without overwrite), then
+// redirect. Data step: Create, stream the body, Complete; 201 Created.
+func (h *Handler) create(rq *request) error {
+	op, p := rq.op.lower, rq.path
+	overwrite, err := rq.q.boolean(op, p, "overwrite", false)
+	if err != nil {
+		return err
+	}
+	perm, err := rq.q.perm(op, p, "permission", meta.DefaultFile)
+	if err != nil {
+		return err
+	}
+	repl, err := rq.q.replication(op, p)
+	if err != nil {
+		return err
+	}
+	blockSize, err := rq.q.int64(op, p, "blocksize", 0, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := rq.q.int64(op, p, "buffersize", 0, 1); err != nil {
+		return err
+	}
+	createParent, err := rq.q.boolean(op, p, "createparent", true)
+	if err != nil {
+		return err
+	}
+	data, err := isDataStep(rq)
+	if err != nil {
+		return err
+	}
+	if !data {
+		st, err := h.fs.Stat(rq.ctx(), rq.user, p)
+		switch {
+		case err == nil && st.Type == meta.TypeDir:
+			return meta.Errorf(op, p, meta.ErrExists, "already exists as a directory")
+		case err == nil && !overwrite:
+			return meta.Errorf(op, p, meta.ErrExists, "and overwrite is false")
+		case err != nil && meta.KindOf(err) != meta.KindNotFound:
+			return err
+		}
+		return h.redirect(rq)
+	}
+	client := h.leaseHolder()
+	_, err = h.fs.Create(rq.ctx(), rq.user, p, meta.CreateOptions{
+		Client: client, Perm: perm, Overwrite: overwrite, CreateParent: createParent,
+		Replication: repl, BlockSize: blockSize,
+	})
+	if meta.KindOf(err) == meta.KindIsDir {
+		// HDFS: "<path> already exists as a directory".
+		return meta.Errorf(op, p, meta.ErrExists, "already exists as a directory")
+	}
+	if err != nil {
+		return err
+	}
+	if err := h.upload(rq, client, 0); err != nil {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(rq.ctx()), cleanupTimeout)
+		defer cancel()
+		// Nothing half-written stays visible: close the file and remove it.
+		if _, cerr := h.fs.Complete(ctx, rq.user, p, client); cerr == nil {
+			if derr := h.fs.Delete(ctx, rq.user, p, false); derr != nil {
+				h.log.Warn("webhdfs: removing a failed upload", "path", p, "err", derr)
+			}
+		} else {
+			h.log.Warn("webhdfs: closing a failed upload", "path", p, "err", cerr)
+		}
+		return err
+	}
+	if _, err := h.fs.Complete(rq.ctx(), rq.user, p, client); err != nil {
+		return err
+	}
+	host, port := h.hostPort(rq)
+	rq.w.Header().Set("Location", "webhdfs://"+joinHostPort(host, port)+p)
+	rq.w.Header().Set("Content-Length", "0")
+	rq.w.WriteHeader(http.StatusCreated)
+	return nil
+}
+
+// appendOp serves APPEND; the data URL may be reused for many appends.
+func (h *Handler) appendOp(rq *request) error {
+	op, p := rq.op.lower, rq.path
+	if _, err := rq.q.int64(op, p, "buffersize", 0, 1); err != nil {
+		return err
+	}
+	data, err := isDataStep(rq)
+	if err != nil {
+		return err
+	}
+	if !data {
+		if _, err := h.fileOnly(rq); err != nil {
+			return err
+		}
+		return h.redirect(rq)
+	}
+	client := h.leaseHolder()
+	st, err := h.fs.Append(rq.ctx(), rq.user, p, client)
+	if err != nil {
+		return err
+	}
+	uerr := h.upload(rq, client, st.Length)
+	if uerr != nil {
+		// As HDFS's DataNode does when an append stream breaks: close the
+		// file with what was written, so the lease does not linger.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(rq.ctx()), cleanupTimeout)
+		defer cancel()
+		if _, cerr := h.fs.Complete(ctx, rq.user, p, client); cerr != nil {
+			h.log.Warn("webhdfs: closing a failed append", "path", p, "err", cerr)
+		}
+		return uerr
+	}
+	if _, err := h.fs.Complete(rq.ctx(), rq.user, p, client); err != nil {
+		return err
+	}
+	return writeEmpty(rq.w)
+}
+
+// upload feeds the request body to Write in pieces of at most WriteChunk
+// bytes, starting at offset. The buffer is reused: Write must not keep it.
+func (h *Handler) upload(rq *request, client string, offset int64) error {
+	if rq.r.Body == nil {
+		return nil
+	}
+	buf := make([]byte, h.cfg.WriteChunk)
+	for {
+		n, rerr := io.ReadFull(rq.r.Body, buf)
+		if n > 0 {
+			if err := h.fs.Write(rq.ctx(), rq.user, rq.path, client, offset, buf[:n]); err != nil {
+				return err
+			}
+			offset += int64(n)
+			h.m.bytesWritten.Add(float64(n))
+		}
+		switch {
+		case rerr == io.EOF || rerr == io.ErrUnexpectedEOF:
+			return nil
+		case rerr != nil:
+			var mbe *http.MaxBytesError
+			if errors.As(rerr, &mbe) {
+				return meta.Errorf(rq.op.lower, rq.path, meta.ErrTooLarge, "request body over %d bytes", mbe.Limit)
+			}
+			return meta.Errorf(rq.op.lower, rq.path, meta.ErrInvalidArgument, "reading the request body: %v", rerr)
+		}
+	}
+}
+
+func (h *Handler) mkdirs(rq *request) error {
+	perm, err := rq.q.perm(rq.op.lower, rq.path, "permission", meta.DefaultDir)
+	if err != nil {
+		return err
+	}
+	if err := h.fs.Mkdirs(rq.ctx(), rq.user, rq.path, perm); err != nil {
+		return err
+	}
+	return writeBoolean(rq.w, true)
+}
+
+// createSymlink: the URL path is the link, destination its target.
+func (h *Handler) createSymlink(rq *request) error {
+	target := rq.q["destination"]
+	if target == "" {
+		return meta.Errorf(rq.op.lower, rq.path, meta.ErrInvalidArgument, "missing parameter \"destination\"")
+	}
+	createParent, err := rq.q.boolean(rq.op.lower, rq.path, "createparent", false)
+	if err != nil {
+		return err
+	}
+	if err := h.fs.CreateSymlink(rq.ctx(), rq.user, target, rq.path, createParent); err != nil {
+		return err
+	}
+	return writeEmpty(rq.w)
+}
+
+// rename implements both of HDFS's renames. Without renameoptions it is
+// rename1: {"boolean": false} for the failures HDFS reports that way (missing
+// source or destination parent, existing destination file, a directory into
+// itself); with renameoptions=NONE|OVERWRITE it is rename2, whose failures are
+// exceptions.
+func (h *Handler) rename(rq *request) error {
+	op := rq.op.lower
+	dst, err := destPath(op, "destination", rq.q["destination"])
+	if err != nil {
+		return err
+	}
+	if !rq.q.has("renameoptions") {
+		if dst == rq.path {
+			st, err := h.fs.Stat(rq.ctx(), rq.user, rq.path)
+			if err != nil && meta.KindOf(err) != meta.KindNotFound {
+				return err
+			}
+			return writeBoolean(rq.w, err == nil && st.Type != meta.TypeDir)
+		}
+		err := h.fs.Rename(rq.ctx(), rq.user, rq.path, dst, meta.RenameOptions{})
+		switch meta.KindOf(err) {
+		case meta.KindUnknown:
+			if err != nil {
+				return err
+			}
+			return writeBoolean(rq.w, true)
+		case meta.KindNotFound, meta.KindExists, meta.KindNotDir, meta.KindIsDir, meta.KindNotEmpty, meta.KindInvalidArgument:
+			return writeBoolean(rq.w, false)
+		}
+		return err
+	}
+	overwrite := false
+	for _, o := range strings.Split(rq.q["renameoptions"], ",") {
+		switch strings.ToUpper(strings.TrimSpace(o)) {
+		case "", "NONE":
+		case "OVERWRITE":
+			overwrite = true
+		default:
+			return argError(op, rq.path, "renameoptions", rq.q["renameoptions"], "want NONE or OVERWRITE")
+		}
+	}
+	if !overwrite {
+		// rename2 without OVERWRITE never moves into an existing directory.
+		if _, err := h.fs.Stat(rq.ctx(), rq.user, dst); err == nil {
+			return meta.Errorf(op, dst, meta.ErrExists, "rename destination exists")
+		} else if meta.KindOf(err) != meta.KindNotFound {
+			return err
+		}
+	}
+	if err := h.fs.Rename(rq.ctx(), rq.user, rq.path, dst, meta.RenameOptions{Overwrite: overwrite}); err != nil {
+		return err
+	}
+	return writeEmpty(rq.w)
+}
+
+// deleteOp: a missing path is {"boolean": false}, as HDFS; so is the root,
+// which HDFS never deletes.
+func (h *Handler) deleteOp(rq *request) error {
+	recursive, err := rq.q.boolean(rq.op.lower, rq.path, "recursive", false)
+	if err != nil {
+		return err
+	}
+	if rq.path == meta.RootPath {
+		l, err := h.fs.List(rq.ctx(), rq.user, rq.path, "", 1)
+		if err != nil {
+			return err
+		}
+		if len(l.Entries) > 0 && !recursive {
+			return meta.Errorf(rq.op.lower, rq.path, meta.ErrNotEmpty, "")
+		}
+		return writeBoolean(rq.w, false)
+	}
+	err = h.fs.Delete(rq.ctx(), rq.user, rq.path, recursive)
+	if meta.KindOf(err) == meta.KindNotFound {
+		return writeBoolean(rq.w, false)
+	}
+	if err != nil {
+		return err
+	}
+	return writeBoolean(rq.w, true)
+}
+
+func (h *Handler) setPermission(rq *request) error {
+	perm, err := rq.q.perm(rq.op.lower, rq.path, "permission", meta.DefaultDir)
+	if err != nil {
+		return err
+	}
+	if err := h.fs.SetPermission(rq.ctx(), rq.user, rq.path, perm); err != nil {
+		return err
+	}
+	return writeEmpty(rq.w)
+}
+
+func (h *Handler) setOwner(rq *request) error {
+	owner, group := rq.q["owner"], rq.q["group"]
+	if owner == "" && group == "" {
+		return meta.Errorf(rq.op.lower, rq.path, meta.ErrInvalidArgument, "Both owner and group are empty.")
+	}
+	if err := h.fs.SetOwner(rq.ctx(), rq.user, rq.path, owner, group); err != nil {
+		return err
+	}
+	return writeEmpty(rq.w)
+}
+
+func (h *Handler) setTimes(rq *request) error {
+	mtime, err := rq.q.int64(rq.op.lower, rq.path, "modificationtime", -1, -1)
+	if err != nil {
+		return err
+	}
+	atime, err := rq.q.int64(rq.op.lower, rq.path, "accesstime", -1, -1)
+	if err != nil {
+		return err
+	}
+	if err := h.fs.SetTimes(rq.ctx(), rq.user, rq.path, mtime, atime); err != nil {
+		return err
+	}
+	return writeEmpty(rq.w)
+}
+
+// setReplication answers false for a directory, as HDFS does.
+func (h *Handler) setReplication(rq *request) error {
+	repl, err := rq.q.replication(rq.op.lower, rq.path)
+	if err != nil {
+		return err
+	}
+	if repl == 0 {
+		d, err := h.fs.Defaults(rq.ctx())
+		if err != nil {
+			return err
+		}
+		repl = d.Replication
+	}
+	err = h.fs.SetReplication(rq.ctx(), rq.user, rq.path, repl)
+	if meta.KindOf(err) == meta.KindIsDir {
+		return writeBoolean(rq.w, false)
+	}
+	if err != nil {
+		return err
+	}
+	return writeBoolean(rq.w, true)
+}
+
+// quotaParam maps HDFS's quota values onto meta's: absent or Long.MAX_VALUE
+// (QUOTA_DONT_SET) is 0 (unchanged), -1 (QUOTA_RESET) clears, others set.
+func quotaParam(rq *request, name string) (int64, error) {
+	v, err := rq.q.int64(rq.op.lower, rq.path, name, math.MaxInt64, -1)
+	switch {
+	case err != nil:
+		return 0, err
+	case v == math.MaxInt64:
+		return 0, nil
+	case v == 0:
+		return 0, argError(rq.op.lower, rq.path, name, "0", "a quota must be positive, or -1 to clear it")
+	}
+	return v, nil
+}
+
+func (h *Handler) setQuota(rq *request) error {
+	ns, err := quotaParam(rq, "namespacequota")
+	if err != nil {
+		return err
+	}
+	ss, err := quotaParam(rq, "storagespacequota")
+	if err != nil {
+		return err
+	}
+	if err := h.fs.SetQuota(rq.ctx(), rq.user, rq.path, ns, ss); err != nil {
+		return err
+	}
+	return writeEmpty(rq.w)
+}
+
+// truncate answers true: inline content is cut at once, no block recovery.
+func (h *Handler) truncate(rq *request) error {
+	if !rq.q.has("newlength") {
+		return meta.Errorf(rq.op.lower, rq.path, meta.ErrInvalidArgument, "missing parameter \"newlength\"")
+	}
+	n, err := rq.q.int64(rq.op.lower, rq.path, "newlength", 0, 0)
+	if err != nil {
+		return err
+	}
+	if err := h.fs.Truncate(rq.ctx(), rq.user, rq.path, n); err != nil {
+		return err
+	}
+	return writeBoolean(rq.w, true)
+}
+
+func (h *Handler) concat(rq *request) error {
+	raw := rq.q["sources"]
+	if raw == "" {
+		return meta.Errorf(rq.op.lower, rq.path, meta.ErrInvalidArgument, "missing parameter \"sources\"")
+	}
+	var srcs []string
+	for _, s := range strings.Split(raw, ",") {
+		p, err := destPath(rq.op.lower, "sources", s)
+		if err != nil {
+			return err
+		}
+		srcs = append(srcs, p)
+	}
+	if err := h.fs.Concat(rq.ctx(), rq.user, rq.path, srcs); err != nil {
+		return err
+	}
+	return writeEmpty(rq.w)
+}

@@ -1,0 +1,127 @@
+package webhdfs
+
+import (
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/nimbus-fs/nimbus/meta"
+)
+
+// query holds a request's parameters with lower-cased names (Hadoop's
+// ParamFilter lower-cases them too) and the first value of each.
+type query map[string]string
+
+// target is what parseTarget extracts from a request line.
+type target struct {
+	op   string // upper-cased op name, "" when absent
+	path string // clean absolute path
+	q    query
+}
+
+// parseTarget splits a WebHDFS request into op, path and parameters. It never
+// looks at the op table, so the fuzz target can drive it alone.
+func parseTarget(urlPath, rawQuery string) (target, error) {
+	var t target
+	vals, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		// Hadoop rejects malformed query strings before looking at them.
+		return t, meta.Errorf("webhdfs", urlPath, meta.ErrInvalidArgument, "malformed query string: %v", err)
+	}
+	t.q = make(query, len(vals))
+	for k, v := range vals {
+		lk := strings.ToLower(k)
+		if _, dup := t.q[lk]; dup || len(v) == 0 {
+			continue
+		}
+		t.q[lk] = v[0]
+	}
+	t.op = strings.ToUpper(strings.TrimSpace(t.q["op"]))
+	p, ok := strings.CutPrefix(urlPath, PathPrefix)
+	if !ok || (p != "" && p[0] != '/') {
+		return t, meta.Errorf("webhdfs", urlPath, meta.ErrInvalidPath, "not under %s", PathPrefix)
+	}
+	if p == "" {
+		p = meta.RootPath
+	}
+	t.path, err = meta.CleanPath(strings.ToLower(t.op), p)
+	return t, err
+}
+
+func (q query) has(name string) bool { _, ok := q[name]; return ok }
+
+// str returns the parameter or def when absent or empty.
+func (q query) str(name, def string) string {
+	if v := q[name]; v != "" {
+		return v
+	}
+	return def
+}
+
+// boolean parses "true"/"false" in any case, as Hadoop's BooleanParam.
+func (q query) boolean(op, path, name string, def bool) (bool, error) {
+	v := q[name]
+	switch strings.ToLower(v) {
+	case "":
+		return def, nil
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, argError(op, path, name, v, "want true or false")
+}
+
+// int64 parses a decimal integer >= min; absent or empty gives def.
+func (q query) int64(op, path, name string, def, min int64) (int64, error) {
+	v := q[name]
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, argError(op, path, name, v, "not a 64-bit integer")
+	}
+	if n < min {
+		return 0, argError(op, path, name, v, "must be >= "+strconv.FormatInt(min, 10))
+	}
+	return n, nil
+}
+
+// perm parses an octal permission of at most 01777, as Hadoop's
+// PermissionParam.
+func (q query) perm(op, path, name string, def meta.Perm) (meta.Perm, error) {
+	v := q[name]
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseUint(v, 8, 16)
+	if err != nil || n > uint64(meta.PermMask) {
+		return 0, argError(op, path, name, v, "want an octal permission between 0 and 1777")
+	}
+	return meta.Perm(n), nil
+}
+
+// replication parses a replication factor in 1..32767 (Hadoop's short).
+func (q query) replication(op, path string) (uint16, error) {
+	n, err := q.int64(op, path, "replication", 0, 0)
+	if err != nil {
+		return 0, err
+	}
+	if n > 32767 {
+		return 0, argError(op, path, "replication", q["replication"], "must be <= 32767")
+	}
+	return uint16(n), nil
+}
+
+// destPath parses a path-valued parameter (destination, sources...).
+func destPath(op, name, v string) (string, error) {
+	if v == "" {
+		return "", meta.Errorf(op, v, meta.ErrInvalidArgument, "missing parameter %q", name)
+	}
+	// Hadoop's client sends a path; some send a full URI.
+	if u, err := url.Parse(v); err == nil && u.Scheme != "" && u.Host != "" {
+		v = u.Path
+	}
+	return meta.CleanPath(op, v)
+}
