@@ -1,0 +1,93 @@
+package webhdfs
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/nimbus-fs/nimbus/meta"
+)
+
+// exceptionKinds maps the simple class name of a RemoteException to an error
+// kind: HDFS's own exceptions and those Nimbus's gateway sends (the same
+// names, chosen so that Hadoop clients understand them).
+var exceptionKinds = map[string]error{
+	"FileNotFoundException":            meta.ErrNotFound,
+	"FileAlreadyExistsException":       meta.ErrExists,
+	"ParentNotDirectoryException":      meta.ErrNotDir,
+	"PathIsNotDirectoryException":      meta.ErrNotDir,
+	"PathIsDirectoryException":         meta.ErrIsDir,
+	"PathIsNotEmptyDirectoryException": meta.ErrNotEmpty,
+	"AccessControlException":           meta.ErrPermission,
+	"SecurityException":                meta.ErrPermission,
+	"InvalidPathException":             meta.ErrInvalidPath,
+	"QuotaExceededException":           meta.ErrQuota,
+	"NSQuotaExceededException":         meta.ErrQuota,
+	"DSQuotaExceededException":         meta.ErrQuota,
+	"RetriableException":               meta.ErrBusy,
+	"StandbyException":                 meta.ErrBusy,
+	"SafeModeException":                meta.ErrBusy,
+	"IllegalArgumentException":         meta.ErrInvalidArgument,
+	"NumberFormatException":            meta.ErrInvalidArgument,
+	"AlreadyBeingCreatedException":     meta.ErrLease,
+	"LeaseExpiredException":            meta.ErrLease,
+	"RecoveryInProgressException":      meta.ErrLease,
+	"UnresolvedLinkException":          meta.ErrUnresolvedLink,
+	"UnresolvedPathException":          meta.ErrUnresolvedLink,
+	"UnsupportedOperationException":    meta.ErrUnsupported,
+}
+
+// statusKinds is the fallback when the body is not a RemoteException.
+var statusKinds = map[int]error{
+	http.StatusNotFound:           meta.ErrNotFound,
+	http.StatusForbidden:          meta.ErrPermission,
+	http.StatusUnauthorized:       meta.ErrPermission,
+	http.StatusBadRequest:         meta.ErrInvalidArgument,
+	http.StatusConflict:           meta.ErrExists,
+	http.StatusServiceUnavailable: meta.ErrBusy,
+	http.StatusTooManyRequests:    meta.ErrBusy,
+}
+
+type remoteException struct {
+	RemoteException struct {
+		Exception     string `json:"exception"`
+		JavaClassName string `json:"javaClassName"`
+		Message       string `json:"message"`
+	} `json:"RemoteException"`
+}
+
+// decodeError turns an error response into an *meta.OpError of the kind the
+// exception names; the server's message is kept as the detail.
+func decodeError(op, path string, resp *http.Response) error {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var re remoteException
+	if json.Unmarshal(body, &re) == nil && re.RemoteException.Exception != "" {
+		ex := re.RemoteException
+		sentinel, ok := exceptionKinds[ex.Exception]
+		if !ok {
+			sentinel = meta.ErrInternal
+			if s, found := statusKinds[resp.StatusCode]; found {
+				sentinel = s
+			}
+		}
+		return &meta.OpError{Op: op, Path: path, Err: sentinel, Detail: ex.Exception + ": " + ex.Message}
+	}
+	sentinel, ok := statusKinds[resp.StatusCode]
+	if !ok {
+		sentinel = meta.ErrInternal
+	}
+	detail := resp.Status
+	if len(body) > 0 {
+		detail += ": " + string(body[:min(len(body), 200)])
+	}
+	return &meta.OpError{Op: op, Path: path, Err: sentinel, Detail: detail}
+}
+
+// opErr wraps a transport error (no kind: the request may not have arrived).
+func opErr(op, path string, err error) error {
+	if _, ok := err.(*meta.OpError); ok {
+		return err
+	}
+	return &meta.OpError{Op: op, Path: path, Err: fmt.Errorf("webhdfs: %w", err)}
+}
