@@ -57,15 +57,9 @@ func ReadFrame(r *bufio.Reader, buf []byte, max int) ([]byte, error) {
 	if max <= 0 {
 		max = DefaultMaxFrameSize
 	}
-	n, err := binary.ReadUvarint(r)
+	n, err := readUvarint(r)
 	if err != nil {
-		if err == io.EOF {
-			return nil, io.EOF
-		}
-		if err == io.ErrUnexpectedEOF {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w: bad frame length: %v", ErrProtocol, err)
+		return nil, err
 	}
 	if n > uint64(max) {
 		return nil, fmt.Errorf("%w: frame of %d bytes, limit %d", ErrFrameTooLarge, n, max)
@@ -107,4 +101,30 @@ func peekRequestID(b []byte) (uint64, bool) {
 		b = b[n:]
 	}
 	return 0, true // proto3 omits a zero request_id
+}
+
+// readUvarint reads the length prefix. Unlike binary.ReadUvarint it tells a
+// malformed prefix (ErrProtocol) apart from a failing reader (its error, with
+// io.EOF only before the first byte).
+func readUvarint(r io.ByteReader) (uint64, error) {
+	var x uint64
+	var s uint
+	for i := 0; i < binary.MaxVarintLen64; i++ {
+		b, err := r.ReadByte()
+		if err != nil {
+			if i > 0 && err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, err
+		}
+		if b < 0x80 {
+			if i == binary.MaxVarintLen64-1 && b > 1 {
+				break
+			}
+			return x | uint64(b)<<s, nil
+		}
+		x |= uint64(b&0x7f) << s
+		s += 7
+	}
+	return 0, fmt.Errorf("%w: bad frame length: varint overflows 64 bits", ErrProtocol)
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nimbus-fs/nimbus/api"
@@ -72,7 +73,10 @@ type serverConn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // request goroutines
-	closed chan struct{}  // closed when the connection is fully closed
+	// stopping is set by stopReading: the read error that follows is ours,
+	// and the requests in flight must finish rather than be cancelled.
+	stopping atomic.Bool
+	closed   chan struct{} // closed when the connection is fully closed
 }
 
 func (s *Server) newConn(nc net.Conn, br *bufio.Reader) *serverConn {
@@ -93,12 +97,20 @@ func (s *Server) newConn(nc net.Conn, br *bufio.Reader) *serverConn {
 
 // stopReading makes the reader loop end at its next read; requests already
 // read still finish and get their responses.
-func (c *serverConn) stopReading() { _ = c.nc.SetReadDeadline(time.Unix(1, 0)) }
+func (c *serverConn) stopReading() {
+	c.stopping.Store(true)
+	_ = c.nc.SetReadDeadline(time.Unix(1, 0))
+}
 
 func (c *serverConn) serve() {
 	writerDone := make(chan struct{})
 	go c.writeLoop(writerDone)
 	c.readLoop()
+	if !c.stopping.Load() {
+		// The peer went away or broke the protocol: nobody waits for the
+		// answers of the requests in flight, so stop them.
+		c.cancel()
+	}
 	c.wg.Wait()
 	close(c.out)
 	<-writerDone
