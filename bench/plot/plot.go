@@ -1,0 +1,221 @@
+// Package plot draws the charts of `nimbus bench plot` from result documents
+// with gonum.org/v1/plot: throughput against clients per operation (one line
+// per system), latency CDFs per operation (one line per system and client
+// count) and, for bigdir runs, the server's memory while it lists.
+//
+//	docs := []*bench.Document{...}
+//	files, err := plot.Write(plot.Collect(docs), "out/")
+package plot
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/nimbus-fs/nimbus/bench"
+)
+
+// Collect concatenates the results of several documents.
+func Collect(docs []*bench.Document) []bench.Result {
+	var out []bench.Result
+	for _, d := range docs {
+		out = append(out, d.Results...)
+	}
+	return out
+}
+
+// Write draws every chart the results allow into dir (created if needed) and
+// returns the files written, sorted. A result set with nothing to draw is an
+// error.
+func Write(results []bench.Result, dir string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("plot: %w", err)
+	}
+	var files []string
+	add := func(name string, p *plot.Plot, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == nil {
+			return nil
+		}
+		path := filepath.Join(dir, name)
+		if err := p.Save(20*vg.Centimeter, 13*vg.Centimeter, path); err != nil {
+			return fmt.Errorf("plot: %s: %w", path, err)
+		}
+		files = append(files, path)
+		return nil
+	}
+	for _, op := range ops(results) {
+		p, err := throughputChart(results, op)
+		if err := add("throughput-"+op+".png", p, err); err != nil {
+			return files, err
+		}
+		p, err = cdfChart(results, op)
+		if err := add("latency-cdf-"+op+".png", p, err); err != nil {
+			return files, err
+		}
+	}
+	p, err := memoryChart(results)
+	if err := add("bigdir-memory.png", p, err); err != nil {
+		return files, err
+	}
+	if len(files) == 0 {
+		return nil, errors.New("plot: nothing to draw: no micro, echo or bigdir results")
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+// opName is the chart key of a result: its op, with "-hot" for hot-dir runs.
+func opName(r *bench.Result) string {
+	if r.HotDir {
+		return r.Op + "-hot"
+	}
+	return r.Op
+}
+
+func ops(results []bench.Result) []string {
+	seen := map[string]bool{}
+	var out []string
+	for i := range results {
+		r := &results[i]
+		if r.Workload != "micro" && r.Workload != "echo" && r.Workload != "bigdir" {
+			continue
+		}
+		if n := opName(r); !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func newPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = x
+	p.Y.Label.Text = y
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// throughputChart: one line per system, clients on a log axis. Nil when the
+// operation was measured at a single client count for every system.
+func throughputChart(results []bench.Result, op string) (*plot.Plot, error) {
+	bySys := map[string]map[int]float64{}
+	for i := range results {
+		r := &results[i]
+		if opName(r) != op || r.Workload == "bigdir" {
+			continue
+		}
+		if bySys[r.System] == nil {
+			bySys[r.System] = map[int]float64{}
+		}
+		bySys[r.System][r.Clients] = r.ThroughputOpsS // a later run at the same count wins
+	}
+	if len(bySys) == 0 {
+		return nil, nil
+	}
+	p := newPlot(op+": throughput against clients", "clients", "operations / s")
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	var args []any
+	for _, sys := range sortedKeys(bySys) {
+		pts := bySys[sys]
+		var xy plotter.XYs
+		for _, c := range sortedInts(pts) {
+			xy = append(xy, plotter.XY{X: float64(c), Y: pts[c]})
+		}
+		args = append(args, sys, xy)
+	}
+	if err := plotutil.AddLinePoints(p, args...); err != nil {
+		return nil, fmt.Errorf("plot: %s: %w", op, err)
+	}
+	p.Y.Min = 0
+	return p, nil
+}
+
+// cdfChart: one line per (system, clients), latency on a log axis.
+func cdfChart(results []bench.Result, op string) (*plot.Plot, error) {
+	var args []any
+	for i := range results {
+		r := &results[i]
+		if opName(r) != op || len(r.CDF) == 0 {
+			continue
+		}
+		var xy plotter.XYs
+		for _, c := range r.CDF {
+			xy = append(xy, plotter.XY{X: math.Max(c.Ms, 0.001), Y: c.Q})
+		}
+		args = append(args, fmt.Sprintf("%s, %d clients", r.System, r.Clients), xy)
+	}
+	if len(args) == 0 {
+		return nil, nil
+	}
+	p := newPlot(op+": latency CDF", "latency (ms)", "fraction of operations")
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Legend.Left = false
+	p.Legend.Top = false
+	if err := plotutil.AddLines(p, args...); err != nil {
+		return nil, fmt.Errorf("plot: %s: %w", op, err)
+	}
+	p.Y.Min, p.Y.Max = 0, 1
+	return p, nil
+}
+
+// memoryChart: the server's memory while bigdir listed, one line per run.
+func memoryChart(results []bench.Result) (*plot.Plot, error) {
+	var args []any
+	for i := range results {
+		r := &results[i]
+		if r.Bigdir == nil || len(r.Bigdir.MemSamples) == 0 {
+			continue
+		}
+		var xy plotter.XYs
+		for _, s := range r.Bigdir.MemSamples {
+			xy = append(xy, plotter.XY{X: s.TMs / 1000, Y: float64(s.Bytes) / (1 << 20)})
+		}
+		args = append(args, fmt.Sprintf("%s, %d entries", r.System, r.Bigdir.Entries), xy)
+	}
+	if len(args) == 0 {
+		return nil, nil
+	}
+	p := newPlot("bigdir: server memory while listing", "seconds", "MiB")
+	if err := plotutil.AddLinePoints(p, args...); err != nil {
+		return nil, fmt.Errorf("plot: bigdir: %w", err)
+	}
+	p.Y.Min = 0
+	return p, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return strings.ToLower(out[i]) < strings.ToLower(out[j]) })
+	return out
+}
+
+func sortedInts(m map[int]float64) []int {
+	out := make([]int, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Ints(out)
+	return out
+}

@@ -1,0 +1,67 @@
+package plot_test
+
+import (
+	"bytes"
+	"image/png"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/nimbus-fs/nimbus/bench"
+	"github.com/nimbus-fs/nimbus/bench/plot"
+)
+
+func result(sys, op string, clients int, thr float64) bench.Result {
+	return bench.Result{Workload: "micro", Op: op, Target: "t", System: sys, Clients: clients, ThroughputOpsS: thr,
+		CDF: []bench.CDFPoint{{Q: 0, Ms: 0.05}, {Q: 0.5, Ms: 0.2 * float64(clients)}, {Q: 0.99, Ms: 1.5 * float64(clients)}, {Q: 1, Ms: 4 * float64(clients)}}}
+}
+
+func TestWriteDrawsPNGs(t *testing.T) {
+	var rs []bench.Result
+	for _, c := range []int{1, 4, 16} {
+		rs = append(rs, result("nimbus-rpc", "stat", c, 1000*float64(c)), result("hdfs-webhdfs", "stat", c, 300*float64(c)))
+	}
+	rs = append(rs, result("nimbus-rpc", "create", 4, 900))
+	big := bench.Result{Workload: "bigdir", Op: "ls-bigdir", Target: "t", System: "nimbus-rpc", Clients: 1,
+		Bigdir: &bench.BigdirStats{Entries: 10, MemSamples: []bench.MemSample{{TMs: 0, Bytes: 50 << 20}, {TMs: 100, Bytes: 60 << 20}}}}
+	rs = append(rs, big)
+	dir := t.TempDir()
+	files, err := plot.Write(rs, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{
+		"throughput-stat.png": true, "latency-cdf-stat.png": true,
+		"throughput-create.png": true, "latency-cdf-create.png": true,
+		"throughput-ls-bigdir.png": false, "bigdir-memory.png": true,
+	}
+	for name, should := range want {
+		_, err := os.Stat(filepath.Join(dir, name))
+		if should && err != nil {
+			t.Errorf("%s missing: %v", name, err)
+		}
+		if !should && err == nil {
+			t.Errorf("%s drawn with nothing in it", name)
+		}
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(bytes.NewReader(b))
+		if err != nil {
+			t.Fatalf("%s: not a PNG: %v", f, err)
+		}
+		if img.Bounds().Dx() < 300 || img.Bounds().Dy() < 200 {
+			t.Fatalf("%s: %v is too small", f, img.Bounds())
+		}
+	}
+}
+
+func TestWriteNothingToDraw(t *testing.T) {
+	rs := []bench.Result{{Workload: "prepare", Op: "create-tree", System: "s", Clients: 1}}
+	if _, err := plot.Write(rs, t.TempDir()); err == nil {
+		t.Fatal("no error for a prepare-only result set")
+	}
+}
