@@ -8,8 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/nimbus-fs/nimbus/meta"
 )
