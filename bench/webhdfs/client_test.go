@@ -2,14 +2,9 @@ package webhdfs_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/nimbus-fs/nimbus/bench"
@@ -18,137 +13,9 @@ import (
 	"github.com/nimbus-fs/nimbus/meta"
 )
 
-// fakeNameNode serves WebHDFS over a MemFS the way HDFS does: CREATE, APPEND
-// and OPEN answer 307 to a "DataNode" URL on the same server, errors are
-// RemoteException JSON, rename and delete answer false rather than fail.
-type fakeNameNode struct {
-	fs        *benchtest.MemFS
-	users     atomic.Value // last user.name seen
-	dataPuts  atomic.Int64
-	earlyData atomic.Int64 // CREATE requests to the NameNode that carried data
-}
-
-func (f *fakeNameNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	q := r.URL.Query()
-	f.users.Store(q.Get("user.name"))
-	u := meta.User{Name: q.Get("user.name")}
-	if strings.HasPrefix(r.URL.Path, "/datanode") {
-		path := strings.TrimPrefix(r.URL.Path, "/datanode")
-		switch q.Get("op") {
-		case "CREATE":
-			f.dataPuts.Add(1)
-			data, _ := io.ReadAll(r.Body)
-			if _, err := f.fs.Create(ctx, u, path, meta.CreateOptions{Client: "dn", Overwrite: q.Get("overwrite") == "true"}); err != nil {
-				fail(w, err)
-				return
-			}
-			f.fs.Write(ctx, u, path, "dn", 0, data)
-			w.WriteHeader(http.StatusCreated)
-		case "APPEND":
-			data, _ := io.ReadAll(r.Body)
-			st, _ := f.fs.Stat(ctx, u, path)
-			if err := f.fs.Write(ctx, u, path, "dn", st.Length, data); err != nil {
-				fail(w, err)
-			}
-		case "OPEN":
-			off, _ := strconv.ParseInt(q.Get("offset"), 10, 64)
-			n, _ := strconv.ParseInt(q.Get("length"), 10, 64)
-			b, err := f.fs.Read(ctx, u, path, off, n)
-			if err != nil {
-				fail(w, err)
-				return
-			}
-			w.Write(b)
-		}
-		return
-	}
-	path := strings.TrimPrefix(r.URL.Path, "/webhdfs/v1")
-	reply := func(v any) { json.NewEncoder(w).Encode(v) }
-	switch op := q.Get("op"); op {
-	case "CREATE", "APPEND", "OPEN":
-		if n, _ := io.Copy(io.Discard, r.Body); n > 0 {
-			f.earlyData.Add(1)
-		}
-		if op != "CREATE" {
-			if _, err := f.fs.Stat(ctx, u, path); err != nil {
-				fail(w, err)
-				return
-			}
-		}
-		w.Header().Set("Location", "http://"+r.Host+"/datanode"+path+"?"+r.URL.RawQuery)
-		w.WriteHeader(http.StatusTemporaryRedirect)
-	case "GETFILESTATUS":
-		st, err := f.fs.Stat(ctx, u, path)
-		if err != nil {
-			fail(w, err)
-			return
-		}
-		reply(map[string]any{"FileStatus": wire(st, "")})
-	case "LISTSTATUS_BATCH":
-		l, err := f.fs.List(ctx, u, path, q.Get("startAfter"), 2)
-		if err != nil {
-			fail(w, err)
-			return
-		}
-		var fs []any
-		for i := range l.Entries {
-			fs = append(fs, wire(&l.Entries[i], l.Entries[i].Name()))
-		}
-		reply(map[string]any{"DirectoryListing": map[string]any{
-			"partialListing":   map[string]any{"FileStatuses": map[string]any{"FileStatus": fs}},
-			"remainingEntries": l.Remaining}})
-	case "MKDIRS":
-		p, _ := strconv.ParseUint(q.Get("permission"), 8, 16)
-		if err := f.fs.Mkdirs(ctx, u, path, meta.Perm(p)); err != nil {
-			fail(w, err)
-			return
-		}
-		reply(map[string]bool{"boolean": true})
-	case "DELETE":
-		err := f.fs.Delete(ctx, u, path, q.Get("recursive") == "true")
-		reply(map[string]bool{"boolean": err == nil})
-	case "RENAME":
-		err := f.fs.Rename(ctx, u, path, q.Get("destination"), meta.RenameOptions{})
-		reply(map[string]bool{"boolean": err == nil})
-	case "SETPERMISSION":
-		p, err := strconv.ParseUint(q.Get("permission"), 8, 16)
-		if err != nil {
-			fail(w, meta.Errorf("setPermission", path, meta.ErrInvalidArgument, "bad permission"))
-			return
-		}
-		if err := f.fs.SetPermission(ctx, u, path, meta.Perm(p)); err != nil {
-			fail(w, err)
-		}
-	default:
-		w.WriteHeader(http.StatusBadRequest)
-		reply(map[string]any{"RemoteException": map[string]string{"exception": "IllegalArgumentException", "message": "Invalid value for webhdfs parameter \"op\""}})
-	}
-}
-
-func wire(st *meta.FileStatus, suffix string) map[string]any {
-	t := "FILE"
-	if st.IsDir() {
-		t = "DIRECTORY"
-	}
-	return map[string]any{"pathSuffix": suffix, "type": t, "length": st.Length, "fileId": st.FileID,
-		"permission": strconv.FormatUint(uint64(st.Perm), 8), "childrenNum": st.ChildrenNum, "owner": "o", "group": "g"}
-}
-
-func fail(w http.ResponseWriter, err error) {
-	names := map[meta.Kind]string{meta.KindNotFound: "FileNotFoundException", meta.KindExists: "FileAlreadyExistsException",
-		meta.KindNotDir: "ParentNotDirectoryException", meta.KindNotEmpty: "PathIsNotEmptyDirectoryException"}
-	name, ok := names[meta.KindOf(err)]
-	if !ok {
-		name = "IOException"
-	}
-	w.WriteHeader(http.StatusForbidden)
-	json.NewEncoder(w).Encode(map[string]any{"RemoteException": map[string]string{"exception": name, "javaClassName": "x." + name, "message": err.Error()}})
-}
-
-func newClient(t *testing.T) (*webhdfs.Client, *fakeNameNode) {
+func newClient(t *testing.T) (*webhdfs.Client, *benchtest.FakeNameNode) {
 	t.Helper()
-	nn := &fakeNameNode{fs: benchtest.NewMemFS()}
+	nn := benchtest.NewFakeNameNode(benchtest.NewMemFS())
 	srv := httptest.NewServer(nn)
 	t.Cleanup(srv.Close)
 	c, err := webhdfs.New(webhdfs.Config{Addr: srv.URL, User: "alice", Conns: 8})
@@ -166,14 +33,14 @@ func TestClientOperations(t *testing.T) {
 	if err := c.Mkdirs(ctx, u, "/a/b", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if nn.users.Load() != "bob" {
-		t.Fatalf("user.name = %v", nn.users.Load())
+	if nn.Users.Load() != "bob" {
+		t.Fatalf("user.name = %v", nn.Users.Load())
 	}
 	if err := c.CreateFile(ctx, u, "/a/b/f", []byte("hello"), 0, false); err != nil {
 		t.Fatal(err)
 	}
-	if nn.dataPuts.Load() != 1 || nn.earlyData.Load() != 0 {
-		t.Fatalf("data went to the DataNode %d times, to the NameNode %d times", nn.dataPuts.Load(), nn.earlyData.Load())
+	if nn.DataPuts.Load() != 1 || nn.EarlyData.Load() != 0 {
+		t.Fatalf("data went to the DataNode %d times, to the NameNode %d times", nn.DataPuts.Load(), nn.EarlyData.Load())
 	}
 	if b, err := c.Read(ctx, u, "/a/b/f", 1, 3); err != nil || string(b) != "ell" {
 		t.Fatalf("read %q, %v", b, err)

@@ -2,12 +2,374 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/nimbus-fs/nimbus/bench"
+	"github.com/nimbus-fs/nimbus/bench/plot"
+	"github.com/nimbus-fs/nimbus/meta"
 )
 
-// cmdBench is a placeholder until the command is written.
-func cmdBench(_ context.Context, _ []string, _, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "nimbus bench: not implemented yet")
-	return 1
+const benchUsage = `usage: nimbus bench <workload> [flags]
+
+workloads:
+  prepare  build the Spotify-statistics namespace tree (--files N)
+  micro    one operation on the prepared tree, closed-loop clients (--op OP)
+  echo     the transport ceiling: no-op over the RPC and over HTTP
+  bigdir   list a directory of --entries N page by page
+  plot     draw PNG charts from result files (plot FILE... --out DIR)
+
+Without --target a fresh embedded Nimbus is started in a temporary directory
+and removed afterwards. Targets: nimbus://HOST:PORT, webhdfs://HOST:PORT.
+Run 'nimbus bench <workload> -h' for the flags of one workload.
+`
+
+// cmdBench dispatches `nimbus bench WORKLOAD`.
+func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, benchUsage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	run := map[string]func(context.Context, []string, io.Writer, io.Writer) int{
+		"prepare": benchPrepare,
+		"micro":   benchMicro,
+		"echo":    benchEcho,
+		"bigdir":  benchBigdir,
+		"plot":    benchPlot,
+	}[args[0]]
+	if run == nil {
+		fmt.Fprintf(stderr, "nimbus bench: unknown workload %q\n\n%s", args[0], benchUsage)
+		return 2
+	}
+	return run(ctx, args[1:], stdout, stderr)
+}
+
+// benchCommon are the flags every workload that talks to a target shares.
+type benchCommon struct {
+	target string
+	json   string
+	label  string
+	user   string
+	conns  int
+	root   string
+}
+
+func (c *benchCommon) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.target, "target", "", "nimbus://HOST:PORT or webhdfs://HOST:PORT (default: a fresh embedded Nimbus)")
+	fs.StringVar(&c.json, "json", "", "write the results as JSON to `FILE`")
+	fs.StringVar(&c.label, "label", "", "system name in tables and charts (default: nimbus-rpc, nimbus-webhdfs or hdfs-webhdfs)")
+	fs.StringVar(&c.user, "user", "", "user the operations run as (default: NIMBUS_USER, else the OS user)")
+	fs.IntVar(&c.conns, "conns", 0, "TCP connections of the Nimbus client (default: the client's own default)")
+	fs.StringVar(&c.root, "root", "/bench", "directory the tree lives under")
+}
+
+// newFlagSet returns a flag set that reports to stderr and does not exit.
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("nimbus bench "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parseFlags parses args; ok false means return code.
+func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, false
+		}
+		return 2, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return 2, false
+	}
+	return 0, true
+}
+
+// parseClients reads "1,4,16" into client counts.
+func parseClients(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 || n > 100000 {
+			return nil, fmt.Errorf("bad client count %q in --clients (want a positive integer list like 1,4,16)", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func maxInt(xs []int) int {
+	m := 1
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}
+
+func progressFor(w io.Writer) *bench.Progress {
+	tty := false
+	if f, ok := w.(*os.File); ok {
+		tty = term.IsTerminal(int(f.Fd()))
+	}
+	return &bench.Progress{W: w, TTY: tty}
+}
+
+// finish prints the table, writes the JSON document and picks the exit code:
+// 1 when the workload failed or any operation failed.
+func finish(stdout, stderr io.Writer, c *benchCommon, args []string, results []bench.Result, runErr error) int {
+	if len(results) > 0 {
+		bench.WriteTable(stdout, results)
+	}
+	code := 0
+	if c.json != "" {
+		doc := bench.NewDocument(args)
+		doc.Results = append(doc.Results, results...)
+		if err := doc.WriteFile(c.json); err != nil {
+			fmt.Fprintln(stderr, "nimbus bench:", err)
+			code = 1
+		}
+	}
+	if runErr != nil {
+		fmt.Fprintln(stderr, "nimbus bench:", runErr)
+		return 1
+	}
+	for _, r := range results {
+		if r.Errors > 0 {
+			fmt.Fprintf(stderr, "nimbus bench: %s %s at %d clients: %d operations failed, e.g. %v\n", r.Workload, r.Op, r.Clients, r.Errors, r.ErrorSamples)
+			code = 1
+		}
+	}
+	return code
+}
+
+func benchPrepare(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("prepare", stderr)
+	var c benchCommon
+	c.register(fs)
+	cfg := bench.DefaultPrepareConfig()
+	fs.IntVar(&cfg.Tree.Files, "files", cfg.Tree.Files, "number of files in the tree")
+	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "parallel writers")
+	fs.Int64Var(&cfg.Tree.Seed, "seed", cfg.Tree.Seed, "generator seed: the same seed and --files give the same tree")
+	fs.IntVar(&cfg.FileSize, "file-size", cfg.FileSize, "bytes written in every file")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	cfg.Tree.Root = c.root
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintln(stderr, "nimbus bench prepare:", err)
+		return 2
+	}
+	env, closeEnv, err := openTarget(ctx, &c, cfg.Clients, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "nimbus bench prepare:", err)
+		return 1
+	}
+	defer closeEnv()
+	res, err := bench.Prepare(ctx, env, cfg, progressFor(stderr))
+	var results []bench.Result
+	if res != nil {
+		results = append(results, res.Result)
+		fmt.Fprintf(stdout, "prepared %s on %s: %d directories, %d files (%d already there) in %.1f s: %.0f inodes/s\n",
+			res.Tree.Root(), env.System, res.Dirs, res.Files, res.Existing, res.Duration.Seconds(), res.Rate())
+	}
+	return finish(stdout, stderr, &c, append([]string{"prepare"}, args...), results, err)
+}
+
+func benchMicro(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("micro", stderr)
+	var c benchCommon
+	c.register(fs)
+	cfg := bench.DefaultMicroConfig()
+	clients := fs.String("clients", "1", "client counts, comma-separated: one run each (e.g. 1,4,16,64,256)")
+	fs.StringVar(&cfg.Op, "op", cfg.Op, "operation: "+strings.Join(bench.MicroOps, ", "))
+	fs.DurationVar(&cfg.Duration, "duration", 0, "length of each run (default 5s unless --ops-per-client is set)")
+	fs.Int64Var(&cfg.OpsPerClient, "ops-per-client", 0, "operations per client in each run (instead of --duration)")
+	fs.BoolVar(&cfg.HotDir, "hot-dir", false, "create/mkdir: every client in one shared directory (default: one per client)")
+	noEcho := fs.Bool("no-echo", false, "do not measure echo first (no echo_fraction)")
+	fs.Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the clients' random choices")
+	fs.BoolVar(&cfg.Keep, "keep", false, "keep what create and mkdir made")
+	files := fs.Int("files", 10000, "size of the tree to prepare when the target has none")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	var err error
+	if cfg.Clients, err = parseClients(*clients); err != nil {
+		fmt.Fprintln(stderr, "nimbus bench micro:", err)
+		return 2
+	}
+	if cfg.Duration == 0 && cfg.OpsPerClient == 0 {
+		cfg.Duration = 5 * time.Second
+	}
+	cfg.Echo = !*noEcho
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintln(stderr, "nimbus bench micro:", err)
+		return 2
+	}
+	env, closeEnv, err := openTarget(ctx, &c, maxInt(cfg.Clients), stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "nimbus bench micro:", err)
+		return 1
+	}
+	defer closeEnv()
+	tree, err := ensureTree(ctx, env, c.root, *files, maxInt(cfg.Clients), stdout, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "nimbus bench micro:", err)
+		return 1
+	}
+	results, err := bench.Micro(ctx, env, cfg, tree, progressFor(stderr))
+	return finish(stdout, stderr, &c, append([]string{"micro"}, args...), results, err)
+}
+
+// ensureTree loads the tree prepared under root, or prepares one of files
+// files when there is none.
+func ensureTree(ctx context.Context, env *bench.Env, root string, files, clients int, stdout, stderr io.Writer) (*bench.Tree, error) {
+	tree, _, err := bench.LoadTree(ctx, env, root)
+	if err == nil || !errors.Is(err, meta.ErrNotFound) {
+		return tree, err
+	}
+	fmt.Fprintf(stderr, "no tree under %s: preparing %d files first\n", root, files)
+	cfg := bench.DefaultPrepareConfig()
+	cfg.Tree.Root, cfg.Tree.Files, cfg.Clients = root, files, min(clients, 64)
+	res, err := bench.Prepare(ctx, env, cfg, progressFor(stderr))
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stdout, "prepared %d directories, %d files in %.1f s (%.0f inodes/s)\n", res.Dirs, res.Files, res.Duration.Seconds(), res.Rate())
+	return res.Tree, nil
+}
+
+func benchEcho(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("echo", stderr)
+	var c benchCommon
+	c.register(fs)
+	clients := fs.String("clients", "1", "client counts, comma-separated")
+	var run bench.RunConfig
+	fs.DurationVar(&run.Duration, "duration", 0, "length of each run (default 5s unless --ops-per-client is set)")
+	fs.Int64Var(&run.OpsPerClient, "ops-per-client", 0, "operations per client in each run")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	counts, err := parseClients(*clients)
+	if err != nil {
+		fmt.Fprintln(stderr, "nimbus bench echo:", err)
+		return 2
+	}
+	if run.Duration == 0 && run.OpsPerClient == 0 {
+		run.Duration = 5 * time.Second
+	}
+	if run.Duration < 0 || run.OpsPerClient < 0 {
+		fmt.Fprintln(stderr, "nimbus bench echo: negative duration or operation count")
+		return 2
+	}
+	env, closeEnv, err := openTarget(ctx, &c, maxInt(counts), stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "nimbus bench echo:", err)
+		return 1
+	}
+	defer closeEnv()
+	results, err := bench.Echo(ctx, env, run, counts)
+	return finish(stdout, stderr, &c, append([]string{"echo"}, args...), results, err)
+}
+
+func benchBigdir(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("bigdir", stderr)
+	var c benchCommon
+	c.register(fs)
+	cfg := bench.DefaultBigdirConfig()
+	fs.IntVar(&cfg.Entries, "entries", cfg.Entries, "entries in the directory")
+	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "parallel writers while filling the directory (the listing uses one client)")
+	fs.IntVar(&cfg.PageSize, "page", cfg.PageSize, "entries asked for per page (the server may cap it)")
+	fs.DurationVar(&cfg.SampleEvery, "sample-every", cfg.SampleEvery, "server memory sampling period")
+	metrics := fs.String("metrics", "", "URL to sample server memory from (default: the target's /metrics, or HDFS's /jmx)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	cfg.Root = c.root
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintln(stderr, "nimbus bench bigdir:", err)
+		return 2
+	}
+	env, closeEnv, err := openTarget(ctx, &c, cfg.Clients, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "nimbus bench bigdir:", err)
+		return 1
+	}
+	defer closeEnv()
+	if *metrics != "" {
+		env.MetricsURL = *metrics
+	}
+	r, err := bench.Bigdir(ctx, env, cfg, progressFor(stderr))
+	var results []bench.Result
+	if r.Bigdir != nil {
+		results = append(results, r)
+		b := r.Bigdir
+		fmt.Fprintf(stdout, "bigdir %s: %d entries in %d pages, first page %.1f ms, all %.2f s (%.0f entries/s), server memory %s before, %s max\n",
+			b.Dir, b.Entries, b.Pages, b.FirstPageMs, b.TotalS, b.EntriesPerS, mib(b.MemBytesBefore), mib(b.MemBytesMax))
+		if b.MemError != "" {
+			fmt.Fprintln(stderr, "memory not sampled:", b.MemError)
+		}
+	}
+	return finish(stdout, stderr, &c, append([]string{"bigdir"}, args...), results, err)
+}
+
+func mib(b int64) string {
+	if b == 0 {
+		return "?"
+	}
+	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+}
+
+func benchPlot(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("plot", stderr)
+	out := fs.String("out", "bench-plots", "directory the PNG files are written to")
+	// Accept flags after the file names too: plot a.json b.json --out DIR.
+	var files []string
+	rest := args
+	for len(rest) > 0 {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		files = append(files, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	if len(files) == 0 {
+		fmt.Fprintln(stderr, "usage: nimbus bench plot FILE... [--out DIR]")
+		return 2
+	}
+	var docs []*bench.Document
+	for _, f := range files {
+		d, err := bench.ReadDocumentFile(f)
+		if err != nil {
+			fmt.Fprintln(stderr, "nimbus bench plot:", err)
+			return 1
+		}
+		docs = append(docs, d)
+	}
+	written, err := plot.Write(plot.Collect(docs), *out)
+	for _, w := range written {
+		fmt.Fprintln(stdout, w)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "nimbus bench plot:", err)
+		return 1
+	}
+	return 0
 }
