@@ -20,7 +20,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // fileChecksummer computes HDFS's MD5MD5CRC32C file checksum over a stream:
 // each block's MD5 is taken over the big-endian CRC32C of each 512-byte chunk
 // of that block (the last chunk of a block may be short), and the file's MD5
-// over the concatenated block MD5s, as DataNodes and DFSClient compute it.
+// over the concatenated block MD5s zero-padded to 32·2^k bytes, as DataNodes
+// and DFSClient compute it (the padding is a quirk of DFSClient that every
+// HDFS release keeps; tests/hadoop/hdfs_checksum.py was checked against HDFS).
 // Feed it with Write; it keeps O(1) state.
 type fileChecksummer struct {
 	blockSize int64
@@ -97,6 +99,14 @@ func (c *fileChecksummer) result() fileChecksumJSON {
 	if c.blocks > 1 {
 		crcPerBlock = (c.blockSize + bytesPerCRC - 1) / bytesPerCRC
 	}
+	// DFSClient takes the MD5 of the whole backing array of the
+	// DataOutputBuffer the block MD5s were written to: it starts at 32 bytes
+	// and doubles, so the block MD5s are zero-padded to 32·2^k bytes.
+	written, capacity := 16*c.blocks, 32
+	for capacity < written {
+		capacity *= 2
+	}
+	c.fileMD5.Write(make([]byte, capacity-written))
 	binary.BigEndian.PutUint32(b[0:4], bytesPerCRC)
 	binary.BigEndian.PutUint64(b[4:12], uint64(crcPerBlock))
 	copy(b[12:], c.fileMD5.Sum(nil))

@@ -34,7 +34,11 @@ func referenceChecksum(data []byte, blockSize int) (string, string) {
 	if nblocks > 1 {
 		cpb = (blockSize + 511) / 512
 	}
-	file := md5.Sum(blockMD5s)
+	padded := 32
+	for padded < len(blockMD5s) {
+		padded *= 2
+	}
+	file := md5.Sum(append(blockMD5s, make([]byte, padded-len(blockMD5s))...))
 	b := binary.BigEndian.AppendUint32(nil, 512)
 	b = binary.BigEndian.AppendUint64(b, uint64(cpb))
 	b = append(b, file[:]...)
@@ -53,7 +57,7 @@ func TestChecksumKnownValues(t *testing.T) {
 	c = newFileChecksummer(128 << 20)
 	c.Write([]byte("123456789"))
 	blockMD5 := md5.Sum([]byte{0xe3, 0x06, 0x92, 0x83})
-	fileMD5 := md5.Sum(blockMD5[:])
+	fileMD5 := md5.Sum(append(blockMD5[:], make([]byte, 16)...)) // padded to 32 bytes
 	want := "00000200" + "0000000000000000" + hex.EncodeToString(fileMD5[:])
 	if got := c.result(); got.Bytes != want || got.Algorithm != "MD5-of-0MD5-of-512CRC32C" {
 		t.Errorf("checksum of 123456789 = %+v, want bytes %s", got, want)
@@ -63,7 +67,7 @@ func TestChecksumKnownValues(t *testing.T) {
 func TestChecksumStreamingMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, size := range []int{1, 511, 512, 513, 1024, 4095, 4096, 10000, 70001} {
-		for _, bs := range []int{512, 1024, 1000, 4096, 128 << 20} {
+		for _, bs := range []int{512, 1024, 1536, 4096, 128 << 20} {
 			data := make([]byte, size)
 			for i := range data {
 				data[i] = byte(rng.IntN(256))
@@ -104,4 +108,30 @@ func TestGetFileChecksumOverHTTP(t *testing.T) {
 	}
 	e.do("PUT", "/d", "op=MKDIRS&user.name=u", nil)
 	wantError(t, e.do("GET", "/d", "op=GETFILECHECKSUM", nil), 404, "FileNotFoundException")
+}
+
+// TestChecksumMatchesHDFSScript pins values printed by
+// tests/hadoop/hdfs_checksum.py, which was checked against a real HDFS.
+func TestChecksumMatchesHDFSScript(t *testing.T) {
+	data := make([]byte, 70001)
+	for i := range data {
+		data[i] = byte((i*i + 7*i) >> 3)
+	}
+	cases := []struct {
+		data      []byte
+		blockSize int64
+		alg, hex  string
+	}{
+		{data, 1024, "MD5-of-2MD5-of-512CRC32C", "000002000000000000000002338d7dcf215bd0792b849c4f387a4cf5"},
+		{data, 1536, "MD5-of-3MD5-of-512CRC32C", "000002000000000000000003bedcea1f732cce450c544535329bacfd"},
+		{data, 128 << 20, "MD5-of-0MD5-of-512CRC32C", "000002000000000000000000456a3a4cb32a5118a45bafbc89a1dc74"},
+		{[]byte("123456789"), 128 << 20, "MD5-of-0MD5-of-512CRC32C", "0000020000000000000000002faa18fc1637e6b4bad7e0e91b200a4d"},
+	}
+	for _, c := range cases {
+		cs := newFileChecksummer(c.blockSize)
+		cs.Write(c.data)
+		if got := cs.result(); got.Algorithm != c.alg || got.Bytes != c.hex {
+			t.Errorf("%d bytes, block %d: %s %s, want %s %s", len(c.data), c.blockSize, got.Algorithm, got.Bytes, c.alg, c.hex)
+		}
+	}
 }
