@@ -105,7 +105,15 @@ func (m *MemFS) Mkdirs(_ context.Context, _ meta.User, dir string, perm meta.Per
 	return nil
 }
 
-func (m *MemFS) Create(_ context.Context, _ meta.User, path string, opts meta.CreateOptions) (*meta.FileStatus, error) {
+func (m *MemFS) Create(ctx context.Context, u meta.User, path string, opts meta.CreateOptions) (*meta.FileStatus, error) {
+	if opts.CreateParent {
+		if c, err := meta.CleanPath("create", path); err == nil && c != "/" {
+			parent, _ := meta.ParentPath(c)
+			if err := m.Mkdirs(ctx, u, parent, meta.DefaultDir); err != nil {
+				return nil, err
+			}
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c, n, err := m.lookup("create", path)
