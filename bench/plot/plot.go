@@ -130,11 +130,15 @@ func throughputChart(results []bench.Result, op string) (*plot.Plot, error) {
 		return nil, nil
 	}
 	p := newPlot(op+": throughput against clients", "clients", "operations / s")
+	p.Legend.Top, p.Legend.Left = false, false
 	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	counts := map[int]float64{}
 	var args []any
 	for _, sys := range sortedKeys(bySys) {
 		pts := bySys[sys]
+		for c := range pts {
+			counts[c] = 0
+		}
 		var xy plotter.XYs
 		for _, c := range sortedInts(pts) {
 			xy = append(xy, plotter.XY{X: float64(c), Y: pts[c]})
@@ -144,7 +148,14 @@ func throughputChart(results []bench.Result, op string) (*plot.Plot, error) {
 	if err := plotutil.AddLinePoints(p, args...); err != nil {
 		return nil, fmt.Errorf("plot: %s: %w", op, err)
 	}
-	p.Y.Min = 0
+	// Label exactly the client counts measured (1, 4, 16, ...).
+	var ticks []plot.Tick
+	for _, c := range sortedInts(counts) {
+		ticks = append(ticks, plot.Tick{Value: float64(c), Label: fmt.Sprint(c)})
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	p.X.Min, p.X.Max = float64(sortedInts(counts)[0])/1.2, float64(sortedInts(counts)[len(counts)-1])*1.2
+	p.Y.Min, p.Y.Max = 0, p.Y.Max*1.08
 	return p, nil
 }
 
