@@ -1,12 +1,15 @@
-// Command fakewebhdfs serves Nimbus's WebHDFS gateway over benchtest.MemFS
-// (with a Prometheus /metrics), so that the benchmark driver and
-// bench/smoke.sh can be exercised against a webhdfs:// target without a
-// server or HDFS:
+// Command fakeserver serves benchtest.MemFS the way `nimbus serve` lays out
+// its port: the Nimbus RPC (rpc.Server: connection upgrade and HTTP calls),
+// Nimbus's WebHDFS gateway at /webhdfs/v1 and Prometheus /metrics with the
+// process collector. It lets the benchmark driver and bench/smoke.sh run
+// against nimbus:// and webhdfs:// targets without a server or HDFS:
 //
-//	go run ./bench/benchtest/fakewebhdfs -listen 127.0.0.1:9999 &
+//	go run ./bench/benchtest/fakeserver -listen 127.0.0.1:9999 &
+//	TARGET=nimbus://127.0.0.1:9999 bench/smoke.sh
 //	TARGET=webhdfs://127.0.0.1:9999 bench/smoke.sh
 //
-// Its figures measure nothing but the driver and the gateway.
+// Its figures measure the driver and the transports over an in-memory map,
+// nothing of Nimbus's engine or store.
 package main
 
 import (
@@ -22,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/nimbus-fs/nimbus/bench/benchtest"
+	"github.com/nimbus-fs/nimbus/rpc"
 	gateway "github.com/nimbus-fs/nimbus/webhdfs"
 )
 
@@ -30,15 +34,17 @@ func main() {
 	flag.Parse()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	fs := benchtest.NewMemFS()
 	cfg := gateway.DefaultConfig()
 	cfg.Registerer = reg
-	h, err := gateway.New(benchtest.NewMemFS(), cfg)
+	h, err := gateway.New(fs, cfg)
 	if err != nil {
 		log.Fatal(err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle(gateway.PathPrefix+"/", h)
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/", rpc.NewServer(fs, rpc.DefaultServerOptions()).Handler())
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		log.Fatal(err)
