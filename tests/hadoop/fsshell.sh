@@ -20,7 +20,7 @@ T="$(mktemp -d /tmp/nimbus-fsshell.XXXXXX)"
 CP_FILE="$HERE/target/classpath.txt"
 
 if [[ ! -s "$CP_FILE" || "$CP_FILE" -ot "$HERE/pom.xml" ]]; then
-  (cd "$HERE" && mvn -q -B dependency:build-classpath -Dmdep.outputFile="$CP_FILE" >&2) \
+  (cd "$HERE" && mvn -q -B -Dstyle.color=never dependency:build-classpath -Dmdep.outputFile="$CP_FILE" >&2) \
     || { echo "fsshell: mvn dependency:build-classpath failed" >&2; exit 2; }
 fi
 CP="$HERE/conf:$(cat "$CP_FILE")"
