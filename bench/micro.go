@@ -28,12 +28,15 @@ type MicroConfig struct {
 	ListLimit    int           // entries asked for by ls
 	PoolSize     int           // random paths pre-built for read, stat, chmod
 	Keep         bool          // keep the directories create and mkdir fill
+	// Warmup is spent sending echoes from the largest client count before the
+	// first run, untimed, so that connections are open and pools are filled.
+	Warmup time.Duration
 }
 
 // DefaultMicroConfig returns stat at 1 client for 5 s, with echo.
 func DefaultMicroConfig() MicroConfig {
 	return MicroConfig{Op: "stat", Clients: []int{1}, Duration: 5 * time.Second, Echo: true, Seed: 1,
-		ReadSize: 64 << 10, ListLimit: 1000, PoolSize: 1 << 16}
+		ReadSize: 64 << 10, ListLimit: 1000, PoolSize: 1 << 16, Warmup: 500 * time.Millisecond}
 }
 
 // Validate reports an unknown operation or a run with no bound.
@@ -51,6 +54,9 @@ func (c MicroConfig) Validate() error {
 	}
 	if c.HotDir && c.Op != "create" && c.Op != "mkdir" {
 		return fmt.Errorf("bench: --hot-dir applies to create and mkdir, not %s", c.Op)
+	}
+	if c.Warmup < 0 {
+		return errors.New("bench: negative warmup")
 	}
 	if c.ReadSize < 1 || c.ListLimit < 1 || c.PoolSize < 1 {
 		return errors.New("bench: read size, list limit and pool size must be positive")
@@ -85,6 +91,9 @@ func Micro(ctx context.Context, env *Env, cfg MicroConfig, tree *Tree, progress 
 		return nil, err
 	}
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := warmup(ctx, env, cfg.Warmup, cfg.Clients); err != nil {
 		return nil, err
 	}
 	var results []Result
@@ -383,10 +392,27 @@ type funcOp struct {
 func (f *funcOp) Next(seq int64) bool          { return f.next(seq) }
 func (f *funcOp) Do(ctx context.Context) error { return f.do(ctx) }
 
+// warmup sends echoes from the largest client count for d, untimed.
+func warmup(ctx context.Context, env *Env, d time.Duration, clients []int) error {
+	if d <= 0 {
+		return nil
+	}
+	n := 1
+	for _, c := range clients {
+		n = max(n, c)
+	}
+	_, err := Run(ctx, RunConfig{Clients: n, Duration: d}, func(int) Op { return OpFunc(env.FS.Echo) })
+	return err
+}
+
 // Echo measures the transport ceiling at each client count: Target.Echo
 // (op "echo") and, when the target has it, HTTPEchoer.EchoHTTP ("echo-http").
-func Echo(ctx context.Context, env *Env, run RunConfig, clients []int) ([]Result, error) {
+// It first warms up for warm (untimed; 0: none).
+func Echo(ctx context.Context, env *Env, run RunConfig, clients []int, warm time.Duration) ([]Result, error) {
 	if err := env.Validate(); err != nil {
+		return nil, err
+	}
+	if err := warmup(ctx, env, warm, clients); err != nil {
 		return nil, err
 	}
 	var results []Result

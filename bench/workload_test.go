@@ -86,7 +86,7 @@ func TestMicroEveryOp(t *testing.T) {
 				continue
 			}
 			cfg := bench.DefaultMicroConfig()
-			cfg.Op, cfg.HotDir = op, hot
+			cfg.Op, cfg.HotDir, cfg.Warmup = op, hot, 0
 			cfg.Clients = []int{1, 3}
 			cfg.Duration = 0
 			cfg.OpsPerClient = 40
@@ -197,7 +197,7 @@ func TestBigdirListsEveryPageAndSamplesMemory(t *testing.T) {
 
 func TestEchoAndJSONShape(t *testing.T) {
 	env, fs := memEnv(t)
-	results, err := bench.Echo(context.Background(), env, bench.RunConfig{OpsPerClient: 100}, []int{1, 2})
+	results, err := bench.Echo(context.Background(), env, bench.RunConfig{OpsPerClient: 100}, []int{1, 2}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

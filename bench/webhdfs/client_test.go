@@ -156,7 +156,7 @@ func TestWorkloadsOverWebHDFS(t *testing.T) {
 	}
 	for _, op := range bench.MicroOps {
 		cfg := bench.DefaultMicroConfig()
-		cfg.Op, cfg.Clients, cfg.Duration, cfg.OpsPerClient = op, []int{2}, 0, 20
+		cfg.Op, cfg.Clients, cfg.Duration, cfg.OpsPerClient, cfg.Warmup = op, []int{2}, 0, 20, 0
 		res, err := bench.Micro(ctx, env, cfg, tree, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", op, err)

@@ -53,7 +53,7 @@ func TestAgainstNimbusGateway(t *testing.T) {
 	}
 	for _, op := range bench.MicroOps {
 		cfg := bench.DefaultMicroConfig()
-		cfg.Op, cfg.Clients, cfg.Duration, cfg.OpsPerClient, cfg.Echo = op, []int{2}, 0, 10, false
+		cfg.Op, cfg.Clients, cfg.Duration, cfg.OpsPerClient, cfg.Echo, cfg.Warmup = op, []int{2}, 0, 10, false, 0
 		res, err := bench.Micro(ctx, env, cfg, tree, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", op, err)

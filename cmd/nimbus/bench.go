@@ -201,6 +201,7 @@ func benchMicro(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the clients' random choices")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep what create and mkdir made")
 	files := fs.Int("files", 10000, "size of the tree to prepare when the target has none")
+	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "untimed echoes from the largest client count before the first run")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -258,6 +259,7 @@ func benchEcho(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	var run bench.RunConfig
 	fs.DurationVar(&run.Duration, "duration", 0, "length of each run (default 5s unless --ops-per-client is set)")
 	fs.Int64Var(&run.OpsPerClient, "ops-per-client", 0, "operations per client in each run")
+	warm := fs.Duration("warmup", 500*time.Millisecond, "untimed echoes from the largest client count before the first run")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -269,7 +271,7 @@ func benchEcho(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if run.Duration == 0 && run.OpsPerClient == 0 {
 		run.Duration = 5 * time.Second
 	}
-	if run.Duration < 0 || run.OpsPerClient < 0 {
+	if run.Duration < 0 || run.OpsPerClient < 0 || *warm < 0 {
 		fmt.Fprintln(stderr, "nimbus bench echo: negative duration or operation count")
 		return 2
 	}
@@ -279,7 +281,7 @@ func benchEcho(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 1
 	}
 	defer closeEnv()
-	results, err := bench.Echo(ctx, env, run, counts)
+	results, err := bench.Echo(ctx, env, run, counts, *warm)
 	return finish(stdout, stderr, &c, append([]string{"echo"}, args...), results, err)
 }
 
