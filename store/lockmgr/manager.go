@@ -78,6 +78,11 @@ func New(cfg Config) (*Manager, error) {
 	return m, nil
 }
 
+// Unregister removes the manager's metrics from Config.Registerer, so that a
+// new Manager can register on it (a store reopened in the same process). The
+// manager keeps working; its metrics are no longer exported.
+func (m *Manager) Unregister() { m.metrics.unregister() }
+
 // Owner returns the per-transaction lock state, holding nothing. The caller
 // must call Release exactly once when the transaction ends.
 func (m *Manager) Owner() *Owner {

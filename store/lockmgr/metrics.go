@@ -5,6 +5,7 @@ import "github.com/prometheus/client_golang/prometheus"
 // metrics are touched only when a Lock call has to wait or fails, never on
 // the uncontended path.
 type metrics struct {
+	reg         prometheus.Registerer
 	waits       prometheus.Counter
 	waitSeconds prometheus.Histogram
 	timeouts    prometheus.Counter
@@ -13,6 +14,7 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
+		reg: reg,
 		waits: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "nimbus", Subsystem: "lockmgr", Name: "waits_total",
 			Help: "Lock requests that had to wait for a conflicting holder or an earlier waiter.",
@@ -32,11 +34,26 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.waits, m.waitSeconds, m.timeouts, m.busy} {
+		for i, c := range m.collectors() {
 			if err := reg.Register(c); err != nil {
+				for _, r := range m.collectors()[:i] {
+					reg.Unregister(r)
+				}
 				return nil, err
 			}
 		}
 	}
 	return m, nil
+}
+
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.waits, m.waitSeconds, m.timeouts, m.busy}
+}
+
+func (m *metrics) unregister() {
+	if m.reg != nil {
+		for _, c := range m.collectors() {
+			m.reg.Unregister(c)
+		}
+	}
 }

@@ -68,11 +68,13 @@ func Open(dir string, opts Options) (*Store, error) {
 	defer cache.Unref() // the DB holds its own reference
 	db, err := pebble.Open(dir, pebbleOptions(opts, cache, log))
 	if err != nil {
+		locks.Unregister()
 		return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
 	}
 	s := &Store{dir: dir, db: db, locks: locks, log: log, opts: opts}
 	s.ids.counters = map[string]*counter{}
 	if s.metrics, err = newMetrics(s, opts.Registerer); err != nil {
+		locks.Unregister()
 		_ = db.Close()
 		return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
 	}
@@ -215,6 +217,7 @@ func (s *Store) Close() error {
 		firstErr = fmt.Errorf("pebblestore: close %s: %w", s.dir, err)
 	}
 	s.metrics.unregister()
+	s.locks.Unregister()
 	s.log.Info("store closed", "dir", s.dir)
 	return firstErr
 }
