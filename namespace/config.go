@@ -1,0 +1,109 @@
+package namespace
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os/user"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Config configures an Engine. Start from DefaultConfig.
+type Config struct {
+	// Superuser is the user with every right, HDFS's "user who started the
+	// NameNode". Members of Supergroup are superusers too.
+	Superuser  string
+	Supergroup string
+	// Groups resolves a user's groups. The default asks the operating system
+	// (HDFS's ShellBasedUnixGroupsMapping) and caches the answer.
+	Groups func(user string) []string
+
+	// InlineThreshold is the largest file, in bytes, whose content is kept in
+	// the store beside its inode (HopsFS-CL's small files). Until block storage
+	// exists it is also the largest file there can be.
+	InlineThreshold int64
+	// ChunkSize is the size of one content row of an inline file.
+	ChunkSize int
+	// DefaultBlockSize and DefaultReplication apply when a create gives none.
+	DefaultBlockSize   int64
+	DefaultReplication uint16
+	MaxReplication     uint16
+	// ListLimit caps the entries of one listing page (HDFS's dfs.ls.limit).
+	ListLimit int
+
+	// LeaseSoftLimit: after it another client may take over a file by
+	// recovering the lease. LeaseHardLimit: after it the engine recovers the
+	// file by itself. LeaseCheckInterval is how often it looks.
+	LeaseSoftLimit     time.Duration
+	LeaseHardLimit     time.Duration
+	LeaseCheckInterval time.Duration
+
+	// HintCacheEntries bounds the inode hint cache.
+	HintCacheEntries int
+	// MaxAttempts bounds how often one operation restarts after a stale hint
+	// or a busy lock before it fails with meta.ErrBusy.
+	MaxAttempts int
+	// IDBatch is how many inode ids are reserved from the store at a time.
+	IDBatch uint64
+
+	// Now is the clock (injected so that tests control it).
+	Now func() time.Time
+	// Logger and Registerer may be nil.
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+// DefaultConfig returns a Config with the defaults of a single-machine Nimbus:
+// the current OS user is the superuser, as when HDFS's NameNode starts.
+func DefaultConfig() Config {
+	su := "root"
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		su = u.Username
+	}
+	return Config{
+		Superuser:          su,
+		Supergroup:         "supergroup",
+		InlineThreshold:    128 << 10,
+		ChunkSize:          64 << 10,
+		DefaultBlockSize:   128 << 20,
+		DefaultReplication: 1,
+		MaxReplication:     512,
+		ListLimit:          1000,
+		LeaseSoftLimit:     60 * time.Second,
+		LeaseHardLimit:     20 * time.Minute,
+		LeaseCheckInterval: 2 * time.Second,
+		HintCacheEntries:   1 << 20,
+		MaxAttempts:        64,
+		IDBatch:            1024,
+		Now:                time.Now,
+	}
+}
+
+// Validate reports the first invalid field.
+func (c *Config) Validate() error {
+	switch {
+	case c.Superuser == "":
+		return errors.New("namespace: Superuser is empty")
+	case c.InlineThreshold < 0:
+		return fmt.Errorf("namespace: InlineThreshold %d < 0", c.InlineThreshold)
+	case c.ChunkSize <= 0:
+		return fmt.Errorf("namespace: ChunkSize %d <= 0", c.ChunkSize)
+	case c.DefaultBlockSize <= 0:
+		return fmt.Errorf("namespace: DefaultBlockSize %d <= 0", c.DefaultBlockSize)
+	case c.DefaultReplication == 0 || c.DefaultReplication > c.MaxReplication:
+		return fmt.Errorf("namespace: DefaultReplication %d not in 1..%d", c.DefaultReplication, c.MaxReplication)
+	case c.ListLimit <= 0:
+		return fmt.Errorf("namespace: ListLimit %d <= 0", c.ListLimit)
+	case c.LeaseSoftLimit <= 0 || c.LeaseHardLimit < c.LeaseSoftLimit:
+		return fmt.Errorf("namespace: lease limits soft %v hard %v", c.LeaseSoftLimit, c.LeaseHardLimit)
+	case c.MaxAttempts <= 0:
+		return fmt.Errorf("namespace: MaxAttempts %d <= 0", c.MaxAttempts)
+	case c.IDBatch == 0:
+		return errors.New("namespace: IDBatch is 0")
+	case c.Now == nil:
+		return errors.New("namespace: Now is nil")
+	}
+	return nil
+}

@@ -1,0 +1,225 @@
+package namespace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/user"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/store"
+)
+
+// Engine is the namespace engine. It implements meta.FileSystem and is safe for
+// concurrent use. It owns no goroutine except the lease monitor.
+type Engine struct {
+	cfg     Config
+	st      store.Store
+	log     *slog.Logger
+	hints   *hints
+	metrics *metrics
+	leases  *leaseTable
+
+	ids struct {
+		sync.Mutex
+		next, end uint64
+	}
+	groups struct {
+		sync.Mutex
+		m map[string]groupEntry
+	}
+
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+type groupEntry struct {
+	groups []string
+	at     time.Time
+}
+
+var _ meta.FileSystem = (*Engine)(nil)
+
+// New opens the namespace kept in st, creating the root directory on first
+// use, and starts the lease monitor. The caller keeps ownership of st: Close
+// the Engine before the store.
+func New(st store.Store, cfg Config) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Groups == nil {
+		cfg.Groups = osGroups
+	}
+	e := &Engine{
+		cfg:     cfg,
+		st:      st,
+		log:     cfg.Logger.With("component", "namespace"),
+		hints:   newHints(cfg.HintCacheEntries),
+		metrics: newMetrics(cfg.Registerer),
+		leases:  newLeaseTable(cfg.Now()),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	e.groups.m = make(map[string]groupEntry)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := e.bootstrap(ctx); err != nil {
+		return nil, err
+	}
+	go e.leaseMonitor()
+	return e, nil
+}
+
+// Close stops the lease monitor. It does not close the store.
+func (e *Engine) Close() error {
+	e.once.Do(func() { close(e.stop) })
+	<-e.done
+	return nil
+}
+
+// Config returns the engine's configuration.
+func (e *Engine) Config() Config { return e.cfg }
+
+// bootstrap creates the root inode if the store has none.
+func (e *Engine) bootstrap(ctx context.Context) error {
+	txn, err := e.st.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("namespace: bootstrap: %w", err)
+	}
+	defer txn.Rollback()
+	key := store.InodeKey(store.RootParentID, "")
+	vals, err := txn.Read(ctx, []store.ReadReq{{Key: key, Mode: store.Exclusive}})
+	if err != nil {
+		return fmt.Errorf("namespace: bootstrap: %w", err)
+	}
+	if vals[0] != nil {
+		var root store.Inode
+		if err := store.DecodeInode(key, vals[0], &root); err != nil {
+			return fmt.Errorf("namespace: bootstrap: %w", err)
+		}
+		if root.ID != store.RootID || root.Type != meta.TypeDir {
+			return fmt.Errorf("namespace: bootstrap: %w: root row has id %d type %v", store.ErrCorrupt, root.ID, root.Type)
+		}
+		return nil
+	}
+	now := e.cfg.Now().UnixMilli()
+	root := &store.Inode{Parent: store.RootParentID, ID: store.RootID, Type: meta.TypeDir,
+		Perm: meta.DefaultDir, Owner: e.cfg.Superuser, Group: e.cfg.Supergroup,
+		Mtime: now, Atime: now, NsQuota: -1, SpaceQuota: -1}
+	txn.Put(key, store.EncodeInode(nil, root))
+	if err := txn.Commit(ctx); err != nil {
+		return fmt.Errorf("namespace: bootstrap: %w", err)
+	}
+	e.log.Info("created the root directory", "owner", root.Owner, "group", root.Group)
+	return nil
+}
+
+// newID returns a fresh inode id, reserving ids from the store in batches.
+func (e *Engine) newID(ctx context.Context) (uint64, error) {
+	e.ids.Lock()
+	defer e.ids.Unlock()
+	if e.ids.next >= e.ids.end {
+		first, err := e.st.AllocateIDs(ctx, store.CounterInode, e.cfg.IDBatch)
+		if err != nil {
+			return 0, err
+		}
+		if first <= store.RootID {
+			// The counter starts low on a new store; skip the reserved ids.
+			skip := store.RootID + 1 - first
+			if skip >= e.cfg.IDBatch {
+				return 0, errors.New("namespace: IDBatch too small")
+			}
+			first += skip
+			e.ids.end = first - skip + e.cfg.IDBatch
+		} else {
+			e.ids.end = first + e.cfg.IDBatch
+		}
+		e.ids.next = first
+	}
+	id := e.ids.next
+	e.ids.next++
+	return id, nil
+}
+
+// identity returns the caller's groups and whether it is a superuser.
+func (e *Engine) identity(name string) ([]string, bool) {
+	e.groups.Lock()
+	g, ok := e.groups.m[name]
+	e.groups.Unlock()
+	now := time.Now()
+	if !ok || now.Sub(g.at) > 5*time.Minute {
+		g = groupEntry{groups: e.cfg.Groups(name), at: now}
+		e.groups.Lock()
+		e.groups.m[name] = g
+		e.groups.Unlock()
+	}
+	super := name == e.cfg.Superuser || slices.Contains(g.groups, e.cfg.Supergroup)
+	return g.groups, super
+}
+
+// osGroups asks the operating system for a user's groups; an unknown user
+// has none.
+func osGroups(name string) []string {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil
+	}
+	ids, err := u.GroupIds()
+	if err != nil {
+		return nil
+	}
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if g, err := user.LookupGroupId(id); err == nil {
+			out = append(out, g.Name)
+		}
+	}
+	return out
+}
+
+// status converts an inode row to the contract's FileStatus.
+func status(path string, n *store.Inode) *meta.FileStatus {
+	s := &meta.FileStatus{}
+	fillStatus(s, path, n)
+	return s
+}
+
+func fillStatus(s *meta.FileStatus, path string, n *store.Inode) {
+	*s = meta.FileStatus{
+		Path: path, FileID: n.ID, Type: n.Type, Perm: n.Perm, Owner: n.Owner, Group: n.Group,
+		Length: n.Length, Mtime: n.Mtime, Atime: n.Atime, Symlink: n.Symlink,
+		UnderConstruction: n.UnderConstruction(), NsQuota: -1, SpaceQuota: -1,
+	}
+	switch n.Type {
+	case meta.TypeFile:
+		s.Replication = n.Replication
+		s.BlockSize = n.BlockSize
+	case meta.TypeDir:
+		s.ChildrenNum = n.Children
+		s.NsQuota = n.NsQuota
+		s.SpaceQuota = n.SpaceQuota
+	}
+}
+
+// Defaults implements meta.FileSystem.
+func (e *Engine) Defaults(context.Context) (*meta.ServerDefaults, error) {
+	return &meta.ServerDefaults{
+		BlockSize:        e.cfg.DefaultBlockSize,
+		Replication:      e.cfg.DefaultReplication,
+		InlineThreshold:  e.cfg.InlineThreshold,
+		LeaseSoftLimitMs: e.cfg.LeaseSoftLimit.Milliseconds(),
+		LeaseHardLimitMs: e.cfg.LeaseHardLimit.Milliseconds(),
+	}, nil
+}
+
+// clean validates a path for op.
+func clean(op, p string) (string, error) { return meta.CleanPath(op, p) }

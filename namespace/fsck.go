@@ -1,0 +1,273 @@
+package namespace
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/store"
+)
+
+// maxProblems bounds the report; a badly broken store would otherwise flood it.
+const maxProblems = 1000
+
+// Fsck walks the namespace in the store and checks its invariants:
+//   - every inode row is reachable from the root exactly once (no orphans, no
+//     cycles, no inode id used twice), and every parent is a directory;
+//   - every directory's entry count matches its entries;
+//   - every quota directory's usage matches its subtree;
+//   - every file's content chunks cover exactly its written bytes, and no
+//     chunk belongs to anything else;
+//   - files under construction and lease rows match one to one.
+//
+// Each directory is read under a shared lock, so a running server may be
+// checked; quota usage under concurrent writes can be reported as off by what
+// was being written.
+func (e *Engine) Fsck(ctx context.Context) (*meta.FsckReport, error) {
+	f := &fsck{e: e, rep: &meta.FsckReport{}, seen: make(map[uint64]string), keys: make(map[uint64]string), files: make(map[uint64]*store.Inode)}
+	if err := f.run(ctx); err != nil {
+		return nil, err
+	}
+	return f.rep, nil
+}
+
+type fsck struct {
+	e     *Engine
+	rep   *meta.FsckReport
+	seen  map[uint64]string       // inode id -> path
+	keys  map[uint64]string       // inode id -> the row key it was reached by
+	files map[uint64]*store.Inode // reachable files by id
+}
+
+func (f *fsck) problem(format string, args ...any) {
+	if len(f.rep.Problems) < maxProblems {
+		f.rep.Problems = append(f.rep.Problems, fmt.Sprintf(format, args...))
+	} else if len(f.rep.Problems) == maxProblems {
+		f.rep.Problems = append(f.rep.Problems, "... more problems not listed")
+	}
+}
+
+func (f *fsck) run(ctx context.Context) error {
+	rootKey := store.InodeKey(store.RootParentID, "")
+	txn, err := f.e.st.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	vals, err := txn.Read(ctx, []store.ReadReq{{Key: rootKey}})
+	txn.Rollback()
+	if err != nil {
+		return err
+	}
+	if vals[0] == nil {
+		f.problem("the root inode is missing")
+		return nil
+	}
+	var root store.Inode
+	if err := store.DecodeInode(rootKey, vals[0], &root); err != nil {
+		f.problem("root: %v", err)
+		return nil
+	}
+	if _, err := f.walk(ctx, &root, meta.RootPath); err != nil {
+		return err
+	}
+	if err := f.orphans(ctx); err != nil {
+		return err
+	}
+	if err := f.content(ctx); err != nil {
+		return err
+	}
+	return f.leases(ctx)
+}
+
+// walk checks the subtree of n and returns its usage.
+func (f *fsck) walk(ctx context.Context, n *store.Inode, path string) (usage, error) {
+	var use usage
+	use.add(n)
+	if prev, dup := f.seen[n.ID]; dup {
+		f.problem("%s: inode id %d is also %s", path, n.ID, prev)
+		return use, nil
+	}
+	f.seen[n.ID] = path
+	f.keys[n.ID] = string(n.Key())
+	f.rep.Inodes++
+	switch n.Type {
+	case meta.TypeFile:
+		f.rep.Files++
+		f.rep.Bytes += n.Length
+		f.files[n.ID] = n
+		if n.Length > n.Written {
+			f.problem("%s: length %d exceeds the %d bytes written", path, n.Length, n.Written)
+		}
+		if !n.UnderConstruction() && n.Length != n.Written {
+			f.problem("%s: closed file with length %d but %d bytes written", path, n.Length, n.Written)
+		}
+		return use, nil
+	case meta.TypeSymlink:
+		f.rep.Symlinks++
+		return use, nil
+	}
+	f.rep.Directories++
+	if len(f.seen) > 1<<26 {
+		return use, fmt.Errorf("fsck: namespace too large to check in memory")
+	}
+	// Read the entries under a shared lock so that the count and the entries agree.
+	txn, err := f.e.st.Begin(ctx)
+	if err != nil {
+		return use, err
+	}
+	if _, err := txn.Read(ctx, []store.ReadReq{{Key: n.Key(), Mode: store.Shared}}); err != nil {
+		txn.Rollback()
+		return use, err
+	}
+	var kids []*store.Inode
+	start, end := store.ChildrenRange(n.ID, "")
+	err = txn.Scan(ctx, start, end, 0, func(k, v []byte) bool {
+		c := new(store.Inode)
+		if err := store.DecodeInode(k, v, c); err != nil {
+			f.problem("%s: %v", path, err)
+			return true
+		}
+		kids = append(kids, c)
+		return true
+	})
+	// The count is re-read under the lock: the caller's copy may predate it.
+	vals, rerr := txn.Read(ctx, []store.ReadReq{{Key: n.Key()}})
+	txn.Rollback()
+	if err != nil {
+		return use, err
+	}
+	if rerr != nil {
+		return use, rerr
+	}
+	cur := *n
+	if vals[0] != nil {
+		if err := store.DecodeInode(n.Key(), vals[0], &cur); err != nil {
+			f.problem("%s: %v", path, err)
+		}
+	}
+	if int64(len(kids)) != cur.Children {
+		f.problem("%s: records %d entries but has %d", path, cur.Children, len(kids))
+	}
+	for _, c := range kids {
+		if err := ctx.Err(); err != nil {
+			return use, err
+		}
+		cu, err := f.walk(ctx, c, meta.JoinPath(path, c.Name))
+		if err != nil {
+			return use, err
+		}
+		use.files += cu.files
+		use.dirs += cu.dirs
+		use.links += cu.links
+		use.length += cu.length
+		use.space += cu.space
+	}
+	if cur.HasQuota() && (cur.NsUsed != use.inodes() || cur.SpaceUsed != use.space) {
+		f.problem("%s: quota usage recorded as %d inodes and %d bytes, counted %d inodes and %d bytes",
+			path, cur.NsUsed, cur.SpaceUsed, use.inodes(), use.space)
+	}
+	return use, nil
+}
+
+// orphans finds inode rows the walk did not reach.
+func (f *fsck) orphans(ctx context.Context) error {
+	txn, err := f.e.st.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer txn.Rollback()
+	start, end := store.AllInodesRange()
+	return txn.Scan(ctx, start, end, 0, func(k, v []byte) bool {
+		var n store.Inode
+		if err := store.DecodeInode(k, v, &n); err != nil {
+			f.problem("%s: %v", store.FormatKey(k), err)
+			return true
+		}
+		if p, ok := f.seen[n.ID]; !ok {
+			f.problem("orphan inode %d %q under missing or unreachable parent %d", n.ID, n.Name, n.Parent)
+		} else if f.keys[n.ID] != string(k) {
+			f.problem("inode %d at %s has a second row %s", n.ID, p, store.FormatKey(k))
+		}
+		return true
+	})
+}
+
+// content checks that content chunks belong to files and cover them.
+func (f *fsck) content(ctx context.Context) error {
+	txn, err := f.e.st.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer txn.Rollback()
+	c := int64(f.e.cfg.ChunkSize)
+	covered := make(map[uint64]int64) // file id -> bytes covered so far, in order
+	start, end := store.AllDataRange()
+	err = txn.Scan(ctx, start, end, 0, func(k, v []byte) bool {
+		id, off, ok := store.DecodeDataKey(k)
+		if !ok {
+			f.problem("malformed content key %q", k)
+			return true
+		}
+		f.rep.DataChunks++
+		n := f.files[id]
+		switch {
+		case n == nil:
+			f.problem("content chunk at %d belongs to no file (inode %d)", off, id)
+		case off != covered[id]:
+			f.problem("%s: content chunk at %d, expected one at %d", f.seen[id], off, covered[id])
+		case off+int64(len(v)) > n.Written:
+			f.problem("%s: content chunk at %d runs past the %d bytes written", f.seen[id], off, n.Written)
+		case int64(len(v)) != c && off+int64(len(v)) != n.Written:
+			f.problem("%s: short content chunk at %d (%d bytes)", f.seen[id], off, len(v))
+		}
+		covered[id] = off + int64(len(v))
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	for id, n := range f.files {
+		if covered[id] != n.Written {
+			f.problem("%s: content covers %d of the %d bytes written", f.seen[id], covered[id], n.Written)
+		}
+	}
+	return nil
+}
+
+// leases checks that lease rows and files under construction match.
+func (f *fsck) leases(ctx context.Context) error {
+	txn, err := f.e.st.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer txn.Rollback()
+	leased := make(map[uint64]bool)
+	start, end := store.AllLeasesRange()
+	err = txn.Scan(ctx, start, end, 0, func(k, v []byte) bool {
+		var l store.Lease
+		if err := store.DecodeLease(k, v, &l); err != nil {
+			f.problem("%v", err)
+			return true
+		}
+		leased[l.ID] = true
+		n := f.files[l.ID]
+		switch {
+		case n == nil:
+			f.problem("lease of %s on inode %d, which is not a reachable file", l.Holder, l.ID)
+		case n.LeaseHolder != l.Holder:
+			f.problem("%s: lease row names %q, the file %q", f.seen[l.ID], l.Holder, n.LeaseHolder)
+		case n.Parent != l.Parent || n.Name != l.Name:
+			f.problem("%s: lease row points at (%d, %q)", f.seen[l.ID], l.Parent, l.Name)
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	for id, n := range f.files {
+		if n.UnderConstruction() && !leased[id] {
+			f.problem("%s: under construction by %s without a lease row", f.seen[id], n.LeaseHolder)
+		}
+	}
+	return nil
+}

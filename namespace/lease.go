@@ -1,0 +1,154 @@
+package namespace
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/store"
+)
+
+// leaseTable keeps when each lease holder last renewed, in memory, as HDFS's
+// LeaseManager does. Which files are under construction, and by whom, is in
+// the store (inode rows and the lease table); after a restart every holder
+// counts as renewed at the engine's start, which gives writers a grace period.
+type leaseTable struct {
+	start time.Time
+	mu    sync.Mutex
+	last  map[string]time.Time
+}
+
+func newLeaseTable(start time.Time) *leaseTable {
+	return &leaseTable{start: start, last: make(map[string]time.Time)}
+}
+
+func (l *leaseTable) renew(holder string, now time.Time) {
+	l.mu.Lock()
+	l.last[holder] = now
+	l.mu.Unlock()
+}
+
+func (l *leaseTable) lastRenewed(holder string) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t, ok := l.last[holder]; ok {
+		return t
+	}
+	return l.start
+}
+
+// expired reports whether holder has not renewed for longer than limit.
+func (l *leaseTable) expired(holder string, limit time.Duration, now time.Time) bool {
+	return now.Sub(l.lastRenewed(holder)) > limit
+}
+
+func (l *leaseTable) forget(holder string) {
+	l.mu.Lock()
+	delete(l.last, holder)
+	l.mu.Unlock()
+}
+
+// putLease writes the lease row of file n, which is under construction.
+func (t *tx) putLease(n *store.Inode) {
+	t.putRaw(store.LeaseKey(n.ID), store.EncodeLease(nil, &store.Lease{ID: n.ID, Parent: n.Parent, Name: n.Name, Holder: n.LeaseHolder}))
+}
+
+// closeFile makes everything written to n visible and releases its lease.
+func (t *tx) closeFile(n *store.Inode) {
+	n.Length = n.Written
+	n.LeaseHolder = ""
+	n.LeaseRenewed = 0
+	n.Mtime = t.now
+	t.put(n)
+	t.delRaw(store.LeaseKey(n.ID))
+}
+
+// RenewLease implements meta.FileSystem.
+func (e *Engine) RenewLease(_ context.Context, _ meta.User, client string) error {
+	if client == "" {
+		return meta.Errorf("renew lease", "", meta.ErrInvalidArgument, "no client name")
+	}
+	e.leases.renew(client, e.cfg.Now())
+	return nil
+}
+
+// leaseMonitor recovers files whose writer has not renewed its lease within
+// the hard limit: the file is closed at the length that was written, which is
+// all durable (every Write committed before it returned).
+func (e *Engine) leaseMonitor() {
+	defer close(e.done)
+	tick := time.NewTicker(e.cfg.LeaseCheckInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-tick.C:
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			if err := e.RecoverExpiredLeases(ctx); err != nil {
+				e.log.Warn("lease recovery", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// RecoverExpiredLeases closes every file whose lease holder has been silent
+// for longer than the hard limit. The lease monitor calls it periodically.
+func (e *Engine) RecoverExpiredLeases(ctx context.Context) error {
+	now := e.cfg.Now()
+	var expired []store.Lease
+	txn, err := e.st.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	start, end := store.AllLeasesRange()
+	var decErr error
+	err = txn.Scan(ctx, start, end, 0, func(k, v []byte) bool {
+		var l store.Lease
+		if decErr = store.DecodeLease(k, v, &l); decErr != nil {
+			return false
+		}
+		if e.leases.expired(l.Holder, e.cfg.LeaseHardLimit, now) {
+			expired = append(expired, l)
+		}
+		return true
+	})
+	txn.Rollback()
+	if err == nil {
+		err = decErr
+	}
+	if err != nil {
+		return err
+	}
+	for _, l := range expired {
+		if err := e.recoverLease(ctx, l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recoverLease closes the file of lease l if l's holder still holds it.
+func (e *Engine) recoverLease(ctx context.Context, l store.Lease) error {
+	su := meta.User{Name: e.cfg.Superuser}
+	return e.run(ctx, "recover lease", l.Name, su, func(t *tx) error {
+		key := store.InodeKey(l.Parent, l.Name)
+		vals, err := t.st.Read(ctx, []store.ReadReq{{Key: key, Mode: store.Exclusive}})
+		if err != nil {
+			return err
+		}
+		if err := t.cacheRow(key, vals[0]); err != nil {
+			return err
+		}
+		n := t.rows[string(key)]
+		if n == nil || n.ID != l.ID || n.LeaseHolder != l.Holder {
+			return nil // closed, renamed or deleted meanwhile: its own transaction fixed the lease row
+		}
+		e.log.Info("recovering lease", "file", l.ID, "name", l.Name, "holder", l.Holder, "length", n.Written)
+		t.closeFile(n)
+		e.metrics.recovered.Inc()
+		return nil
+	})
+}

@@ -1,0 +1,168 @@
+package namespace
+
+import (
+	"context"
+
+	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/store"
+)
+
+// update runs the common shape of the attribute operations: lock the path
+// exclusive, check it exists, apply fn to the row and write it back.
+func (e *Engine) update(ctx context.Context, op, path string, u meta.User, fn func(t *tx, r *resolved, n *store.Inode) error) error {
+	p, err := clean(op, path)
+	if err != nil {
+		return err
+	}
+	return e.run(ctx, op, p, u, func(t *tx) error {
+		rs, err := t.resolve(ctx, want{path: p, last: store.Exclusive})
+		if err != nil {
+			return err
+		}
+		n, err := t.existing(op, rs[0])
+		if err != nil {
+			return err
+		}
+		if err := fn(t, rs[0], n); err != nil {
+			return err
+		}
+		t.put(n)
+		return nil
+	})
+}
+
+// SetPermission implements meta.FileSystem. Locks: the path exclusive.
+func (e *Engine) SetPermission(ctx context.Context, u meta.User, path string, perm meta.Perm) error {
+	const op = "set permission"
+	return e.update(ctx, op, path, u, func(t *tx, r *resolved, n *store.Inode) error {
+		if perm&^meta.PermMask != 0 {
+			return meta.Errorf(op, r.path, meta.ErrInvalidArgument, "permission %o out of range", perm)
+		}
+		if err := t.requireOwner(op, r.path, n); err != nil {
+			return err
+		}
+		n.Perm = perm
+		return nil
+	})
+}
+
+// SetOwner implements meta.FileSystem. Locks: the path exclusive.
+func (e *Engine) SetOwner(ctx context.Context, u meta.User, path, owner, group string) error {
+	const op = "set owner"
+	return e.update(ctx, op, path, u, func(t *tx, r *resolved, n *store.Inode) error {
+		if owner == "" && group == "" {
+			return meta.Errorf(op, r.path, meta.ErrInvalidArgument, "neither owner nor group given")
+		}
+		if owner != "" && owner != n.Owner && !t.super {
+			return meta.Errorf(op, r.path, meta.ErrPermission, "only a superuser may change the owner")
+		}
+		if group != "" && group != n.Group && !t.super {
+			if n.Owner != t.user {
+				return meta.Errorf(op, r.path, meta.ErrPermission, "user %s is not the owner (%s)", t.user, n.Owner)
+			}
+			if !t.inGroup(group) {
+				return meta.Errorf(op, r.path, meta.ErrPermission, "user %s is not in group %s", t.user, group)
+			}
+		}
+		for _, s := range []string{owner, group} {
+			if len(s) > meta.MaxNameLen || containsAny(s, "/:\x00\n") {
+				return meta.Errorf(op, r.path, meta.ErrInvalidArgument, "bad user or group name %q", s)
+			}
+		}
+		if owner != "" {
+			n.Owner = owner
+		}
+		if group != "" {
+			n.Group = group
+		}
+		return nil
+	})
+}
+
+func containsAny(s, chars string) bool {
+	for i := 0; i < len(s); i++ {
+		for j := 0; j < len(chars); j++ {
+			if s[i] == chars[j] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// SetTimes implements meta.FileSystem. Locks: the path exclusive.
+func (e *Engine) SetTimes(ctx context.Context, u meta.User, path string, mtime, atime int64) error {
+	const op = "set times"
+	return e.update(ctx, op, path, u, func(t *tx, r *resolved, n *store.Inode) error {
+		if mtime < -1 || atime < -1 {
+			return meta.Errorf(op, r.path, meta.ErrInvalidArgument, "negative time")
+		}
+		if err := t.require(op, r.path, n, permW); err != nil && n.Owner != t.user {
+			return err
+		}
+		if mtime != -1 {
+			n.Mtime = mtime
+		}
+		if atime != -1 {
+			n.Atime = atime
+		}
+		return nil
+	})
+}
+
+// SetReplication implements meta.FileSystem. Locks: the file exclusive (and
+// directories with a space quota above it).
+func (e *Engine) SetReplication(ctx context.Context, u meta.User, path string, replication uint16) error {
+	const op = "set replication"
+	return e.update(ctx, op, path, u, func(t *tx, r *resolved, n *store.Inode) error {
+		if err := checkFile(op, r.path, n); err != nil {
+			return err
+		}
+		if replication == 0 || replication > t.e.cfg.MaxReplication {
+			return meta.Errorf(op, r.path, meta.ErrInvalidArgument, "replication %d not in 1..%d", replication, t.e.cfg.MaxReplication)
+		}
+		if err := t.require(op, r.path, n, permW); err != nil {
+			return err
+		}
+		delta := (int64(replication) - int64(n.Replication)) * n.Written
+		if err := t.charge(op, r.path, r.chain[:r.depth()], 0, delta); err != nil {
+			return err
+		}
+		n.Replication = replication
+		return nil
+	})
+}
+
+// SetQuota implements meta.FileSystem.
+// Locks: the directory exclusive and everything below it shared (NoWait), so
+// that the usage it counts is exact when the quota starts to apply.
+func (e *Engine) SetQuota(ctx context.Context, u meta.User, dir string, nsQuota, spaceQuota int64) error {
+	const op = "set quota"
+	return e.update(ctx, op, dir, u, func(t *tx, r *resolved, n *store.Inode) error {
+		if !t.super {
+			return meta.Errorf(op, r.path, meta.ErrPermission, "only a superuser may set quotas")
+		}
+		if n.Type != meta.TypeDir {
+			return meta.Errorf(op, r.path, meta.ErrNotDir, "quotas apply to directories")
+		}
+		if nsQuota < -1 || spaceQuota < -1 {
+			return meta.Errorf(op, r.path, meta.ErrInvalidArgument, "quota below -1")
+		}
+		if nsQuota != 0 {
+			n.NsQuota = nsQuota
+		}
+		if spaceQuota != 0 {
+			n.SpaceQuota = spaceQuota
+		}
+		if !n.HasQuota() {
+			n.NsUsed, n.SpaceUsed = 0, 0
+			return nil
+		}
+		_, use, err := t.lockSubtree(ctx, op, r.path, n, store.Shared, 0)
+		if err != nil {
+			return err
+		}
+		n.NsUsed, n.SpaceUsed = use.inodes(), use.space
+		return nil
+	})
+}

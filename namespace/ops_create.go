@@ -1,0 +1,256 @@
+package namespace
+
+import (
+	"context"
+
+	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/store"
+)
+
+// Mkdirs implements meta.FileSystem.
+// Locks: the deepest existing directory exclusive (it gains an entry), the
+// path itself shared.
+func (e *Engine) Mkdirs(ctx context.Context, u meta.User, dir string, perm meta.Perm) error {
+	const op = "mkdirs"
+	p, err := clean(op, dir)
+	if err != nil {
+		return err
+	}
+	if perm == 0 {
+		perm = meta.DefaultDir
+	}
+	if perm&^meta.PermMask != 0 {
+		return meta.Errorf(op, p, meta.ErrInvalidArgument, "permission %o out of range", perm)
+	}
+	return e.run(ctx, op, p, u, func(t *tx) error {
+		rs, err := t.resolve(ctx, want{path: p, last: store.Shared, parent: store.Exclusive})
+		if err != nil {
+			return err
+		}
+		r := rs[0]
+		if n := r.last(); n != nil {
+			if err := t.checkAncestors(op, r); err != nil {
+				return err
+			}
+			if n.Type != meta.TypeDir {
+				return meta.Errorf(op, p, meta.ErrExists, "a %s is in the way", n.Type)
+			}
+			return nil
+		}
+		_, err = t.makeParents(ctx, op, r, r.depth(), perm)
+		return err
+	})
+}
+
+// makeParents creates the missing directories of r's chain up to index last
+// (mkdirs: the path itself; create -p: its parent) and returns chain[last].
+// The deepest existing directory gains the first new entry, so it must be
+// locked exclusive: when it is not, the operation restarts with it locked.
+func (t *tx) makeParents(ctx context.Context, op string, r *resolved, last int, perm meta.Perm) (*store.Inode, error) {
+	j := r.end // the first missing component
+	if r.chain[j] != nil {
+		j++
+	}
+	for k := 0; k < j && k <= last; k++ {
+		if d := r.chain[k]; d.Type != meta.TypeDir {
+			sub := &resolved{path: r.path, comps: r.comps[:k+1], chain: r.chain[:k+2]}
+			if err := t.checkAncestors(op, sub); err != nil {
+				return nil, err
+			}
+			return nil, meta.Errorf(op, r.path, meta.ErrNotDir, "%s is a %s", r.prefix(k), d.Type)
+		}
+	}
+	if j > last {
+		return r.chain[last], nil // nothing to create
+	}
+	top := r.chain[j-1]
+	above := &resolved{path: r.path, comps: r.comps[:j-1], chain: r.chain[:j]}
+	if err := t.checkAncestors(op, above); err != nil {
+		return nil, err
+	}
+	if err := t.require(op, r.prefix(j-1), top, permW|permX); err != nil {
+		return nil, err
+	}
+	if t.mode(top.Key()) != store.Exclusive {
+		return nil, t.needExclusive(top.Key())
+	}
+	if err := t.charge(op, r.path, r.chain[:j], int64(last-j+1), 0); err != nil {
+		return nil, err
+	}
+	parent := top
+	parent.Children++
+	parent.Mtime = t.now
+	t.put(parent)
+	for k := j; k <= last; k++ {
+		id, err := t.e.newID(ctx)
+		if err != nil {
+			return nil, err
+		}
+		dp := perm | 0o300 // implicit parents stay writable and searchable by the owner, as in HDFS
+		if k == r.depth() {
+			dp = perm
+		}
+		d := &store.Inode{Parent: parent.ID, Name: r.comps[k-1], ID: id, Type: meta.TypeDir,
+			Perm: dp, Owner: t.user, Group: parent.Group, Mtime: t.now, Atime: t.now,
+			NsQuota: -1, SpaceQuota: -1}
+		if k < last {
+			d.Children = 1
+		}
+		t.put(d)
+		r.chain[k] = d
+		parent = d
+	}
+	r.end = last
+	return parent, nil
+}
+
+// Create implements meta.FileSystem.
+// Locks: the parent exclusive (it gains an entry), the file exclusive.
+func (e *Engine) Create(ctx context.Context, u meta.User, path string, opts meta.CreateOptions) (*meta.FileStatus, error) {
+	const op = "create"
+	p, err := clean(op, path)
+	if err != nil {
+		return nil, err
+	}
+	if p == meta.RootPath {
+		return nil, meta.Errorf(op, p, meta.ErrExists, "the root is a directory")
+	}
+	if opts.Client == "" {
+		return nil, meta.Errorf(op, p, meta.ErrInvalidArgument, "no client name to hold the lease")
+	}
+	perm := opts.Perm
+	if perm == 0 {
+		perm = meta.DefaultFile
+	}
+	repl, bs := opts.Replication, opts.BlockSize
+	if repl == 0 {
+		repl = e.cfg.DefaultReplication
+	}
+	if bs == 0 {
+		bs = e.cfg.DefaultBlockSize
+	}
+	switch {
+	case perm&^meta.PermMask != 0:
+		return nil, meta.Errorf(op, p, meta.ErrInvalidArgument, "permission %o out of range", perm)
+	case repl > e.cfg.MaxReplication:
+		return nil, meta.Errorf(op, p, meta.ErrInvalidArgument, "replication %d above the maximum %d", repl, e.cfg.MaxReplication)
+	case bs < 0:
+		return nil, meta.Errorf(op, p, meta.ErrInvalidArgument, "block size %d", bs)
+	}
+	var out *meta.FileStatus
+	err = e.run(ctx, op, p, u, func(t *tx) error {
+		rs, err := t.resolve(ctx, want{path: p, last: store.Exclusive, parent: store.Exclusive})
+		if err != nil {
+			return err
+		}
+		r := rs[0]
+		parent, err := t.newEntryParent(ctx, op, r, opts.CreateParent)
+		if err != nil {
+			return err
+		}
+		dNs, dSpace := int64(1), int64(0)
+		if old := r.last(); old != nil {
+			if old.Type == meta.TypeDir {
+				return meta.Errorf(op, p, meta.ErrExists, "a directory is in the way")
+			}
+			if !opts.Overwrite {
+				return meta.Errorf(op, p, meta.ErrExists, "")
+			}
+			if old.UnderConstruction() && old.LeaseHolder != opts.Client && !t.e.leases.expired(old.LeaseHolder, t.e.cfg.LeaseSoftLimit, t.e.cfg.Now()) {
+				return meta.Errorf(op, p, meta.ErrLease, "held by %s", old.LeaseHolder)
+			}
+			if err := t.checkSticky(op, p, parent, old); err != nil {
+				return err
+			}
+			if err := t.removeFile(ctx, old); err != nil {
+				return err
+			}
+			parent.Children--
+			dNs, dSpace = 0, -old.Written*int64(old.Replication)
+		}
+		if err := t.charge(op, p, r.chain[:r.depth()], dNs, dSpace); err != nil {
+			return err
+		}
+		id, err := t.e.newID(ctx)
+		if err != nil {
+			return err
+		}
+		n := &store.Inode{Parent: parent.ID, Name: r.name(), ID: id, Type: meta.TypeFile,
+			Perm: perm, Owner: t.user, Group: parent.Group, Mtime: t.now, Atime: t.now,
+			Replication: repl, BlockSize: bs, LeaseHolder: opts.Client, LeaseRenewed: t.now,
+			NsQuota: -1, SpaceQuota: -1}
+		parent.Children++
+		parent.Mtime = t.now
+		t.put(parent)
+		t.put(n)
+		t.putLease(n)
+		t.e.leases.renew(opts.Client, t.e.cfg.Now())
+		out = status(p, n)
+		return nil
+	})
+	return out, err
+}
+
+// newEntryParent checks that r's parent can receive a new entry named r.name()
+// (creating missing parents when createParent is set) and returns it.
+func (t *tx) newEntryParent(ctx context.Context, op string, r *resolved, createParent bool) (*store.Inode, error) {
+	parent := r.parent()
+	if parent == nil && createParent {
+		var err error
+		if parent, err = t.makeParents(ctx, op, r, r.depth()-1, meta.DefaultDir); err != nil {
+			return nil, err
+		}
+		return parent, nil
+	}
+	if err := t.checkAncestors(op, r); err != nil {
+		return nil, err
+	}
+	if err := t.require(op, r.prefix(r.depth()-1), parent, permW|permX); err != nil {
+		return nil, err
+	}
+	return parent, nil
+}
+
+// CreateSymlink implements meta.FileSystem.
+// Locks: the parent exclusive, the link exclusive.
+func (e *Engine) CreateSymlink(ctx context.Context, u meta.User, target, link string, createParent bool) error {
+	const op = "create symlink"
+	p, err := clean(op, link)
+	if err != nil {
+		return err
+	}
+	if target == "" {
+		return meta.Errorf(op, p, meta.ErrInvalidArgument, "empty link target")
+	}
+	if p == meta.RootPath {
+		return meta.Errorf(op, p, meta.ErrExists, "")
+	}
+	return e.run(ctx, op, p, u, func(t *tx) error {
+		rs, err := t.resolve(ctx, want{path: p, last: store.Exclusive, parent: store.Exclusive})
+		if err != nil {
+			return err
+		}
+		r := rs[0]
+		parent, err := t.newEntryParent(ctx, op, r, createParent)
+		if err != nil {
+			return err
+		}
+		if r.last() != nil {
+			return meta.Errorf(op, p, meta.ErrExists, "")
+		}
+		if err := t.charge(op, p, r.chain[:r.depth()], 1, 0); err != nil {
+			return err
+		}
+		id, err := t.e.newID(ctx)
+		if err != nil {
+			return err
+		}
+		parent.Children++
+		parent.Mtime = t.now
+		t.put(parent)
+		t.put(&store.Inode{Parent: parent.ID, Name: r.name(), ID: id, Type: meta.TypeSymlink,
+			Perm: 0o777, Owner: t.user, Group: parent.Group, Mtime: t.now, Atime: t.now,
+			Symlink: target, NsQuota: -1, SpaceQuota: -1})
+		return nil
+	})
+}

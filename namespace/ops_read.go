@@ -1,0 +1,277 @@
+package namespace
+
+import (
+	"context"
+
+	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/store"
+)
+
+// Stat implements meta.FileSystem.
+// Locks: none; every component is read committed. One row read is atomic, so
+// the result is a state the inode had between the call and the return.
+func (e *Engine) Stat(ctx context.Context, u meta.User, path string) (*meta.FileStatus, error) {
+	const op = "stat"
+	p, err := clean(op, path)
+	if err != nil {
+		return nil, err
+	}
+	var out *meta.FileStatus
+	err = e.run(ctx, op, p, u, func(t *tx) error {
+		rs, err := t.resolve(ctx, want{path: p})
+		if err != nil {
+			return err
+		}
+		n, err := t.existing(op, rs[0])
+		if err != nil {
+			return err
+		}
+		out = status(p, n)
+		return nil
+	})
+	return out, err
+}
+
+// List implements meta.FileSystem.
+// Locks: the directory shared, so that no entry is added or removed while a
+// page is read.
+func (e *Engine) List(ctx context.Context, u meta.User, dir, startAfter string, limit int) (*meta.Listing, error) {
+	const op = "list"
+	p, err := clean(op, dir)
+	if err != nil {
+		return nil, err
+	}
+	if limit <= 0 || limit > e.cfg.ListLimit {
+		limit = e.cfg.ListLimit
+	}
+	var out *meta.Listing
+	err = e.run(ctx, op, p, u, func(t *tx) error {
+		rs, err := t.resolve(ctx, want{path: p, last: store.Shared})
+		if err != nil {
+			return err
+		}
+		n, err := t.existing(op, rs[0])
+		if err != nil {
+			return err
+		}
+		if n.Type != meta.TypeDir {
+			if startAfter != "" {
+				out = &meta.Listing{}
+			} else {
+				out = &meta.Listing{Entries: []meta.FileStatus{*status(p, n)}}
+			}
+			return nil
+		}
+		if err := t.require(op, p, n, permR|permX); err != nil {
+			return err
+		}
+		l := &meta.Listing{Entries: make([]meta.FileStatus, 0, min(int64(limit), n.Children))}
+		more := false
+		err = t.children(ctx, n.ID, startAfter, limit+1, func(c *store.Inode) bool {
+			if len(l.Entries) == limit {
+				more = true
+				return false
+			}
+			l.Entries = append(l.Entries, meta.FileStatus{})
+			fillStatus(&l.Entries[len(l.Entries)-1], meta.JoinPath(p, c.Name), c)
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		if more {
+			// Exact on the first page; later pages would need a count of the
+			// entries before the cursor, so they give a lower bound.
+			l.Remaining = 1
+			if startAfter == "" {
+				l.Remaining = max(1, n.Children-int64(len(l.Entries)))
+			}
+		}
+		out = l
+		return nil
+	})
+	return out, err
+}
+
+// Read implements meta.FileSystem.
+// Locks: the file shared, so that content and length are read together.
+func (e *Engine) Read(ctx context.Context, u meta.User, path string, offset, length int64) ([]byte, error) {
+	const op = "read"
+	p, err := clean(op, path)
+	if err != nil {
+		return nil, err
+	}
+	if offset < 0 || length < 0 {
+		return nil, meta.Errorf(op, p, meta.ErrInvalidArgument, "negative offset %d or length %d", offset, length)
+	}
+	var out []byte
+	err = e.run(ctx, op, p, u, func(t *tx) error {
+		rs, err := t.resolve(ctx, want{path: p, last: store.Shared})
+		if err != nil {
+			return err
+		}
+		n, err := t.existing(op, rs[0])
+		if err != nil {
+			return err
+		}
+		if err := checkFile(op, p, n); err != nil {
+			return err
+		}
+		if err := t.require(op, p, n, permR); err != nil {
+			return err
+		}
+		out, err = t.readContent(ctx, n, offset, length, n.Length)
+		return err
+	})
+	return out, err
+}
+
+// checkFile fails unless n is a regular file.
+func checkFile(op, path string, n *store.Inode) error {
+	switch n.Type {
+	case meta.TypeDir:
+		return meta.Errorf(op, path, meta.ErrIsDir, "")
+	case meta.TypeSymlink:
+		return meta.Errorf(op, path, meta.ErrUnresolvedLink, "%s is a symbolic link to %s", path, n.Symlink)
+	}
+	return nil
+}
+
+// readContent returns up to length bytes from offset of n's content, which is
+// size bytes long; the caller holds a lock on n.
+func (t *tx) readContent(ctx context.Context, n *store.Inode, offset, length, size int64) ([]byte, error) {
+	if offset >= size || length == 0 {
+		return []byte{}, nil
+	}
+	end := min(size, offset+length)
+	c := int64(t.e.cfg.ChunkSize)
+	first, last := offset/c, (end-1)/c
+	reqs := make([]store.ReadReq, 0, last-first+1)
+	for k := first; k <= last; k++ {
+		reqs = append(reqs, store.ReadReq{Key: store.DataKey(n.ID, k*c)})
+	}
+	vals, err := t.st.Read(ctx, reqs)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range reqs {
+		if v, ok := t.chunks[string(r.Key)]; ok {
+			vals[i] = v
+		}
+	}
+	out := make([]byte, 0, end-offset)
+	for i, v := range vals {
+		k := first + int64(i)
+		lo, hi := max(offset, k*c)-k*c, min(end, (k+1)*c)-k*c
+		if int64(len(v)) < hi {
+			return nil, meta.Errorf("read", "", meta.ErrInternal,
+				"content of inode %d is missing bytes [%d, %d)", n.ID, k*c+int64(len(v)), k*c+hi)
+		}
+		out = append(out, v[lo:hi]...)
+	}
+	return out, nil
+}
+
+// ContentSummary implements meta.FileSystem.
+// Locks: the root of the summary shared; the subtree is read committed,
+// directory by directory, so under concurrent changes below it the counts are
+// those of a recent state of each directory (as in HDFS, which yields its lock
+// while counting).
+func (e *Engine) ContentSummary(ctx context.Context, u meta.User, path string) (*meta.ContentSummary, error) {
+	const op = "content summary"
+	p, err := clean(op, path)
+	if err != nil {
+		return nil, err
+	}
+	var out *meta.ContentSummary
+	err = e.run(ctx, op, p, u, func(t *tx) error {
+		rs, err := t.resolve(ctx, want{path: p, last: store.Shared})
+		if err != nil {
+			return err
+		}
+		n, err := t.existing(op, rs[0])
+		if err != nil {
+			return err
+		}
+		cs := &meta.ContentSummary{NsQuota: -1, SpaceQuota: -1}
+		if n.Type == meta.TypeDir {
+			cs.NsQuota, cs.SpaceQuota = n.NsQuota, n.SpaceQuota
+		}
+		u, err := t.usage(ctx, op, p, n, true)
+		if err != nil {
+			return err
+		}
+		cs.Length, cs.FileCount, cs.DirectoryCount = u.length, u.files, u.dirs
+		cs.NsConsumed, cs.SpaceConsumed = u.inodes(), u.space
+		out = cs
+		return nil
+	})
+	return out, err
+}
+
+// usage counts the subtree rooted at n (n included).
+type usage struct {
+	files, dirs, links int64
+	length, space      int64
+}
+
+func (u usage) inodes() int64 { return u.files + u.dirs + u.links }
+
+func (u *usage) add(n *store.Inode) {
+	switch n.Type {
+	case meta.TypeDir:
+		u.dirs++
+	case meta.TypeSymlink:
+		u.links++
+	default:
+		u.files++
+		u.length += n.Length
+		u.space += n.Written * int64(n.Replication)
+	}
+}
+
+// usage walks the subtree of n breadth first with unlocked scans. With
+// checkRX, every directory must grant read and search to the caller (HDFS's
+// sub-access check).
+func (t *tx) usage(ctx context.Context, op, path string, n *store.Inode, checkRX bool) (usage, error) {
+	var u usage
+	u.add(n)
+	if n.Type != meta.TypeDir {
+		return u, nil
+	}
+	type dir struct {
+		id   uint64
+		path string
+	}
+	queue := []dir{{n.ID, path}}
+	if checkRX {
+		if err := t.require(op, path, n, permR|permX); err != nil {
+			return u, err
+		}
+	}
+	for len(queue) > 0 {
+		d := queue[0]
+		queue = queue[1:]
+		var permErr error
+		err := t.children(ctx, d.id, "", 0, func(c *store.Inode) bool {
+			u.add(c)
+			if c.Type == meta.TypeDir {
+				cp := meta.JoinPath(d.path, c.Name)
+				if checkRX {
+					if permErr = t.require(op, cp, c, permR|permX); permErr != nil {
+						return false
+					}
+				}
+				queue = append(queue, dir{c.ID, cp})
+			}
+			return true
+		})
+		if err != nil {
+			return u, err
+		}
+		if permErr != nil {
+			return u, permErr
+		}
+	}
+	return u, nil
+}

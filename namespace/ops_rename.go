@@ -1,0 +1,175 @@
+package namespace
+
+import (
+	"context"
+
+	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/store"
+)
+
+// Rename implements meta.FileSystem.
+// Locks: source and destination exclusive, both parents exclusive, and every
+// ancestor of both shared, so that the check that a directory does not move
+// into its own subtree holds until commit. The inode keeps its id; only its
+// row moves (and its lease row, if it is being written).
+func (e *Engine) Rename(ctx context.Context, u meta.User, src, dst string, opts meta.RenameOptions) error {
+	const op = "rename"
+	sp, err := clean(op, src)
+	if err != nil {
+		return err
+	}
+	dp, err := clean(op, dst)
+	if err != nil {
+		return err
+	}
+	if sp == meta.RootPath {
+		return meta.Errorf(op, sp, meta.ErrInvalidArgument, "the root directory cannot be renamed")
+	}
+	if meta.IsAncestor(sp, dp) {
+		return meta.Errorf(op, dp, meta.ErrInvalidArgument, "cannot move %s into its own subtree", sp)
+	}
+	// into is set when dst turns out to be an existing directory and the
+	// source moves inside it (no overwrite): the next attempt locks dst/name.
+	into := false
+	return e.run(ctx, op, sp, u, func(t *tx) error {
+		target := dp
+		if into {
+			_, name := meta.ParentPath(sp)
+			target = meta.JoinPath(dp, name)
+		}
+		rs, err := t.resolve(ctx,
+			want{path: sp, last: store.Exclusive, parent: store.Exclusive, ancestors: store.Shared},
+			want{path: target, last: store.Exclusive, parent: store.Exclusive, ancestors: store.Shared})
+		if err != nil {
+			return err
+		}
+		s, d := rs[0], rs[1]
+		n, err := t.existing(op, s)
+		if err != nil {
+			return err
+		}
+		if err := t.checkAncestors(op, d); err != nil {
+			return err
+		}
+		if target == sp {
+			return nil // renaming a path onto itself changes nothing
+		}
+		old := d.last()
+		if !into && !opts.Overwrite && old != nil && old.Type == meta.TypeDir {
+			into = true
+			return errRetry
+		}
+		sParent, dParent := s.parent(), d.parent()
+		if err := t.require(op, s.prefix(s.depth()-1), sParent, permW|permX); err != nil {
+			return err
+		}
+		if err := t.require(op, d.prefix(d.depth()-1), dParent, permW|permX); err != nil {
+			return err
+		}
+		if err := t.checkSticky(op, sp, sParent, n); err != nil {
+			return err
+		}
+		if n.Type == meta.TypeDir {
+			for _, a := range d.chain[:d.depth()] {
+				if a.ID == n.ID {
+					return meta.Errorf(op, dp, meta.ErrInvalidArgument, "cannot move %s into its own subtree", sp)
+				}
+			}
+		}
+		if old != nil {
+			if old.ID == n.ID {
+				return meta.Errorf(op, target, meta.ErrExists, "the source is already there")
+			}
+			if !opts.Overwrite {
+				return meta.Errorf(op, target, meta.ErrExists, "")
+			}
+			if err := t.replaceable(op, target, n, old); err != nil {
+				return err
+			}
+			if err := t.checkSticky(op, target, dParent, old); err != nil {
+				return err
+			}
+		}
+		if err := t.moveUsage(ctx, op, s, d, n, old); err != nil {
+			return err
+		}
+		if old != nil {
+			if err := t.removeFile(ctx, old); err != nil { // files and empty directories alike
+				return err
+			}
+			dParent.Children--
+		}
+		t.del(n)
+		moved := *n
+		moved.Parent, moved.Name = dParent.ID, d.name()
+		t.put(&moved)
+		if moved.UnderConstruction() {
+			t.putLease(&moved)
+		}
+		sParent.Children--
+		sParent.Mtime = t.now
+		dParent.Children++
+		dParent.Mtime = t.now
+		t.put(sParent)
+		t.put(dParent)
+		return nil
+	})
+}
+
+// replaceable checks that old may be overwritten by n, as HDFS's rename with
+// OVERWRITE allows: a file by a file, an empty directory by a directory.
+func (t *tx) replaceable(op, path string, n, old *store.Inode) error {
+	switch {
+	case old.Type == meta.TypeDir && n.Type != meta.TypeDir:
+		return meta.Errorf(op, path, meta.ErrIsDir, "a file cannot replace a directory")
+	case old.Type != meta.TypeDir && n.Type == meta.TypeDir:
+		return meta.Errorf(op, path, meta.ErrNotDir, "a directory cannot replace a file")
+	case old.Type == meta.TypeDir && old.Children > 0:
+		return meta.Errorf(op, path, meta.ErrNotEmpty, "the destination directory is not empty")
+	}
+	return nil
+}
+
+// moveUsage moves the usage of n's subtree from the quota directories above
+// the source to those above the destination (directories above both see no
+// change), and releases what an overwritten old used.
+func (t *tx) moveUsage(ctx context.Context, op string, s, d *resolved, n, old *store.Inode) error {
+	srcDirs, dstDirs := s.chain[:s.depth()], d.chain[:d.depth()]
+	common := make(map[uint64]bool)
+	for _, a := range srcDirs {
+		for _, b := range dstDirs {
+			if a.ID == b.ID {
+				common[a.ID] = true
+			}
+		}
+	}
+	var leaving, arriving []*store.Inode
+	for _, a := range srcDirs {
+		if a.HasQuota() && !common[a.ID] {
+			leaving = append(leaving, a)
+		}
+	}
+	for _, b := range dstDirs {
+		if b.HasQuota() && !common[b.ID] {
+			arriving = append(arriving, b)
+		}
+	}
+	if old != nil {
+		var ou usage
+		ou.add(old)
+		if err := t.charge(op, d.path, dstDirs, -ou.inodes(), -ou.space); err != nil {
+			return err
+		}
+	}
+	if len(leaving) == 0 && len(arriving) == 0 {
+		return nil
+	}
+	use, err := t.usage(ctx, op, s.path, n, false)
+	if err != nil {
+		return err
+	}
+	if err := t.charge(op, s.path, leaving, -use.inodes(), -use.space); err != nil {
+		return err
+	}
+	return t.charge(op, d.path, arriving, use.inodes(), use.space)
+}

@@ -1,0 +1,367 @@
+package namespace
+
+import (
+	"context"
+
+	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/store"
+)
+
+// Append implements meta.FileSystem.
+// Locks: the file exclusive.
+func (e *Engine) Append(ctx context.Context, u meta.User, path, client string) (*meta.FileStatus, error) {
+	const op = "append"
+	p, err := clean(op, path)
+	if err != nil {
+		return nil, err
+	}
+	if client == "" {
+		return nil, meta.Errorf(op, p, meta.ErrInvalidArgument, "no client name to hold the lease")
+	}
+	var out *meta.FileStatus
+	err = e.run(ctx, op, p, u, func(t *tx) error {
+		rs, err := t.resolve(ctx, want{path: p, last: store.Exclusive})
+		if err != nil {
+			return err
+		}
+		n, err := t.existing(op, rs[0])
+		if err != nil {
+			return err
+		}
+		if err := checkFile(op, p, n); err != nil {
+			return err
+		}
+		if err := t.require(op, p, n, permW); err != nil {
+			return err
+		}
+		if n.UnderConstruction() {
+			if n.LeaseHolder == client || !t.e.leases.expired(n.LeaseHolder, t.e.cfg.LeaseSoftLimit, t.e.cfg.Now()) {
+				return meta.Errorf(op, p, meta.ErrLease, "already open for writing by %s", n.LeaseHolder)
+			}
+			t.closeFile(n) // the old writer is gone: recover, then take over
+		}
+		n.LeaseHolder = client
+		n.LeaseRenewed = t.now
+		n.Written = n.Length
+		t.put(n)
+		t.putLease(n)
+		t.e.leases.renew(client, t.e.cfg.Now())
+		out = status(p, n)
+		return nil
+	})
+	return out, err
+}
+
+// Write implements meta.FileSystem.
+// Locks: the file exclusive (and directories with a space quota above it).
+func (e *Engine) Write(ctx context.Context, u meta.User, path, client string, offset int64, data []byte) error {
+	const op = "write"
+	p, err := clean(op, path)
+	if err != nil {
+		return err
+	}
+	return e.run(ctx, op, p, u, func(t *tx) error {
+		rs, err := t.resolve(ctx, want{path: p, last: store.Exclusive})
+		if err != nil {
+			return err
+		}
+		r := rs[0]
+		n, err := t.existing(op, r)
+		if err != nil {
+			return err
+		}
+		if err := t.checkWriter(op, p, n, client); err != nil {
+			return err
+		}
+		if offset != n.Written {
+			return meta.Errorf(op, p, meta.ErrInvalidArgument,
+				"writes are sequential: offset %d, but %d bytes are written", offset, n.Written)
+		}
+		if n.Written+int64(len(data)) > t.e.cfg.InlineThreshold {
+			return meta.Errorf(op, p, meta.ErrTooLarge,
+				"this server keeps file contents in its metadata store up to %d bytes; larger files need block storage, which it does not have yet",
+				t.e.cfg.InlineThreshold)
+		}
+		if err := t.charge(op, p, r.chain[:r.depth()], 0, int64(len(data))*int64(n.Replication)); err != nil {
+			return err
+		}
+		if err := t.appendContent(ctx, n, data); err != nil {
+			return err
+		}
+		t.put(n)
+		t.e.leases.renew(client, t.e.cfg.Now())
+		return nil
+	})
+}
+
+// checkWriter fails unless n is a file under construction leased to client.
+func (t *tx) checkWriter(op, path string, n *store.Inode, client string) error {
+	if err := checkFile(op, path, n); err != nil {
+		return err
+	}
+	if !n.UnderConstruction() {
+		return meta.Errorf(op, path, meta.ErrLease, "the file is not open for writing")
+	}
+	if n.LeaseHolder != client {
+		return meta.Errorf(op, path, meta.ErrLease, "the lease is held by %s, not %s", n.LeaseHolder, client)
+	}
+	return nil
+}
+
+// appendContent writes data after the n.Written bytes of n's content, in
+// fixed-size chunks, and advances n.Written. The caller holds n exclusive.
+func (t *tx) appendContent(ctx context.Context, n *store.Inode, data []byte) error {
+	c := int64(t.e.cfg.ChunkSize)
+	for len(data) > 0 {
+		k := n.Written / c
+		fill := n.Written - k*c // bytes already in chunk k
+		var chunk []byte
+		if fill > 0 {
+			old, err := t.chunk(ctx, store.DataKey(n.ID, k*c))
+			if err != nil {
+				return err
+			}
+			if int64(len(old)) != fill {
+				return meta.Errorf("write", "", meta.ErrInternal, "content chunk %d of inode %d has %d bytes, want %d",
+					k, n.ID, len(old), fill)
+			}
+			chunk = old
+		}
+		take := min(int64(len(data)), c-fill)
+		chunk = append(chunk[:fill:fill], data[:take]...)
+		t.setChunk(store.DataKey(n.ID, k*c), chunk)
+		data = data[take:]
+		n.Written += take
+	}
+	return nil
+}
+
+// cutContent drops n's content after size bytes (size <= n.Written).
+func (t *tx) cutContent(ctx context.Context, n *store.Inode, size int64) error {
+	c := int64(t.e.cfg.ChunkSize)
+	if size%c != 0 {
+		k := size / c
+		old, err := t.chunk(ctx, store.DataKey(n.ID, k*c))
+		if err != nil {
+			return err
+		}
+		if int64(len(old)) < size-k*c {
+			return meta.Errorf("truncate", "", meta.ErrInternal, "content chunk %d of inode %d is short", k, n.ID)
+		}
+		t.setChunk(store.DataKey(n.ID, k*c), old[:size-k*c:size-k*c])
+	}
+	for k := (size + c - 1) / c; k*c < n.Written; k++ {
+		t.setChunk(store.DataKey(n.ID, k*c), nil)
+	}
+	n.Written = size
+	return nil
+}
+
+// removeFile deletes a file or symlink row with its content and lease.
+func (t *tx) removeFile(ctx context.Context, n *store.Inode) error {
+	if n.Type == meta.TypeFile {
+		if err := t.cutContent(ctx, n, 0); err != nil {
+			return err
+		}
+		if n.UnderConstruction() {
+			t.delRaw(store.LeaseKey(n.ID))
+		}
+	}
+	t.del(n)
+	return nil
+}
+
+// Complete implements meta.FileSystem.
+// Locks: the file exclusive.
+func (e *Engine) Complete(ctx context.Context, u meta.User, path, client string) (*meta.FileStatus, error) {
+	const op = "complete"
+	p, err := clean(op, path)
+	if err != nil {
+		return nil, err
+	}
+	var out *meta.FileStatus
+	err = e.run(ctx, op, p, u, func(t *tx) error {
+		rs, err := t.resolve(ctx, want{path: p, last: store.Exclusive})
+		if err != nil {
+			return err
+		}
+		n, err := t.existing(op, rs[0])
+		if err != nil {
+			return err
+		}
+		if err := t.checkWriter(op, p, n, client); err != nil {
+			return err
+		}
+		t.closeFile(n)
+		out = status(p, n)
+		return nil
+	})
+	return out, err
+}
+
+// Truncate implements meta.FileSystem.
+// Locks: the file exclusive (and directories with a space quota above it).
+func (e *Engine) Truncate(ctx context.Context, u meta.User, path string, newLength int64) error {
+	const op = "truncate"
+	p, err := clean(op, path)
+	if err != nil {
+		return err
+	}
+	return e.run(ctx, op, p, u, func(t *tx) error {
+		rs, err := t.resolve(ctx, want{path: p, last: store.Exclusive})
+		if err != nil {
+			return err
+		}
+		r := rs[0]
+		n, err := t.existing(op, r)
+		if err != nil {
+			return err
+		}
+		if err := checkFile(op, p, n); err != nil {
+			return err
+		}
+		if err := t.require(op, p, n, permW); err != nil {
+			return err
+		}
+		if n.UnderConstruction() {
+			return meta.Errorf(op, p, meta.ErrLease, "open for writing by %s", n.LeaseHolder)
+		}
+		if newLength < 0 || newLength > n.Length {
+			return meta.Errorf(op, p, meta.ErrInvalidArgument, "new length %d not in [0, %d]", newLength, n.Length)
+		}
+		if newLength == n.Length {
+			return nil
+		}
+		if err := t.charge(op, p, r.chain[:r.depth()], 0, -(n.Written-newLength)*int64(n.Replication)); err != nil {
+			return err
+		}
+		if err := t.cutContent(ctx, n, newLength); err != nil {
+			return err
+		}
+		n.Length = newLength
+		n.Mtime = t.now
+		t.put(n)
+		return nil
+	})
+}
+
+// Concat implements meta.FileSystem.
+// Locks: the directory exclusive (it loses entries), the target and every
+// source exclusive.
+func (e *Engine) Concat(ctx context.Context, u meta.User, target string, srcs []string) error {
+	const op = "concat"
+	p, err := clean(op, target)
+	if err != nil {
+		return err
+	}
+	if len(srcs) == 0 {
+		return meta.Errorf(op, p, meta.ErrInvalidArgument, "no source files")
+	}
+	dir, _ := meta.ParentPath(p)
+	wants := []want{{path: p, last: store.Exclusive, parent: store.Exclusive}}
+	seen := map[string]bool{p: true}
+	for _, s := range srcs {
+		sp, err := clean(op, s)
+		if err != nil {
+			return err
+		}
+		if seen[sp] {
+			return meta.Errorf(op, sp, meta.ErrInvalidArgument, "named twice, or is the target")
+		}
+		seen[sp] = true
+		if d, _ := meta.ParentPath(sp); d != dir {
+			return meta.Errorf(op, sp, meta.ErrInvalidArgument, "sources must be in the target's directory %s", dir)
+		}
+		wants = append(wants, want{path: sp, last: store.Exclusive, parent: store.Exclusive})
+	}
+	return e.run(ctx, op, p, u, func(t *tx) error {
+		rs, err := t.resolve(ctx, wants...)
+		if err != nil {
+			return err
+		}
+		var tn *store.Inode
+		var total int64
+		files := make([]*store.Inode, len(rs))
+		for i, r := range rs {
+			n, err := t.existing(op, r)
+			if err != nil {
+				return err
+			}
+			if err := checkFile(op, r.path, n); err != nil {
+				return err
+			}
+			if n.UnderConstruction() {
+				return meta.Errorf(op, r.path, meta.ErrLease, "open for writing by %s", n.LeaseHolder)
+			}
+			bits := permR | permW
+			if i == 0 {
+				tn, bits = n, permW
+			}
+			if err := t.require(op, r.path, n, bits); err != nil {
+				return err
+			}
+			files[i] = n
+			total += n.Length
+		}
+		parent := rs[0].parent()
+		if err := t.require(op, dir, parent, permW|permX); err != nil {
+			return err
+		}
+		if total > t.e.cfg.InlineThreshold {
+			return meta.Errorf(op, p, meta.ErrTooLarge, "the result would be %d bytes; this server keeps files up to %d bytes until it has block storage",
+				total, t.e.cfg.InlineThreshold)
+		}
+		var dSpace int64
+		for _, s := range files[1:] {
+			dSpace += s.Length*int64(tn.Replication) - s.Written*int64(s.Replication)
+		}
+		if err := t.charge(op, p, rs[0].chain[:rs[0].depth()], -int64(len(srcs)), dSpace); err != nil {
+			return err
+		}
+		for _, s := range files[1:] {
+			data, err := t.readContent(ctx, s, 0, s.Length, s.Length)
+			if err != nil {
+				return err
+			}
+			if err := t.appendContent(ctx, tn, data); err != nil {
+				return err
+			}
+			if err := t.removeFile(ctx, s); err != nil {
+				return err
+			}
+		}
+		tn.Length = tn.Written
+		tn.Mtime = t.now
+		t.put(tn)
+		parent.Children -= int64(len(srcs))
+		parent.Mtime = t.now
+		t.put(parent)
+		return nil
+	})
+}
+
+// chunk returns a content chunk as this transaction sees it: its own writes
+// first, then the store. The caller holds the file's lock.
+func (t *tx) chunk(ctx context.Context, key []byte) ([]byte, error) {
+	if v, ok := t.chunks[string(key)]; ok {
+		return v, nil
+	}
+	vals, err := t.st.Read(ctx, []store.ReadReq{{Key: key}})
+	if err != nil {
+		return nil, err
+	}
+	return vals[0], nil
+}
+
+// setChunk buffers a content chunk write (nil deletes it).
+func (t *tx) setChunk(key, v []byte) {
+	if t.chunks == nil {
+		t.chunks = make(map[string][]byte)
+	}
+	t.chunks[string(key)] = v
+	if v == nil {
+		t.delRaw(key)
+	} else {
+		t.putRaw(key, v)
+	}
+}

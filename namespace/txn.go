@@ -1,0 +1,439 @@
+package namespace
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/store"
+)
+
+// errRetry makes the run loop roll the attempt back and start the operation
+// again: a hint was stale, or the operation learnt that it needs more locks.
+var errRetry = errors.New("namespace: retry")
+
+// opState survives the attempts of one operation.
+type opState struct {
+	noHints bool            // resolve from the store, not the hint cache
+	extraX  map[string]bool // keys found (too late) to need exclusive locks
+}
+
+// tx is one attempt of one operation: a store transaction with its
+// per-transaction cache of inode rows.
+type tx struct {
+	e      *Engine
+	st     store.Txn
+	op     *opState
+	user   string
+	groups []string
+	super  bool
+	now    int64 // ms, one clock reading per attempt
+
+	rows   map[string]*store.Inode // every row read or written, by key (nil: absent)
+	modes  map[string]store.Mode   // the mode each key was locked in
+	dirty  map[string]*store.Inode // rows to write at commit (nil: delete)
+	chunks map[string][]byte       // content chunks written by this transaction
+}
+
+// run executes fn as one transaction, restarting it when it asks for a retry
+// or a lock could not be had, and commits when fn returns nil.
+func (e *Engine) run(ctx context.Context, opName, path string, u meta.User, fn func(t *tx) error) error {
+	start := time.Now()
+	groups, super := e.identity(u.Name)
+	op := &opState{}
+	var err error
+	for attempt := 0; attempt < e.cfg.MaxAttempts; attempt++ {
+		if attempt > 0 {
+			e.metrics.retries.WithLabelValues(opName).Inc()
+			if err = sleepBackoff(ctx, attempt); err != nil {
+				break
+			}
+		}
+		var st store.Txn
+		st, err = e.st.Begin(ctx)
+		if err != nil {
+			break
+		}
+		t := &tx{e: e, st: st, op: op, user: u.Name, groups: groups, super: super,
+			now: e.cfg.Now().UnixMilli(), rows: make(map[string]*store.Inode, 8),
+			modes: make(map[string]store.Mode, 8)}
+		err = fn(t)
+		if err == nil && len(t.dirty) > 0 {
+			t.flush()
+			err = st.Commit(ctx)
+		}
+		st.Rollback()
+		if errors.Is(err, errRetry) || store.IsRetryable(err) {
+			continue
+		}
+		break
+	}
+	if errors.Is(err, errRetry) || store.IsRetryable(err) {
+		err = meta.Errorf(opName, path, meta.ErrBusy, "gave up after %d attempts: %v", e.cfg.MaxAttempts, err)
+	}
+	err = e.finish(opName, path, err)
+	e.metrics.observe(opName, err, time.Since(start))
+	return err
+}
+
+// finish gives every error the op and path, and a kind.
+func (e *Engine) finish(opName, path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var oe *meta.OpError
+	if errors.As(err, &oe) {
+		return err
+	}
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return &meta.OpError{Op: opName, Path: path, Err: err}
+	case errors.Is(err, store.ErrCorrupt):
+		e.log.Error("corrupt metadata", "op", opName, "path", path, "err", err)
+		return meta.Errorf(opName, path, meta.ErrInternal, "%v", err)
+	case meta.KindOf(err) != meta.KindUnknown:
+		return &meta.OpError{Op: opName, Path: path, Err: err}
+	}
+	e.log.Error("store failure", "op", opName, "path", path, "err", err)
+	return meta.Errorf(opName, path, meta.ErrInternal, "%v", err)
+}
+
+func sleepBackoff(ctx context.Context, attempt int) error {
+	if attempt < 3 {
+		return ctx.Err() // the first restarts are usually stale hints: no wait
+	}
+	d := time.Duration(50<<min(attempt-3, 10)) * time.Microsecond
+	d = d/2 + rand.N(d/2+1)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// want says how an operation needs one path: the lock mode of its last
+// component, of the last component's parent, and of the other ancestors.
+type want struct {
+	path      string
+	last      store.Mode
+	parent    store.Mode
+	ancestors store.Mode
+}
+
+// resolved is a path after the lock phase.
+type resolved struct {
+	path  string
+	comps []string
+	// chain[0] is the root; chain[k] is the inode of comps[k-1], or nil when it
+	// does not exist. After the first nil every entry is nil.
+	chain []*store.Inode
+	// end is the index of the last chain entry that was looked up: the first
+	// missing or non-directory component, or len(comps).
+	end int
+}
+
+func (r *resolved) depth() int { return len(r.comps) }
+
+// last returns the inode the path names, or nil when it does not exist.
+func (r *resolved) last() *store.Inode { return r.chain[len(r.comps)] }
+
+// parent returns the parent directory's inode, or nil when it does not exist
+// (or for the root).
+func (r *resolved) parent() *store.Inode {
+	if len(r.comps) == 0 {
+		return nil
+	}
+	return r.chain[len(r.comps)-1]
+}
+
+// name returns the last component ("" for the root).
+func (r *resolved) name() string {
+	if len(r.comps) == 0 {
+		return ""
+	}
+	return r.comps[len(r.comps)-1]
+}
+
+// prefix returns the path of the first k components.
+func (r *resolved) prefix(k int) string {
+	p := meta.RootPath
+	for _, c := range r.comps[:k] {
+		p = meta.JoinPath(p, c)
+	}
+	return p
+}
+
+// plan is the lock phase's view of one wanted path.
+type plan struct {
+	w     want
+	comps []string
+	keys  [][]byte // keys[k] is the key of chain entry k; len = looked-up entries
+	ids   []uint64 // ids[k] is the id expected for chain entry k (0: unknown)
+}
+
+// resolve runs the lock phase for the wanted paths: it computes the keys of
+// every component from the hint cache (reading the store, unlocked, where a
+// hint is missing), locks and reads all of them in one batch in key order,
+// and validates what it read against the hints. A stale hint makes it return
+// errRetry after dropping the hints it used.
+func (t *tx) resolve(ctx context.Context, wants ...want) ([]*resolved, error) {
+	plans := make([]plan, len(wants))
+	for i, w := range wants {
+		p, err := t.guess(ctx, w)
+		if err != nil {
+			return nil, err
+		}
+		plans[i] = p
+	}
+
+	// Merge the requests: one per key, at the strongest mode asked.
+	modes := make(map[string]store.Mode, 16)
+	for _, p := range plans {
+		n := len(p.comps)
+		for k, key := range p.keys {
+			m := p.w.ancestors
+			switch {
+			case k == n:
+				m = p.w.last
+			case k == n-1:
+				m = max(m, p.w.parent)
+			}
+			if cur, ok := modes[string(key)]; !ok || m > cur {
+				modes[string(key)] = m
+			}
+		}
+	}
+	for k := range t.op.extraX {
+		modes[k] = store.Exclusive
+	}
+	reqs := make([]store.ReadReq, 0, len(modes))
+	for k, m := range modes {
+		reqs = append(reqs, store.ReadReq{Key: []byte(k), Mode: m})
+	}
+	sort.Slice(reqs, func(i, j int) bool { return bytes.Compare(reqs[i].Key, reqs[j].Key) < 0 })
+	vals, err := t.st.Read(ctx, reqs)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range reqs {
+		t.modes[string(r.Key)] = r.Mode
+		if err := t.cacheRow(r.Key, vals[i]); err != nil {
+			return nil, err
+		}
+	}
+
+	out := make([]*resolved, len(plans))
+	for i := range plans {
+		r, err := t.validate(&plans[i])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+// guess computes the keys of a path's components without locks.
+func (t *tx) guess(ctx context.Context, w want) (plan, error) {
+	comps := meta.SplitPath(w.path)
+	p := plan{w: w, comps: comps,
+		keys: make([][]byte, 1, len(comps)+1), ids: make([]uint64, 1, len(comps)+1)}
+	p.keys[0] = store.InodeKey(store.RootParentID, "")
+	p.ids[0] = store.RootID
+	parent := store.RootID
+	for k := 1; k <= len(comps); k++ {
+		name := comps[k-1]
+		p.keys = append(p.keys, store.InodeKey(parent, name))
+		if k == len(comps) {
+			p.ids = append(p.ids, 0) // the last component's id is not needed for keys
+			break
+		}
+		id, ok := uint64(0), false
+		if !t.op.noHints {
+			id, ok = t.e.hints.get(parent, name)
+		}
+		if ok {
+			t.e.metrics.hintHits.Inc()
+		} else {
+			t.e.metrics.hintMisses.Inc()
+			vals, err := t.st.Read(ctx, []store.ReadReq{{Key: p.keys[k], Mode: store.ReadCommitted}})
+			if err != nil {
+				return p, err
+			}
+			if vals[0] == nil {
+				p.ids = append(p.ids, 0)
+				break // missing: the components below cannot be named
+			}
+			var n store.Inode
+			if err := store.DecodeInode(p.keys[k], vals[0], &n); err != nil {
+				return p, err
+			}
+			if n.Type != meta.TypeDir {
+				p.ids = append(p.ids, n.ID)
+				break // a file or symlink in the middle: validation reports it
+			}
+			id = n.ID
+			t.e.hints.put(parent, name, id)
+		}
+		p.ids = append(p.ids, id)
+		parent = id
+	}
+	return p, nil
+}
+
+// validate checks the rows read for a plan against what the plan assumed.
+// Every key is built from the id of the row before it, and that row is checked
+// first, so a missing row is the truth at read time; a row whose id differs
+// from its hint means the keys after it were built from a stale hint.
+func (t *tx) validate(p *plan) (*resolved, error) {
+	n := len(p.comps)
+	r := &resolved{path: p.w.path, comps: p.comps, chain: make([]*store.Inode, n+1)}
+	root := t.rows[string(p.keys[0])]
+	if root == nil {
+		return nil, meta.Errorf("resolve", "/", meta.ErrInternal, "the root inode is missing")
+	}
+	r.chain[0] = root
+	last := len(p.keys) - 1
+	for k := 1; k <= last; k++ {
+		row := t.rows[string(p.keys[k])]
+		r.end = k
+		if row == nil {
+			if k < last {
+				parent, name, _ := store.DecodeInodeKey(p.keys[k])
+				t.e.hints.drop(parent, name)
+			}
+			return r, nil
+		}
+		if k < n {
+			if p.ids[k] == 0 || row.ID != p.ids[k] {
+				// Found missing by the guess but present now, or a stale hint.
+				t.staleHint(p, k)
+				return nil, errRetry
+			}
+			if row.Type == meta.TypeDir && k == last {
+				t.op.noHints = true // cannot happen: ids never change type
+				return nil, errRetry
+			}
+		}
+		r.chain[k] = row
+		if row.Type != meta.TypeDir {
+			return r, nil
+		}
+	}
+	return r, nil
+}
+
+func (t *tx) staleHint(p *plan, k int) {
+	parent, name, _ := store.DecodeInodeKey(p.keys[k])
+	t.e.hints.drop(parent, name)
+	t.op.noHints = true
+}
+
+// cacheRow decodes a row into the per-transaction cache.
+func (t *tx) cacheRow(key, val []byte) error {
+	if val == nil {
+		t.rows[string(key)] = nil
+		return nil
+	}
+	n := new(store.Inode)
+	if err := store.DecodeInode(key, val, n); err != nil {
+		return err
+	}
+	t.rows[string(key)] = n
+	if n.Type == meta.TypeDir {
+		t.e.hints.put(n.Parent, n.Name, n.ID)
+	}
+	return nil
+}
+
+// put records n to be written at commit; the per-transaction cache sees it
+// at once. Writing the same row again before commit replaces the first write.
+func (t *tx) put(n *store.Inode) {
+	key := string(n.Key())
+	if t.dirty == nil {
+		t.dirty = make(map[string]*store.Inode, 4)
+	}
+	t.dirty[key] = n
+	t.rows[key] = n
+}
+
+// del records n's row to be deleted at commit.
+func (t *tx) del(n *store.Inode) {
+	key := string(n.Key())
+	if t.dirty == nil {
+		t.dirty = make(map[string]*store.Inode, 4)
+	}
+	t.dirty[key] = nil
+	t.rows[key] = nil
+	t.e.hints.drop(n.Parent, n.Name)
+}
+
+// putRaw and delRaw buffer writes of rows other than inodes.
+func (t *tx) putRaw(key, value []byte) {
+	t.markDirty()
+	t.st.Put(key, value)
+}
+
+func (t *tx) delRaw(key []byte) {
+	t.markDirty()
+	t.st.Delete(key)
+}
+
+func (t *tx) markDirty() {
+	if t.dirty == nil {
+		t.dirty = make(map[string]*store.Inode, 4)
+	}
+}
+
+// flush hands the dirty inode rows to the store in one batch.
+func (t *tx) flush() {
+	var buf []byte
+	for key, n := range t.dirty {
+		if n == nil {
+			t.st.Delete([]byte(key))
+			continue
+		}
+		buf = store.EncodeInode(buf[:0], n)
+		t.st.Put([]byte(key), buf)
+		if n.Type == meta.TypeDir {
+			t.e.hints.put(n.Parent, n.Name, n.ID)
+		}
+	}
+}
+
+// mode returns the lock mode key was read in (ReadCommitted if not read).
+func (t *tx) mode(key []byte) store.Mode { return t.modes[string(key)] }
+
+// needExclusive records that key must be locked exclusive from the start and
+// restarts the operation: HopsFS never upgrades a lock in place.
+func (t *tx) needExclusive(key []byte) error {
+	if t.op.extraX == nil {
+		t.op.extraX = make(map[string]bool)
+	}
+	t.op.extraX[string(key)] = true
+	return errRetry
+}
+
+// children scans the entries of directory dir (unlocked, one snapshot).
+func (t *tx) children(ctx context.Context, dir uint64, startAfter string, limit int, fn func(n *store.Inode) bool) error {
+	start, end := store.ChildrenRange(dir, startAfter)
+	var decErr error
+	err := t.st.Scan(ctx, start, end, limit, func(k, v []byte) bool {
+		n := new(store.Inode)
+		if decErr = store.DecodeInode(k, v, n); decErr != nil {
+			return false
+		}
+		return fn(n)
+	})
+	if err != nil {
+		return err
+	}
+	return decErr
+}
