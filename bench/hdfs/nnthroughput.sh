@@ -3,7 +3,8 @@
 # hadoop-hdfs 3.4.1 test-jar) against the running peer NameNode over Hadoop RPC.
 #
 #   bench/hdfs/nnthroughput.sh OP THREADS FILES [extra NNThroughputBenchmark args...]
-#     OP: create | mkdirs | open | delete | fileStatus | rename | blockReport | replication | clean | all
+#     OP: create | mkdirs | open | delete | fileStatus | rename | append | blockReport | replication | clean | all
+#     FILES is the number of files (directories for mkdirs; for blockReport pass -datanodes etc. as extras)
 #
 # Prints the benchmark's own report, then one JSON line:
 #   {"op":"create","threads":4,"files":20000,"ops_per_s":1234.5,...}
@@ -21,6 +22,8 @@ LIB="$HERE/lib"
 [[ -d "$LIB" ]] || "$HERE/hdfs-peer.sh" install
 [[ -f "$CONF/core-site.xml" ]] || { echo "nnthroughput: no $CONF/core-site.xml; run bench/hdfs/hdfs-peer.sh start" >&2; exit 1; }
 
+# mkdirs counts directories (-dirs N); every other op counts files (-files N).
+COUNT_FLAG=-files; [[ "$OP" == mkdirs ]] && COUNT_FLAG=-dirs
 out="$(mktemp)"; trap 'rm -f "$out"' EXIT
 set +e
 java -Xmx"${BENCH_HEAP:-512m}" \
@@ -30,7 +33,7 @@ java -Xmx"${BENCH_HEAP:-512m}" \
   -Dlog4j.configuration="file:$CONF/log4j.properties" -Dhadoop.root.logger=INFO,console \
   -Dhadoop.log.dir="$PEER_DIR/logs" -Dhadoop.log.file=nnthroughput.log \
   -cp "$CONF:$LIB/*" org.apache.hadoop.hdfs.server.namenode.NNThroughputBenchmark \
-  -fs "$NN_URI" -op "$OP" -threads "$THREADS" -files "$FILES" "$@" 2>&1 | tee "$out" \
+  -fs "$NN_URI" -op "$OP" -threads "$THREADS" "$COUNT_FLAG" "$FILES" "$@" 2>&1 | tee "$out" \
   | grep -E -- '---|# operations|Elapsed Time|Ops per sec|Average Time|nrFiles|nrThreads|nrFilesPerDir|Exception|ERROR' >&2
 rc=${PIPESTATUS[0]}
 set -e
