@@ -3,25 +3,51 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 
+	"github.com/nimbus-fs/nimbus/client"
 	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/namespace"
+	"github.com/nimbus-fs/nimbus/store/pebblestore"
 )
 
-// errNoClient: the client package is not wired in yet.
-var errNoClient = errors.New("the client library is not available in this build")
+// *client.Client is what `nimbus fs` runs against.
+var _ remoteFS = (*client.Client)(nil)
 
 // dialFS connects to the server at NIMBUS_ADDR as NIMBUS_USER (else the OS
 // user). The returned func closes the connection.
 func dialFS(ctx context.Context) (remoteFS, meta.User, func(), error) {
-	return nil, meta.User{}, nil, errNoClient
+	addr := client.AddrFromEnv()
+	c, err := client.Dial(ctx, addr, client.Options{})
+	if err != nil {
+		return nil, meta.User{}, nil, fmt.Errorf("connecting to %s (NIMBUS_ADDR): %w", addr, err)
+	}
+	return c, client.DefaultUser(), func() { _ = c.Close() }, nil
 }
 
 // fsckRemote asks the running server at NIMBUS_ADDR to check the namespace.
 func fsckRemote(ctx context.Context) (*meta.FsckReport, error) {
-	return nil, errNoClient
+	addr := client.AddrFromEnv()
+	c, err := client.Dial(ctx, addr, client.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s (NIMBUS_ADDR): %w", addr, err)
+	}
+	defer c.Close()
+	return c.Fsck(ctx)
 }
 
-// fsckLocal checks the store of a stopped server in directory dir.
-func fsckLocal(ctx context.Context, dir string) (*meta.FsckReport, error) {
-	return nil, errNoClient
+// fsckLocal checks the store of a stopped server in directory dir. The store
+// is locked while it is open, so a running server's directory is refused.
+func fsckLocal(ctx context.Context, dir string) (rep *meta.FsckReport, err error) {
+	st, err := pebblestore.Open(dir, pebblestore.DefaultOptions())
+	if err != nil {
+		return nil, fmt.Errorf("opening the store in %s: %w", dir, err)
+	}
+	defer func() { err = errors.Join(err, st.Close()) }()
+	eng, err := namespace.New(st, namespace.DefaultConfig())
+	if err != nil {
+		return nil, fmt.Errorf("opening the namespace in %s: %w", dir, err)
+	}
+	defer func() { err = errors.Join(err, eng.Close()) }()
+	return eng.Fsck(ctx)
 }

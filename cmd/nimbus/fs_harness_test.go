@@ -26,11 +26,7 @@ var harnessTime = time.Date(2026, 11, 23, 2, 3, 4, 0, time.UTC)
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	h := &harness{t: t, fs: newTestFS(t), user: meta.User{Name: "alice"}, now: harnessTime}
-	if err := h.fs.Mkdirs(context.Background(), h.user, "/user/alice", meta.DefaultDir); err != nil {
-		t.Fatalf("mkdirs home: %v", err)
-	}
-	return h
+	return &harness{t: t, fs: newTestFS(t), user: meta.User{Name: "alice"}, now: harnessTime}
 }
 
 // run executes one command line ("ls", "-R", ...) and returns the exit
