@@ -1,0 +1,222 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/nimbus-fs/nimbus/namespace"
+	"github.com/nimbus-fs/nimbus/rpc"
+	"github.com/nimbus-fs/nimbus/store/pebblestore"
+	"github.com/nimbus-fs/nimbus/webhdfs"
+)
+
+// Config configures a Server. Start from DefaultConfig.
+type Config struct {
+	// DataDir holds the store (DataDir/meta). Created if missing.
+	DataDir string
+	// Listen is the HTTP address; port 0 picks a free port (see Addr).
+	Listen string
+	// Advertise is the base URL clients are sent to in WebHDFS redirects;
+	// empty means the address each request came to.
+	Advertise string
+	// Namespace configures the engine; Logger and Registerer are filled in.
+	Namespace namespace.Config
+	// Store configures the embedded store; Logger and Registerer are filled in.
+	Store pebblestore.Options
+	// Logger may be nil (discard).
+	Logger *slog.Logger
+}
+
+// DefaultConfig serves ./nimbus-data on 127.0.0.1:9870.
+func DefaultConfig() Config {
+	return Config{
+		DataDir:   "nimbus-data",
+		Listen:    "127.0.0.1:9870",
+		Namespace: namespace.DefaultConfig(),
+		Store:     pebblestore.DefaultOptions(),
+	}
+}
+
+// Validate reports the first invalid field.
+func (c *Config) Validate() error {
+	if c.DataDir == "" {
+		return errors.New("server: DataDir is empty")
+	}
+	if c.Listen == "" {
+		return errors.New("server: Listen is empty")
+	}
+	if err := c.Namespace.Validate(); err != nil {
+		return err
+	}
+	return c.Store.Validate()
+}
+
+// Server is one embedded Nimbus: store, NameNode and HTTP endpoint.
+type Server struct {
+	cfg   Config
+	log   *slog.Logger
+	reg   *prometheus.Registry
+	store *pebblestore.Store
+	ns    *namespace.Engine
+	rpc   *rpc.Server
+	http  *http.Server
+	ln    net.Listener
+	ready atomic.Bool
+	start time.Time
+
+	serveErr chan error
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// New opens the store and the namespace. It does not listen yet.
+func New(cfg Config) (*Server, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, reg: prometheus.NewRegistry(), serveErr: make(chan error, 1)}
+	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	metaDir := filepath.Join(cfg.DataDir, "meta")
+	if err := os.MkdirAll(metaDir, 0o755); err != nil {
+		return nil, fmt.Errorf("server: data directory: %w", err)
+	}
+	so := cfg.Store
+	so.Logger = s.log.With("component", "store")
+	so.Registerer = s.reg
+	st, err := pebblestore.Open(metaDir, so)
+	if err != nil {
+		return nil, fmt.Errorf("server: open store in %s: %w", metaDir, err)
+	}
+	s.store = st
+	nc := cfg.Namespace
+	nc.Logger = s.log
+	nc.Registerer = s.reg
+	ns, err := namespace.New(st, nc)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("server: open namespace: %w", err)
+	}
+	s.ns = ns
+	s.rpc = rpc.NewServer(ns, rpc.ServerOptions{Logger: s.log.With("component", "rpc"), Registerer: s.reg, Fsck: ns.Fsck})
+	wcfg := webhdfs.DefaultConfig()
+	wcfg.Advertise = cfg.Advertise
+	wcfg.Superuser = nc.Superuser
+	wcfg.StatfsDir = cfg.DataDir
+	wcfg.Logger = s.log.With("component", "webhdfs")
+	wcfg.Registerer = s.reg
+	wh, err := webhdfs.New(ns, wcfg)
+	if err != nil {
+		ns.Close()
+		st.Close()
+		return nil, err
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle("/rpc/", s.rpc.Handler())
+	mux.Handle("/webhdfs/v1/", wh)
+	mux.Handle("/webhdfs/v1", wh)
+	mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
+	mux.HandleFunc("/readyz", s.readyz)
+	mux.HandleFunc("/{$}", s.statusPage)
+	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	return s, nil
+}
+
+// Engine returns the namespace engine (for in-process use and tests).
+func (s *Server) Engine() *namespace.Engine { return s.ns }
+
+// Start listens and serves in the background; it returns once the port is
+// bound and the server answers /readyz with 200.
+func (s *Server) Start(ctx context.Context) error {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("server: listen on %s: %w", s.cfg.Listen, err)
+	}
+	s.ln = ln
+	s.start = time.Now()
+	go func() { s.serveErr <- s.http.Serve(ln) }()
+	s.ready.Store(true)
+	s.log.Info("nimbus serving", "addr", s.Addr(), "data", s.cfg.DataDir)
+	return nil
+}
+
+// Addr returns the base URL, e.g. "http://127.0.0.1:9870".
+func (s *Server) Addr() string {
+	if s.ln == nil {
+		return ""
+	}
+	return "http://" + s.ln.Addr().String()
+}
+
+// Wait blocks until the HTTP server fails or ctx is done.
+func (s *Server) Wait(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-s.serveErr:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return err
+	}
+}
+
+// Stop shuts down gracefully: no new requests, in-flight ones finish (bounded
+// by ctx), then the namespace and the store close. Safe to call twice.
+func (s *Server) Stop(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		s.ready.Store(false)
+		var errs []error
+		if s.ln != nil {
+			errs = append(errs, s.http.Shutdown(ctx))
+		}
+		errs = append(errs, s.rpc.Shutdown(ctx))
+		errs = append(errs, s.ns.Close())
+		errs = append(errs, s.store.Close())
+		s.stopErr = errors.Join(errs...)
+		s.log.Info("nimbus stopped", "err", s.stopErr)
+	})
+	return s.stopErr
+}
+
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	if !s.ready.Load() {
+		http.Error(w, "not ready", http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ok")
+}
+
+func (s *Server) statusPage(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	cfg := s.ns.Config()
+	fmt.Fprintf(w, `<!doctype html><title>Nimbus</title>
+<h1>Nimbus</h1>
+<p>Embedded NameNode on %s, data in <code>%s</code>, up since %s.</p>
+<ul>
+<li>RPC: <code>%s/rpc/</code> (nimbus fs, the Go client)</li>
+<li>WebHDFS: <a href="/webhdfs/v1/?op=LISTSTATUS"><code>/webhdfs/v1</code></a></li>
+<li>Metrics: <a href="/metrics"><code>/metrics</code></a></li>
+<li>Superuser: <code>%s</code>; files up to %d bytes</li>
+</ul>
+`, s.Addr(), s.cfg.DataDir, s.start.Format(time.RFC3339), s.Addr(), cfg.Superuser, cfg.InlineThreshold)
+}
