@@ -80,7 +80,7 @@ func (c *pebbleCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
 	}
 	counter(c.commits, float64(c.s.commits.Load()))
-	counter(c.walSyncs, float64(walSyncs(m)))
+	counter(c.walSyncs, float64(c.s.walSyncs.Load()))
 	counter(c.walBytes, float64(m.WAL.BytesWritten))
 	counter(c.compactions, float64(m.Compact.Count))
 	counter(c.flushCount, float64(m.Flush.Count))

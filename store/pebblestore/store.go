@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
-	dto "github.com/prometheus/client_model/go"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/nimbus-fs/nimbus/store"
 	"github.com/nimbus-fs/nimbus/store/lockmgr"
@@ -40,7 +40,8 @@ type Store struct {
 		counters map[string]*counter
 	}
 
-	commits atomic.Uint64 // transactions that wrote and synced
+	commits  atomic.Uint64 // transactions that wrote and synced
+	walSyncs atomic.Uint64 // counted by walCountingFS
 }
 
 // counter is the in-memory position of one id counter: ids in [next, limit)
@@ -66,12 +67,13 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref() // the DB holds its own reference
-	db, err := pebble.Open(dir, pebbleOptions(opts, cache, log))
+	s := &Store{dir: dir, locks: locks, log: log, opts: opts}
+	db, err := pebble.Open(dir, pebbleOptions(opts, cache, log, &s.walSyncs))
 	if err != nil {
 		locks.Unregister()
 		return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
 	}
-	s := &Store{dir: dir, db: db, locks: locks, log: log, opts: opts}
+	s.db = db
 	s.ids.counters = map[string]*counter{}
 	if s.metrics, err = newMetrics(s, opts.Registerer); err != nil {
 		locks.Unregister()
@@ -86,8 +88,9 @@ func Open(dir string, opts Options) (*Store, error) {
 // (columnar blocks, which compress shared key prefixes well), Snappy on the
 // upper levels and zstd on the bottom two, where almost all data lives
 // (docs/STORE.md has the measured footprint).
-func pebbleOptions(opts Options, cache *pebble.Cache, log *slog.Logger) *pebble.Options {
+func pebbleOptions(opts Options, cache *pebble.Cache, log *slog.Logger, walSyncs *atomic.Uint64) *pebble.Options {
 	po := &pebble.Options{
+		FS:                 walCountingFS{FS: vfs.Default, syncs: walSyncs},
 		Cache:              cache,
 		MemTableSize:       opts.MemTableSize,
 		FormatMajorVersion: pebble.FormatNewest,
@@ -236,18 +239,7 @@ func (s *Store) Stats() Stats {
 	}
 	defer s.release()
 	m := s.db.Metrics()
-	return Stats{Commits: s.commits.Load(), WALSyncs: walSyncs(m), DiskUsage: m.DiskSpaceUsage()}
-}
-
-func walSyncs(m *pebble.Metrics) uint64 {
-	if m.LogWriter.FsyncLatency == nil {
-		return 0
-	}
-	var d dto.Metric
-	if err := m.LogWriter.FsyncLatency.Write(&d); err != nil {
-		return 0
-	}
-	return d.GetHistogram().GetSampleCount()
+	return Stats{Commits: s.commits.Load(), WALSyncs: s.walSyncs.Load(), DiskUsage: m.DiskSpaceUsage()}
 }
 
 // Compact flushes the memtable and compacts the whole key space, so that
