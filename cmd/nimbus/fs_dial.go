@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/nimbus-fs/nimbus/client"
 	"github.com/nimbus-fs/nimbus/meta"
@@ -39,6 +40,15 @@ func fsckRemote(ctx context.Context) (*meta.FsckReport, error) {
 // fsckLocal checks the store of a stopped server in directory dir. The store
 // is locked while it is open, so a running server's directory is refused.
 func fsckLocal(ctx context.Context, dir string) (rep *meta.FsckReport, err error) {
+	// Open creates a store where there is none; fsck must not.
+	if fi, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("no store in %s: %w", dir, err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("no store in %s: not a directory", dir)
+	}
+	if ents, err := os.ReadDir(dir); err == nil && len(ents) == 0 {
+		return nil, fmt.Errorf("no store in %s: the directory is empty", dir)
+	}
 	st, err := pebblestore.Open(dir, pebblestore.DefaultOptions())
 	if err != nil {
 		return nil, fmt.Errorf("opening the store in %s: %w", dir, err)
