@@ -1,0 +1,102 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/nimbus-fs/nimbus/client"
+	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/rpc/rpctest"
+)
+
+// TestConnectionKilledMidFlight cuts the network under a call that the
+// server is executing: a read is resubmitted on a new connection and
+// succeeds; a write reports a busy error saying its outcome is unknown; the
+// client then works again.
+func TestConnectionKilledMidFlight(t *testing.T) {
+	fs := rpctest.NewMemFS()
+	ctx := context.Background()
+	fs.Mkdirs(ctx, root, "/x", 0)
+	var block atomic.Bool
+	arrived := make(chan string, 1)
+	fs.Hook = func(ctx context.Context, m string) error {
+		if block.CompareAndSwap(true, false) {
+			arrived <- m
+			<-ctx.Done() // released when the server sees the connection die
+			return ctx.Err()
+		}
+		return nil
+	}
+	p := newProxy(t, serve(t, fs, nil))
+	c := dial(t, p.addr(), client.Options{Conns: 1})
+
+	block.Store(true)
+	res := make(chan error, 1)
+	go func() {
+		st, err := c.Stat(ctx, root, "/x")
+		if err == nil && st.Path != "/x" {
+			err = errors.New("wrong status")
+		}
+		res <- err
+	}()
+	if m := <-arrived; m != "stat" {
+		t.Fatalf("blocked %s", m)
+	}
+	p.kill()
+	if err := <-res; err != nil {
+		t.Fatalf("read was not retried: %v", err)
+	}
+
+	block.Store(true)
+	go func() { res <- c.Mkdirs(ctx, root, "/y", 0) }()
+	<-arrived
+	p.kill()
+	err := <-res
+	var oe *meta.OpError
+	if !errors.Is(err, meta.ErrBusy) || !errors.As(err, &oe) || oe.Op != "mkdirs" || oe.Path != "/y" || !strings.Contains(oe.Detail, "outcome is unknown") {
+		t.Fatalf("write on a killed connection: %v", err)
+	}
+	// Reconnects for the next call.
+	if err := c.Mkdirs(ctx, root, "/z", 0); err != nil {
+		t.Fatalf("after reconnect: %v", err)
+	}
+}
+
+func TestDialFailsClearly(t *testing.T) {
+	_, err := client.Dial(context.Background(), "http://127.0.0.1:1", client.Options{})
+	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Fatalf("dial closed port: %v", err)
+	}
+	if _, err := client.Dial(context.Background(), "ftp://x", client.Options{}); err == nil {
+		t.Fatal("dial ftp:// succeeded")
+	}
+	if err := (client.Options{Conns: -1}).Validate(); err == nil {
+		t.Fatal("negative Conns accepted")
+	}
+}
+
+func TestClosedClient(t *testing.T) {
+	c := dial(t, serve(t, rpctest.NewMemFS(), nil), client.Options{})
+	c.Close()
+	if _, err := c.Stat(context.Background(), root, "/"); !errors.Is(err, client.ErrClosed) {
+		t.Fatalf("call after Close: %v", err)
+	}
+}
+
+func TestEnv(t *testing.T) {
+	t.Setenv("NIMBUS_ADDR", "")
+	if client.AddrFromEnv() != client.DefaultAddr {
+		t.Fatal("default addr")
+	}
+	t.Setenv("NIMBUS_ADDR", "http://h:1")
+	if client.AddrFromEnv() != "http://h:1" {
+		t.Fatal("NIMBUS_ADDR ignored")
+	}
+	t.Setenv("NIMBUS_USER", "alice")
+	if client.DefaultUser().Name != "alice" {
+		t.Fatal("NIMBUS_USER ignored")
+	}
+}

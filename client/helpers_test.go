@@ -1,0 +1,121 @@
+package client_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nimbus-fs/nimbus/client"
+	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/namespace"
+	"github.com/nimbus-fs/nimbus/rpc"
+	"github.com/nimbus-fs/nimbus/store/pebblestore"
+)
+
+// serve runs an rpc server for fs on a loopback httptest server and returns
+// its address.
+func serve(t testing.TB, fs meta.FileSystem, fsck func(context.Context) (*meta.FsckReport, error)) string {
+	t.Helper()
+	s := rpc.NewServer(fs, rpc.ServerOptions{Fsck: fsck})
+	mux := http.NewServeMux()
+	mux.Handle("/rpc/", s.Handler())
+	hs := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.Shutdown(ctx)
+		hs.Close()
+	})
+	return hs.URL
+}
+
+// engine opens the real store and namespace engine in a temporary directory.
+func engine(t testing.TB) *namespace.Engine {
+	t.Helper()
+	opts := pebblestore.DefaultOptions()
+	opts.CacheSize = 8 << 20
+	opts.MemTableSize = 4 << 20
+	st, err := pebblestore.Open(t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := namespace.DefaultConfig()
+	cfg.Superuser = "root"
+	cfg.Groups = func(string) []string { return nil }
+	e, err := namespace.New(st, cfg)
+	if err != nil {
+		st.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close(); st.Close() })
+	return e
+}
+
+func dial(t testing.TB, addr string, opts client.Options) *client.Client {
+	t.Helper()
+	c, err := client.Dial(context.Background(), addr, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// proxy forwards TCP connections to a backend and can cut them all at once,
+// as a network failure would.
+type proxy struct {
+	ln      net.Listener
+	backend string
+	mu      sync.Mutex
+	conns   []net.Conn
+}
+
+func newProxy(t *testing.T, backendURL string) *proxy {
+	hp, err := rpc.HostPort(backendURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, backend: hp}
+	go p.accept()
+	t.Cleanup(func() { ln.Close(); p.kill() })
+	return p
+}
+
+func (p *proxy) addr() string { return "http://" + p.ln.Addr().String() }
+
+func (p *proxy) accept() {
+	for {
+		in, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		out, err := net.Dial("tcp", p.backend)
+		if err != nil {
+			in.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, in, out)
+		p.mu.Unlock()
+		go func() { io.Copy(out, in); out.Close() }()
+		go func() { io.Copy(in, out); in.Close() }()
+	}
+}
+
+func (p *proxy) kill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}

@@ -1,0 +1,5 @@
+package client_test
+
+import "runtime"
+
+func testingProcs() int { return runtime.GOMAXPROCS(0) }
