@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -228,6 +229,12 @@ func writeFrames(w io.Writer, q <-chan *[]byte, stop <-chan struct{}, onErr func
 			}
 		}
 		putBuf(b)
+		if len(q) == 0 && !failed {
+			// Give producers that are about to enqueue one chance to join
+			// this flush: with many callers this turns one syscall per
+			// frame into one per batch, at the cost of a scheduler yield.
+			runtime.Gosched()
+		}
 		if len(q) == 0 && !failed {
 			if err := bw.Flush(); err != nil {
 				fail(err)
