@@ -22,12 +22,26 @@ func newEngine(t testing.TB) (*Engine, store.Store) {
 
 func openEngine(t testing.TB, dir string) (*Engine, store.Store) {
 	t.Helper()
+	e, st, err := openEngineDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		e.Close()
+		st.Close()
+	})
+	return e, st
+}
+
+// openEngineDir opens an engine on a Pebble store in dir; the caller closes
+// both.
+func openEngineDir(dir string) (*Engine, store.Store, error) {
 	opts := pebblestore.DefaultOptions()
 	opts.CacheSize = 8 << 20
 	opts.MemTableSize = 4 << 20
 	st, err := pebblestore.Open(dir, opts)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	cfg := DefaultConfig()
 	cfg.Superuser = "root"
@@ -42,13 +56,10 @@ func openEngine(t testing.TB, dir string) (*Engine, store.Store) {
 	}
 	e, err := New(st, cfg)
 	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		e.Close()
 		st.Close()
-	})
-	return e, st
+		return nil, nil, err
+	}
+	return e, st, nil
 }
 
 var (

@@ -53,20 +53,7 @@ func (e *Engine) run(ctx context.Context, opName, path string, u meta.User, fn f
 				break
 			}
 		}
-		var st store.Txn
-		st, err = e.st.Begin(ctx)
-		if err != nil {
-			break
-		}
-		t := &tx{e: e, st: st, op: op, user: u.Name, groups: groups, super: super,
-			now: e.cfg.Now().UnixMilli(), rows: make(map[string]*store.Inode, 8),
-			modes: make(map[string]store.Mode, 8)}
-		err = fn(t)
-		if err == nil && len(t.dirty) > 0 {
-			t.flush()
-			err = st.Commit(ctx)
-		}
-		st.Rollback()
+		err = e.attempt(ctx, op, u.Name, groups, super, fn)
 		if errors.Is(err, errRetry) || store.IsRetryable(err) {
 			continue
 		}
@@ -78,6 +65,28 @@ func (e *Engine) run(ctx context.Context, opName, path string, u meta.User, fn f
 	err = e.finish(opName, path, err)
 	e.metrics.observe(opName, err, time.Since(start))
 	return err
+}
+
+// attempt runs fn once in a fresh store transaction. The transaction is
+// always rolled back on the way out (a no-op after a commit), even if fn
+// panics, so no lock outlives the attempt.
+func (e *Engine) attempt(ctx context.Context, op *opState, user string, groups []string, super bool, fn func(t *tx) error) error {
+	st, err := e.st.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Rollback()
+	t := &tx{e: e, st: st, op: op, user: user, groups: groups, super: super,
+		now: e.cfg.Now().UnixMilli(), rows: make(map[string]*store.Inode, 8),
+		modes: make(map[string]store.Mode, 8)}
+	if err := fn(t); err != nil {
+		return err
+	}
+	if len(t.dirty) == 0 {
+		return nil // read-only: nothing to make durable
+	}
+	t.flush()
+	return st.Commit(ctx)
 }
 
 // finish gives every error the op and path, and a kind.
