@@ -78,18 +78,15 @@ func (t *tx) requireOwner(op, path string, n *store.Inode) error {
 func (t *tx) checkAncestors(op string, r *resolved) error {
 	for k := 0; k < r.depth(); k++ {
 		d := r.chain[k]
-		p := r.prefix(k)
-		if d == nil {
-			return meta.Errorf(op, r.path, meta.ErrNotFound, "%s does not exist", p)
-		}
-		switch d.Type {
-		case meta.TypeSymlink:
-			return meta.Errorf(op, r.path, meta.ErrUnresolvedLink, "%s is a symbolic link to %s", p, d.Symlink)
-		case meta.TypeFile:
-			return meta.Errorf(op, r.path, meta.ErrNotDir, "%s is a file", p)
-		}
-		if err := t.require(op, p, d, permX); err != nil {
-			return err
+		switch {
+		case d == nil:
+			return meta.Errorf(op, r.path, meta.ErrNotFound, "%s does not exist", r.prefix(k))
+		case d.Type == meta.TypeSymlink:
+			return meta.Errorf(op, r.path, meta.ErrUnresolvedLink, "%s is a symbolic link to %s", r.prefix(k), d.Symlink)
+		case d.Type == meta.TypeFile:
+			return meta.Errorf(op, r.path, meta.ErrNotDir, "%s is a file", r.prefix(k))
+		case !t.allowed(d, permX):
+			return t.require(op, r.prefix(k), d, permX)
 		}
 	}
 	return nil

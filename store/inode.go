@@ -120,8 +120,8 @@ func DecodeInode(key, value []byte, n *Inode) error {
 	n.Type = meta.FileType(d.byte())
 	n.ID = d.uvarint()
 	n.Perm = meta.Perm(d.uvarint())
-	n.Owner = d.string()
-	n.Group = d.string()
+	n.Owner = d.name()
+	n.Group = d.name()
 	n.Mtime = d.varint()
 	n.Atime = n.Mtime + d.varint()
 	n.Length = d.varint()
@@ -205,6 +205,21 @@ func (d *decoder) varint() int64 {
 	}
 	d.b = d.b[n:]
 	return v
+}
+
+// name reads a string that is likely to repeat (a user or group name).
+func (d *decoder) name() string {
+	l := d.uvarint()
+	if d.err != nil {
+		return ""
+	}
+	if l > uint64(len(d.b)) {
+		d.err = errShort
+		return ""
+	}
+	s := internBytes(d.b[:l])
+	d.b = d.b[l:]
+	return s
 }
 
 func (d *decoder) string() string {

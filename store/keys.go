@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 )
 
 // The key schema. Every row of every table lives in one ordered key space; the
@@ -62,6 +63,9 @@ func ChildrenRange(dir uint64, startAfter string) (start, end []byte) {
 	if startAfter != "" {
 		start = append(start, 0) // the smallest key after startAfter
 	}
+	if dir == math.MaxUint64 {
+		return start, []byte{tableInode + 1}
+	}
 	end = make([]byte, 9)
 	end[0] = tableInode
 	binary.BigEndian.PutUint64(end[1:], dir+1)
@@ -93,6 +97,9 @@ func DecodeDataKey(k []byte) (id uint64, offset int64, ok bool) {
 // DataRange covers the chunks of inode id at offsets >= from.
 func DataRange(id uint64, from int64) (start, end []byte) {
 	start = DataKey(id, from)
+	if id == math.MaxUint64 {
+		return start, []byte{tableData + 1}
+	}
 	end = make([]byte, 9)
 	end[0] = tableData
 	binary.BigEndian.PutUint64(end[1:], id+1)

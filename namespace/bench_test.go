@@ -1,0 +1,83 @@
+package namespace
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/nimbus-fs/nimbus/meta"
+)
+
+// depth7 is a directory of depth 6, so that its entries have depth 7 (the
+// average path depth of Spotify's namespace in the HopsFS paper).
+const depth7 = "/user/alice/warehouse/sales/year=2026/month=11"
+
+func benchEngine(b *testing.B) *Engine {
+	e, _ := newEngine(b)
+	must(b, e.Mkdirs(context.Background(), root, depth7, 0))
+	return e
+}
+
+// BenchmarkStatDepth7 measures stat of a file at depth 7, in process, with
+// GOMAXPROCS goroutines.
+func BenchmarkStatDepth7(b *testing.B) {
+	e := benchEngine(b)
+	ctx := context.Background()
+	writeFile(b, e, root, depth7+"/part-00000", []byte("x"))
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := e.Stat(ctx, root, depth7+"/part-00000"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkCreateDepth7 measures durable creates of empty files at depth 7
+// (create + complete, each a committed transaction), 32 concurrent creators
+// in their own directories so that group commit can share fsyncs.
+func BenchmarkCreateDepth7(b *testing.B) {
+	e := benchEngine(b)
+	ctx := context.Background()
+	for w := 0; w < 32; w++ {
+		must(b, e.Mkdirs(ctx, root, fmt.Sprintf("%s/w%02d", depth7[:len(depth7)-9], w), 0))
+	}
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(16) // 16 x GOMAXPROCS goroutines
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		w := next.Add(1) % 32
+		i := 0
+		for pb.Next() {
+			p := fmt.Sprintf("%s/w%02d/f%d-%d", depth7[:len(depth7)-9], w, next.Add(1), i)
+			i++
+			if _, err := e.Create(ctx, root, p, meta.CreateOptions{Client: "bench"}); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := e.Complete(ctx, root, p, "bench"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkList1000 measures listing a directory of 1,000 entries (one page).
+func BenchmarkList1000(b *testing.B) {
+	e := benchEngine(b)
+	ctx := context.Background()
+	for i := 0; i < 1000; i++ {
+		must(b, e.Mkdirs(ctx, root, fmt.Sprintf("%s/d%04d", depth7, i), 0))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		l, err := e.List(ctx, root, depth7, "", 1000)
+		if err != nil || len(l.Entries) != 1000 {
+			b.Fatalf("%v, %d entries", err, len(l.Entries))
+		}
+	}
+}
