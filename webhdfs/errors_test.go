@@ -87,7 +87,7 @@ func TestRequestErrors(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/elsewhere/x?op=GETFILESTATUS", nil))
 	wantError(t, resp{status: rec.Code, header: rec.Header(), body: rec.Body.Bytes()}, 400, "InvalidPathException")
 	wantError(t, e.do("GET", "/", "op=GETACLSTATUS", nil), 400, "UnsupportedOperationException")
-	wantError(t, e.do("PUT", "/x", "op=SETQUOTA&namespacequota=10", nil), 400, "UnsupportedOperationException")
+	wantError(t, e.do("PUT", "/", "op=SETSTORAGEPOLICY&storagepolicy=HOT", nil), 400, "UnsupportedOperationException")
 	wantError(t, e.doURL("GET", e.srv.URL+PathPrefix+"/x?op=GETFILESTATUS&a=%zz", nil, ""), 400, "IllegalArgumentException")
 	// Names and op values are case-insensitive; unknown parameters are ignored.
 	r := e.do("PUT", "/CaseDir", "OP=mkdirs&Permission=711&foo=bar&buffersize=4096&x.y.z=", nil)

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/nimbus-fs/nimbus/meta"
-	"github.com/nimbus-fs/nimbus/webhdfs/internal/memfs"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -19,31 +18,29 @@ import (
 type env struct {
 	t   *testing.T
 	fs  meta.FileSystem
-	mem *memfs.FS
+	mem *countFS // what the gateway called
 	srv *httptest.Server
 	reg *prometheus.Registry
 	c   *http.Client // does not follow redirects
 }
 
-// newEnv serves fs (a fresh memfs when nil) with cfg (DefaultConfig with
-// Superuser "root" when nil).
+// newEnv serves fs (the real engine on a fresh Pebble store when nil; see
+// openEngine) with cfg (DefaultConfig with Superuser "root" when nil).
 func newEnv(t *testing.T, fs meta.FileSystem, cfg *Config) *env {
 	t.Helper()
 	e := &env{t: t, reg: prometheus.NewRegistry()}
 	if fs == nil {
-		mc := memfs.DefaultConfig()
-		mc.MaxFile = 4 << 20
-		e.mem = memfs.New(mc)
-		fs = e.mem
+		fs = openEngine(t)
 	}
-	e.fs = fs
+	e.mem = newCountFS(fs)
+	e.fs = e.mem
 	c := DefaultConfig()
 	c.Superuser = "root"
 	if cfg != nil {
 		c = *cfg
 	}
 	c.Registerer = e.reg
-	h, err := New(fs, c)
+	h, err := New(e.fs, c)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -61,7 +61,9 @@ func TestSymlinkStatus(t *testing.T) {
 }
 
 func TestListStatusPagesThroughEverything(t *testing.T) {
-	e := newEnv(t, nil, nil)
+	cfg := DefaultConfig()
+	cfg.ListBatch = 3
+	e := newEnv(t, nil, &cfg)
 	var want []string
 	for i := 0; i < 10; i++ {
 		name := fmt.Sprintf("f%02d", i)
@@ -83,7 +85,7 @@ func TestListStatusPagesThroughEverything(t *testing.T) {
 		t.Errorf("names %v, want %v", got, want)
 	}
 	if n := e.mem.Calls("List"); n < 4 {
-		t.Errorf("List called %d times; the memfs pages by 3, so the gateway must page", n)
+		t.Errorf("List called %d times; pages of 3 need at least 4", n)
 	}
 	// Listing a file gives the file itself with an empty suffix.
 	r = e.do("GET", "/dir/f01", "op=LISTSTATUS", nil)
@@ -101,7 +103,9 @@ func TestListStatusPagesThroughEverything(t *testing.T) {
 }
 
 func TestListStatusBatch(t *testing.T) {
-	e := newEnv(t, nil, nil)
+	cfg := DefaultConfig()
+	cfg.ListBatch = 2
+	e := newEnv(t, nil, &cfg)
 	for i := 0; i < 5; i++ {
 		e.put("u", fmt.Sprintf("/b/f%d", i), "", "")
 	}
@@ -185,8 +189,13 @@ func TestContentSummaryAndFriends(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	e.put("u", "/a/x", "12345", "replication=2")
 	e.put("u", "/a/b/y", "123", "replication=1")
+	if r := e.do("PUT", "/a", "op=SETQUOTA&namespacequota=100&user.name=root", nil); r.status != 200 {
+		t.Fatalf("SETQUOTA: %d %s", r.status, r.body)
+	}
+	wantError(t, e.do("PUT", "/a", "op=SETQUOTA&namespacequota=100&user.name=u", nil), 403, "AccessControlException")
+	wantError(t, e.do("PUT", "/a", "op=SETQUOTA&namespacequota=0&user.name=root", nil), 400, "IllegalArgumentException")
 	cs := e.do("GET", "/a", "op=GETCONTENTSUMMARY", nil).json(t)["ContentSummary"].(map[string]any)
-	want := map[string]float64{"directoryCount": 2, "fileCount": 2, "length": 8, "quota": -1, "spaceConsumed": 13, "spaceQuota": -1}
+	want := map[string]float64{"directoryCount": 2, "fileCount": 2, "length": 8, "quota": 100, "spaceConsumed": 13, "spaceQuota": -1}
 	for k, v := range want {
 		if cs[k] != v {
 			t.Errorf("ContentSummary.%s = %v, want %v", k, cs[k], v)

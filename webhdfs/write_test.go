@@ -58,10 +58,10 @@ func TestCreateRedirectAndNoRedirect(t *testing.T) {
 		t.Errorf("read back %q", got)
 	}
 	// The first step refuses an existing file without overwrite, and a directory.
-	wantError(t, e.do("PUT", "/dir with space/f", "op=CREATE", nil), http.StatusForbidden, "FileAlreadyExistsException")
-	wantError(t, e.do("PUT", "/dir with space", "op=CREATE&overwrite=true", nil), http.StatusForbidden, "FileAlreadyExistsException")
+	wantError(t, e.do("PUT", "/dir with space/f", "op=CREATE&user.name=alice", nil), http.StatusForbidden, "FileAlreadyExistsException")
+	wantError(t, e.do("PUT", "/dir with space", "op=CREATE&overwrite=true&user.name=alice", nil), http.StatusForbidden, "FileAlreadyExistsException")
 	// So does the data step when called directly (HttpFS-style one step).
-	r = e.do("PUT", "/dir with space/f", "op=CREATE&data=true", strings.NewReader("x"))
+	r = e.do("PUT", "/dir with space/f", "op=CREATE&data=true&user.name=alice", strings.NewReader("x"))
 	wantError(t, r, http.StatusForbidden, "FileAlreadyExistsException")
 }
 
@@ -220,8 +220,8 @@ func TestNamespaceOps(t *testing.T) {
 		t.Errorf("mkdirs result %+v", st)
 	}
 	e.put("alice", "/m/f", "0123456789", "")
-	wantError(t, e.do("PUT", "/m/f/sub", "op=MKDIRS", nil), http.StatusForbidden, "ParentNotDirectoryException")
-	wantError(t, e.do("PUT", "/m/f", "op=MKDIRS", nil), http.StatusForbidden, "FileAlreadyExistsException")
+	wantError(t, e.do("PUT", "/m/f/sub", "op=MKDIRS&user.name=root", nil), http.StatusForbidden, "ParentNotDirectoryException")
+	wantError(t, e.do("PUT", "/m/f", "op=MKDIRS&user.name=root", nil), http.StatusForbidden, "FileAlreadyExistsException")
 
 	// SETPERMISSION, SETOWNER, SETTIMES, SETREPLICATION.
 	if r := e.do("PUT", "/m/f", "op=SETPERMISSION&permission=1751&user.name=alice", nil); r.status != 200 {
@@ -236,17 +236,17 @@ func TestNamespaceOps(t *testing.T) {
 	if r := e.do("PUT", "/m/f", "op=SETTIMES&modificationtime=1000&user.name=root", nil); r.status != 200 {
 		t.Errorf("SETTIMES %d %s", r.status, r.body)
 	}
-	if r := e.do("PUT", "/m/f", "op=SETREPLICATION&replication=5", nil); boolOf(r) != true {
+	if r := e.do("PUT", "/m/f", "op=SETREPLICATION&replication=5&user.name=root", nil); boolOf(r) != true {
 		t.Errorf("SETREPLICATION %s", r.body)
 	}
-	if r := e.do("PUT", "/m", "op=SETREPLICATION&replication=5", nil); boolOf(r) != false {
+	if r := e.do("PUT", "/m", "op=SETREPLICATION&replication=5&user.name=root", nil); boolOf(r) != false {
 		t.Errorf("SETREPLICATION on a directory %s", r.body)
 	}
 	st, _ := e.fs.Stat(ctx, root, "/m/f")
 	if st.Perm != 0o1751 || st.Owner != "bob" || st.Group != "staff" || st.Mtime != 1000 || st.Replication != 5 {
 		t.Errorf("after setters: %+v", st)
 	}
-	js := e.do("GET", "/m/f", "op=GETFILESTATUS", nil).json(t)["FileStatus"].(map[string]any)
+	js := e.do("GET", "/m/f", "op=GETFILESTATUS&user.name=root", nil).json(t)["FileStatus"].(map[string]any)
 	if js["permission"] != "1751" {
 		t.Errorf("permission rendered %v", js["permission"])
 	}
@@ -255,7 +255,7 @@ func TestNamespaceOps(t *testing.T) {
 	if r := e.do("POST", "/m/f", "op=TRUNCATE&newlength=4&user.name=root", nil); boolOf(r) != true {
 		t.Errorf("TRUNCATE %s", r.body)
 	}
-	wantError(t, e.do("POST", "/m/f", "op=TRUNCATE", nil), 400, "IllegalArgumentException")
+	wantError(t, e.do("POST", "/m/f", "op=TRUNCATE&user.name=root", nil), 400, "IllegalArgumentException")
 	e.put("alice", "/m/g", "abc", "")
 	e.put("alice", "/m/h", "def", "")
 	if r := e.do("POST", "/m/f", "op=CONCAT&sources=/m/g,/m/h&user.name=root", nil); r.status != 200 {
