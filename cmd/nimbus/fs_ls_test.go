@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/nimbus-fs/nimbus/meta"
 )
 
 // lsFixture: /user/alice/{d1/{sub/,x.txt}, f.txt (5 bytes), big (2048 bytes)}.
@@ -192,4 +195,47 @@ func TestHumanSize(t *testing.T) {
 			t.Errorf("humanSize(%d) = %q, want %q", n, got, want)
 		}
 	}
+}
+
+func TestLsSymlinkAndRecursiveErrors(t *testing.T) {
+	h := lsFixture(t)
+	if err := h.fs.CreateSymlink(context.Background(), h.user, "/user/alice/f.txt", "/user/alice/link", false); err != nil {
+		t.Fatal(err)
+	}
+	h.setTimes("/user/alice/link", fakeTime)
+	out := h.ok("ls", "link")
+	if !strings.HasPrefix(out, "lrwxrwxrwx   - alice supergroup ") || !strings.HasSuffix(out, " link -> /user/alice/f.txt\n") {
+		t.Errorf("ls symlink: %q", out)
+	}
+	expectEq(t, "stat symlink", h.ok("stat", "%F %n", "link"), "symlink link\n")
+
+	// A directory that cannot be listed is reported; the walk goes on.
+	h.mkdirs("/user/alice/z/closed/inner")
+	h.put("/user/alice/z/open", "o")
+	h.setTimes("/user/alice/z/closed", fakeTime)
+	h.setTimes("/user/alice/z/open", fakeTime)
+	h.ok("chmod", "000", "z/closed")
+	code, out, errs := h.run("ls", "-R", "z")
+	if code != 1 || !strings.HasPrefix(errs, "nimbus fs: ls /user/alice/z/closed: permission denied") ||
+		strings.Count(errs, "\n") != 1 {
+		t.Errorf("ls -R over a closed directory: exit %d %q", code, errs)
+	}
+	expectEq(t, "ls -R", out, ""+
+		"d---------   - alice supergroup          0 2026-11-23 01:02 z/closed\n"+
+		"-rw-r--r--   3 alice supergroup          1 2026-11-23 01:02 z/open\n")
+}
+
+// FuzzFormatStat: no format panics, and text without '%' is copied as is.
+func FuzzFormatStat(f *testing.F) {
+	for _, s := range []string{"%y", "%n %b %o %r %u %g %y %Y %F %a %A %x %X", "%", "%%", "a%qb%", "plain"} {
+		f.Add(s)
+	}
+	st := &meta.FileStatus{Path: "/a/b", Type: meta.TypeFile, Perm: 0o1644, Owner: "o", Group: "g",
+		Length: 7, Replication: 3, BlockSize: 1 << 20, Mtime: fakeTime, Atime: fakeTime}
+	f.Fuzz(func(t *testing.T, format string) {
+		got := formatStat(format, st)
+		if !strings.Contains(format, "%") && got != format {
+			t.Fatalf("%q became %q", format, got)
+		}
+	})
 }

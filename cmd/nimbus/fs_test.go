@@ -117,3 +117,34 @@ func TestErrorRendering(t *testing.T) {
 		t.Error("kind name")
 	}
 }
+
+// FuzzParseInvocation: no command line panics the parser; what it accepts
+// has only the command's flags and an argument count in range.
+func FuzzParseInvocation(f *testing.F) {
+	for _, s := range []string{"ls -R -d /a", "rm -rf a b", "chmod -w x", "chmod -R u+x,go-w a", "put - /x",
+		"test -e a", "mkdir -- -p", "ls --json -h", "stat %n a b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			return
+		}
+		var errs bytes.Buffer
+		_, inv, code := parseFSArgs(fields, &errs)
+		if inv == nil {
+			if code != 0 && code != 2 {
+				t.Fatalf("%q: code %d", line, code)
+			}
+			return
+		}
+		for fl := range inv.flags {
+			if !strings.ContainsRune(inv.cmd.flags, rune(fl)) {
+				t.Fatalf("%q: flag %q not accepted by %s", line, fl, inv.cmd.name)
+			}
+		}
+		if n := len(inv.args); n < inv.cmd.minArgs || (inv.cmd.maxArgs >= 0 && n > inv.cmd.maxArgs) {
+			t.Fatalf("%q: %d arguments for %s", line, n, inv.cmd.name)
+		}
+	})
+}
