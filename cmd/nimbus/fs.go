@@ -170,7 +170,7 @@ func cmdFS(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // returns a nil invocation and the exit status when the command line is bad
 // or only help was asked for.
 func parseFSArgs(args []string, stderr io.Writer) (jsonOut bool, inv *invocation, code int) {
-	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") && findFSCommand(args[0][1:]) == nil {
 		switch args[0] {
 		case "--json", "-json":
 			jsonOut = true
