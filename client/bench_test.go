@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/nimbus-fs/nimbus/client"
@@ -80,4 +81,58 @@ func BenchmarkStatParallel(b *testing.B) {
 	})
 }
 
-var _ = fmt.Sprint
+// BenchmarkCreateParallel: durable creates of empty files at depth 7 over the
+// RPC (create + complete, as a client closing an empty file does), 32
+// callers each in its own directory.
+func BenchmarkCreateParallel(b *testing.B) {
+	e := engine(b)
+	c := dial(b, serve(b, e, nil), client.Options{})
+	ctx := context.Background()
+	u := meta.User{Name: "root"}
+	const dir = "/a/b/c/d/e/f"
+	for w := 0; w < 64; w++ {
+		if err := c.Mkdirs(ctx, u, fmt.Sprintf("%s/w%02d", dir, w), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var worker atomic.Int64
+	b.ReportAllocs()
+	parallel32(b)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		w := worker.Add(1)
+		for i := 0; pb.Next(); i++ {
+			p := fmt.Sprintf("%s/w%02d/f%d", dir, w%64, i)
+			if _, err := c.Create(ctx, u, p, meta.CreateOptions{}); err != nil {
+				b.Error(err)
+				return
+			}
+			if _, err := c.Complete(ctx, u, p, c.ClientName()); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkList1000: one page of a 1,000-entry directory over the RPC.
+func BenchmarkList1000(b *testing.B) {
+	e := engine(b)
+	c := dial(b, serve(b, e, nil), client.Options{})
+	ctx := context.Background()
+	u := meta.User{Name: "root"}
+	const dir = "/a/b/c/d/e/f"
+	for i := 0; i < 1000; i++ {
+		if err := c.Mkdirs(ctx, u, fmt.Sprintf("%s/d%04d", dir, i), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		l, err := c.List(ctx, u, dir, "", 1000)
+		if err != nil || len(l.Entries) != 1000 {
+			b.Fatalf("%v (%d entries)", err, len(l.Entries))
+		}
+	}
+}
