@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"syscall"
 
 	"github.com/nimbus-fs/nimbus/client"
 	"github.com/nimbus-fs/nimbus/meta"
@@ -37,9 +39,17 @@ func fsckRemote(ctx context.Context) (*meta.FsckReport, error) {
 	return c.Fsck(ctx)
 }
 
-// fsckLocal checks the store of a stopped server in directory dir. The store
+// serverStoreSubdir is where `nimbus serve --data DIR` keeps its store
+// (server.New opens DIR/meta).
+const serverStoreSubdir = "meta"
+
+// fsckLocal checks the store of a stopped server. dir is the server's data
+// directory (the store is dir/meta) or the store directory itself. The store
 // is locked while it is open, so a running server's directory is refused.
 func fsckLocal(ctx context.Context, dir string) (rep *meta.FsckReport, err error) {
+	if fi, err := os.Stat(filepath.Join(dir, serverStoreSubdir)); err == nil && fi.IsDir() {
+		dir = filepath.Join(dir, serverStoreSubdir)
+	}
 	// Open creates a store where there is none; fsck must not.
 	if fi, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("no store in %s: %w", dir, err)
@@ -50,6 +60,9 @@ func fsckLocal(ctx context.Context, dir string) (rep *meta.FsckReport, err error
 		return nil, fmt.Errorf("no store in %s: the directory is empty", dir)
 	}
 	st, err := pebblestore.Open(dir, pebblestore.DefaultOptions())
+	if errors.Is(err, syscall.EAGAIN) {
+		return nil, fmt.Errorf("opening the store in %s: it is locked; is a server running on it? (%w)", dir, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("opening the store in %s: %w", dir, err)
 	}

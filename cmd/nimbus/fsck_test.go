@@ -100,10 +100,11 @@ func makeStore(t *testing.T, dir string) {
 }
 
 func TestFsckLocalStore(t *testing.T) {
-	dir := t.TempDir()
+	data := t.TempDir()
+	dir := filepath.Join(data, serverStoreSubdir) // as `nimbus serve --data` lays it out
 	makeStore(t, dir)
 	var out, errs bytes.Buffer
-	code := cmdFsck(context.Background(), []string{"--data", dir, "--json"}, &out, &errs)
+	code := cmdFsck(context.Background(), []string{"--data", data, "--json"}, &out, &errs)
 	if code != 0 || errs.Len() != 0 {
 		t.Fatalf("clean store: exit %d, %s\n%s", code, errs.String(), out.String())
 	}
@@ -135,7 +136,7 @@ func TestFsckLocalStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.Reset()
-	code = cmdFsck(context.Background(), []string{"--data", dir}, &out, &errs)
+	code = cmdFsck(context.Background(), []string{"--data", dir}, &out, &errs) // the store directory itself
 	if code != 1 || !strings.Contains(out.String(), "PROBLEM: ") || !strings.Contains(out.String(), "Status: CORRUPT") {
 		t.Errorf("corrupt store: exit %d\n%s%s", code, out.String(), errs.String())
 	}
