@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/nimbus-fs/nimbus/meta"
@@ -202,8 +202,8 @@ func (t *tx) resolve(ctx context.Context, wants ...want) ([]*resolved, error) {
 		plans[i] = p
 	}
 
-	// Merge the requests: one per key, at the strongest mode asked.
-	modes := make(map[string]store.Mode, 16)
+	// One request per key, at the strongest mode asked, in key order.
+	reqs := make([]store.ReadReq, 0, 2*len(plans[0].keys)+len(t.op.extraX))
 	for _, p := range plans {
 		n := len(p.comps)
 		for k, key := range p.keys {
@@ -214,26 +214,27 @@ func (t *tx) resolve(ctx context.Context, wants ...want) ([]*resolved, error) {
 			case k == n-1:
 				m = max(m, p.w.parent)
 			}
-			if cur, ok := modes[string(key)]; !ok || m > cur {
-				modes[string(key)] = m
-			}
+			reqs = append(reqs, store.ReadReq{Key: key, Mode: m})
 		}
 	}
 	for k := range t.op.extraX {
-		modes[k] = store.Exclusive
+		reqs = append(reqs, store.ReadReq{Key: []byte(k), Mode: store.Exclusive})
 	}
-	reqs := make([]store.ReadReq, 0, len(modes))
-	for k, m := range modes {
-		reqs = append(reqs, store.ReadReq{Key: []byte(k), Mode: m})
-	}
-	sort.Slice(reqs, func(i, j int) bool { return bytes.Compare(reqs[i].Key, reqs[j].Key) < 0 })
+	slices.SortFunc(reqs, func(a, b store.ReadReq) int {
+		if c := bytes.Compare(a.Key, b.Key); c != 0 {
+			return c
+		}
+		return int(b.Mode) - int(a.Mode) // strongest first, so the dedup keeps it
+	})
+	reqs = slices.CompactFunc(reqs, func(a, b store.ReadReq) bool { return bytes.Equal(a.Key, b.Key) })
 	vals, err := t.st.Read(ctx, reqs)
 	if err != nil {
 		return nil, err
 	}
 	for i, r := range reqs {
-		t.modes[string(r.Key)] = r.Mode
-		if err := t.cacheRow(r.Key, vals[i]); err != nil {
+		ks := string(r.Key) // one allocation serves both maps
+		t.modes[ks] = r.Mode
+		if err := t.cacheRowAs(ks, r.Key, vals[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -254,12 +255,19 @@ func (t *tx) guess(ctx context.Context, w want) (plan, error) {
 	comps := meta.SplitPath(w.path)
 	p := plan{w: w, comps: comps,
 		keys: make([][]byte, 1, len(comps)+1), ids: make([]uint64, 1, len(comps)+1)}
-	p.keys[0] = store.InodeKey(store.RootParentID, "")
+	// All the keys share one buffer: 9 bytes of table and parent id plus the name.
+	buf := make([]byte, 0, 9*(len(comps)+1)+len(w.path))
+	key := func(parent uint64, name string) []byte {
+		start := len(buf)
+		buf = store.AppendInodeKey(buf, parent, name)
+		return buf[start:len(buf):len(buf)]
+	}
+	p.keys[0] = key(store.RootParentID, "")
 	p.ids[0] = store.RootID
 	parent := store.RootID
 	for k := 1; k <= len(comps); k++ {
 		name := comps[k-1]
-		p.keys = append(p.keys, store.InodeKey(parent, name))
+		p.keys = append(p.keys, key(parent, name))
 		if k == len(comps) {
 			p.ids = append(p.ids, 0) // the last component's id is not needed for keys
 			break
@@ -346,16 +354,18 @@ func (t *tx) staleHint(p *plan, k int) {
 }
 
 // cacheRow decodes a row into the per-transaction cache.
-func (t *tx) cacheRow(key, val []byte) error {
+func (t *tx) cacheRow(key, val []byte) error { return t.cacheRowAs(string(key), key, val) }
+
+func (t *tx) cacheRowAs(ks string, key, val []byte) error {
 	if val == nil {
-		t.rows[string(key)] = nil
+		t.rows[ks] = nil
 		return nil
 	}
 	n := new(store.Inode)
 	if err := store.DecodeInode(key, val, n); err != nil {
 		return err
 	}
-	t.rows[string(key)] = n
+	t.rows[ks] = n
 	if n.Type == meta.TypeDir {
 		t.e.hints.put(n.Parent, n.Name, n.ID)
 	}

@@ -48,6 +48,13 @@ func InodeKey(parent uint64, name string) []byte {
 	return append(k, name...)
 }
 
+// AppendInodeKey appends the key of (parent, name) to dst.
+func AppendInodeKey(dst []byte, parent uint64, name string) []byte {
+	dst = append(dst, tableInode)
+	dst = binary.BigEndian.AppendUint64(dst, parent)
+	return append(dst, name...)
+}
+
 // DecodeInodeKey splits an inode key; ok is false when k is not one.
 func DecodeInodeKey(k []byte) (parent uint64, name string, ok bool) {
 	if len(k) < 9 || k[0] != tableInode {
