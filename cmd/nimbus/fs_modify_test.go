@@ -153,3 +153,42 @@ func TestRm(t *testing.T) {
 		t.Errorf("rm -r /: exit %d %q", code, errs)
 	}
 }
+
+func TestRecursiveAndMoveJSON(t *testing.T) {
+	h := newHarness(t)
+	h.put("/user/alice/d/f", "x")
+	h.put("/user/alice/d/e/g", "y")
+	var got []opResult
+	if err := json.Unmarshal([]byte(h.ok("--json", "chmod", "-R", "700", "d")), &got); err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, r := range got {
+		if r.Op != "chmod" || !r.OK || r.Error != nil {
+			t.Errorf("result %+v", r)
+		}
+		paths = append(paths, r.Path)
+	}
+	want := []string{"/user/alice/d", "/user/alice/d/e", "/user/alice/d/e/g", "/user/alice/d/f"}
+	if !reflect.DeepEqual(paths, want) {
+		t.Errorf("chmod -R results %v, want %v", paths, want)
+	}
+	got = nil
+	if err := json.Unmarshal([]byte(h.ok("--json", "mv", "d/f", "d/e")), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != (opResult{Op: "mv", Path: "/user/alice/d/f", Dst: "/user/alice/d/e", OK: true}) {
+		t.Errorf("mv --json %+v", got)
+	}
+	if _, err := h.stat("/user/alice/d/e/f"); err != nil {
+		t.Errorf("mv into a directory: %v", err)
+	}
+	code, out, _ := h.run("--json", "rm", "d/nope", "d/e/f")
+	got = nil
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if code != 1 || len(got) != 2 || got[0].OK || got[0].Error.Kind != "not_found" || !got[1].OK {
+		t.Errorf("rm --json: exit %d %+v", code, got)
+	}
+}
