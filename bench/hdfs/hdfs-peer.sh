@@ -32,6 +32,8 @@ DN_IPC_PORT="${DN_IPC_PORT:-9867}"
 NN_HEAP="${NN_HEAP:-512m}"
 DN_HEAP="${DN_HEAP:-256m}"
 START_TIMEOUT="${START_TIMEOUT:-120}"
+# Daemons run with the JVM defaults (full JIT, default GC): the peer is measured, so no start-up tricks.
+DAEMON_JAVA_OPTS="${DAEMON_JAVA_OPTS:-}"
 
 JAVA_OPENS=(--add-opens java.base/java.lang=ALL-UNNAMED --add-opens java.base/java.util=ALL-UNNAMED
   --add-opens java.base/java.net=ALL-UNNAMED --add-opens java.base/java.nio=ALL-UNNAMED
@@ -125,7 +127,7 @@ L4J
 # java_bg NAME HEAP MAINCLASS ARGS...: start a daemon in the background, pid into $RUN/NAME.pid
 java_bg() {
   local name="$1" heap="$2" main="$3"; shift 3
-  nohup java -Xmx"$heap" -XX:+UseSerialGC -XX:TieredStopAtLevel=1 "${JAVA_OPENS[@]}" \
+  nohup java -Xmx"$heap" $DAEMON_JAVA_OPTS "${JAVA_OPENS[@]}" \
     -Dhadoop.log.dir="$LOGS" -Dhadoop.log.file="$name.log" -Dhadoop.root.logger=INFO,RFA \
     -Dhadoop.security.logger=INFO,NullAppender -Dlog4j.configuration="file:$CONF/log4j.properties" \
     -Dproc_"$name" -cp "$CONF:$LIB/*" "$main" "$@" >"$LOGS/$name.out" 2>&1 < /dev/null &
