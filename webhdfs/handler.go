@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -193,7 +194,7 @@ func (h *Handler) dataURL(rq *request) string {
 		if rq.r.TLS != nil {
 			scheme = "https"
 		}
-		base = scheme + "://" + rq.r.Host
+		base = scheme + "://" + requestHost(rq.r)
 	}
 	q := url.Values{}
 	for k, v := range rq.r.URL.Query() {
@@ -228,4 +229,16 @@ func (h *Handler) redirect(rq *request) error {
 // isDataStep reports whether the request is the second step of a two-step op.
 func isDataStep(rq *request) (bool, error) {
 	return rq.q.boolean(rq.op.lower, rq.path, "data", false)
+}
+
+// requestHost is the address the client used: the Host header, or for an
+// HTTP/1.0 request without one, the local address the connection arrived on.
+func requestHost(r *http.Request) string {
+	if r.Host != "" {
+		return r.Host
+	}
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		return a.String()
+	}
+	return "localhost"
 }

@@ -233,7 +233,7 @@ func blocksOf(fileLen, blockSize, offset, length int64) []block {
 
 // hostPort is the host and port clients reach this server at.
 func (h *Handler) hostPort(rq *request) (string, int) {
-	hostport := rq.r.Host
+	hostport := requestHost(rq.r)
 	if h.advertise != "" {
 		hostport = h.advertise[strings.Index(h.advertise, "://")+3:]
 	}

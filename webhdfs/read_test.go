@@ -1,8 +1,10 @@
 package webhdfs
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -285,5 +287,27 @@ func TestBlocksOf(t *testing.T) {
 		if got := blocksOf(c.fileLen, c.bs, c.off, c.n); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("blocksOf(%d,%d,%d,%d) = %v, want %v", c.fileLen, c.bs, c.off, c.n, got, c.want)
 		}
+	}
+}
+
+// TestRedirectWithoutHostHeader: an HTTP/1.0 request without Host still gets
+// a usable Location (the address the connection arrived on).
+func TestRedirectWithoutHostHeader(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("PUT " + PathPrefix + "/f?op=CREATE HTTP/1.0\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if want := e.srv.URL + PathPrefix + "/f?"; res.StatusCode != 307 || !strings.HasPrefix(res.Header.Get("Location"), want) {
+		t.Errorf("status %d, Location %q, want prefix %q", res.StatusCode, res.Header.Get("Location"), want)
 	}
 }
