@@ -65,6 +65,10 @@ func (c *Config) Validate() error {
 	return c.Store.Validate()
 }
 
+// StoreDir is where a server with data directory dataDir keeps its metadata
+// store (what `nimbus fsck --data` opens).
+func StoreDir(dataDir string) string { return filepath.Join(dataDir, "meta") }
+
 // Server is one embedded Nimbus: store, NameNode and HTTP endpoint.
 type Server struct {
 	cfg   Config
@@ -94,7 +98,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger, reg: prometheus.NewRegistry(), serveErr: make(chan error, 1)}
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	metaDir := filepath.Join(cfg.DataDir, "meta")
+	metaDir := StoreDir(cfg.DataDir)
 	if err := os.MkdirAll(metaDir, 0o755); err != nil {
 		return nil, fmt.Errorf("server: data directory: %w", err)
 	}

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"syscall"
 
 	"github.com/nimbus-fs/nimbus/client"
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/namespace"
+	"github.com/nimbus-fs/nimbus/server"
 	"github.com/nimbus-fs/nimbus/store/pebblestore"
 )
 
@@ -39,16 +39,12 @@ func fsckRemote(ctx context.Context) (*meta.FsckReport, error) {
 	return c.Fsck(ctx)
 }
 
-// serverStoreSubdir is where `nimbus serve --data DIR` keeps its store
-// (server.New opens DIR/meta).
-const serverStoreSubdir = "meta"
-
 // fsckLocal checks the store of a stopped server. dir is the server's data
 // directory (the store is dir/meta) or the store directory itself. The store
 // is locked while it is open, so a running server's directory is refused.
 func fsckLocal(ctx context.Context, dir string) (rep *meta.FsckReport, err error) {
-	if fi, err := os.Stat(filepath.Join(dir, serverStoreSubdir)); err == nil && fi.IsDir() {
-		dir = filepath.Join(dir, serverStoreSubdir)
+	if fi, err := os.Stat(server.StoreDir(dir)); err == nil && fi.IsDir() {
+		dir = server.StoreDir(dir)
 	}
 	// Open creates a store where there is none; fsck must not.
 	if fi, err := os.Stat(dir); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/nimbus-fs/nimbus/server"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -101,7 +102,7 @@ func makeStore(t *testing.T, dir string) {
 
 func TestFsckLocalStore(t *testing.T) {
 	data := t.TempDir()
-	dir := filepath.Join(data, serverStoreSubdir) // as `nimbus serve --data` lays it out
+	dir := server.StoreDir(data) // as `nimbus serve --data` lays it out
 	makeStore(t, dir)
 	var out, errs bytes.Buffer
 	code := cmdFsck(context.Background(), []string{"--data", data, "--json"}, &out, &errs)
