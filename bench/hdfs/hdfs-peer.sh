@@ -49,7 +49,7 @@ install() {
   command -v mvn >/dev/null || die "mvn not found (Maven 3.8 expected)"
   log "resolving Hadoop 3.4.1 jars from Maven Central into $LIB ..."
   rm -rf "$LIB"
-  (cd "$HERE" && mvn -q -B dependency:copy-dependencies -DoutputDirectory="$LIB" -DincludeScope=runtime) \
+  (cd "$HERE" && mvn -q -B -Dstyle.color=never dependency:copy-dependencies -DoutputDirectory="$LIB" -DincludeScope=runtime) \
     || die "mvn dependency:copy-dependencies failed"
   ls "$LIB"/hadoop-hdfs-3.4.1-tests.jar >/dev/null || die "hadoop-hdfs test-jar missing from $LIB"
   touch "$LIB/.installed"
