@@ -122,6 +122,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if err == nil {
 		err = rq.op.run(h, rq)
+		if rq.op.method == http.MethodGet && meta.KindOf(err) == meta.KindNotDir {
+			// A lookup through a file finds nothing: HDFS's getFileInfo and
+			// getListing answer FileNotFoundException there, and Hadoop's
+			// exists() relies on it. Only writes report ParentNotDirectory.
+			err = meta.Errorf(rq.op.lower, rq.path, meta.ErrNotFound, "%v", err)
+		}
 	}
 	if err != nil {
 		h.fail(sw, r, err)

@@ -21,7 +21,7 @@ const cleanupTimeout = 30 * time.Second
 // redirect. Data step: Create, stream the body, Complete; 201 Created.
 func (h *Handler) create(rq *request) error {
 	op, p := rq.op.lower, rq.path
-	overwrite, err := rq.q.boolean(op, p, "overwrite", false)
+	overwrite, err := createOverwrite(rq)
 	if err != nil {
 		return err
 	}
@@ -93,6 +93,32 @@ func (h *Handler) create(rq *request) error {
 	rq.w.Header().Set("Content-Length", "0")
 	rq.w.WriteHeader(http.StatusCreated)
 	return nil
+}
+
+// createOverwrite reads overwrite=, or createflag= (Hadoop's createNonRecursive
+// sends CREATE,OVERWRITE flags instead of overwrite=true; HDFS's DataNode
+// prefers the flags when present).
+func createOverwrite(rq *request) (bool, error) {
+	op, p := rq.op.lower, rq.path
+	flags := rq.q["createflag"]
+	if flags == "" {
+		return rq.q.boolean(op, p, "overwrite", false)
+	}
+	overwrite := false
+	for _, f := range strings.Split(flags, ",") {
+		switch strings.ToUpper(strings.TrimSpace(f)) {
+		case "OVERWRITE":
+			overwrite = true
+		case "APPEND":
+			return false, meta.Errorf(op, p, meta.ErrUnsupported, "createflag APPEND: use op=APPEND")
+		case "", "CREATE", "SYNC_BLOCK", "LAZY_PERSIST", "NEW_BLOCK", "NO_LOCAL_WRITE",
+			"SHOULD_REPLICATE", "IGNORE_CLIENT_LOCALITY", "NO_LOCAL_RACK":
+			// Placement and durability hints with no meaning here.
+		default:
+			return false, argError(op, p, "createflag", flags, "unknown flag "+f)
+		}
+	}
+	return overwrite, nil
 }
 
 // appendOp serves APPEND; the data URL may be reused for many appends.
@@ -262,7 +288,7 @@ func (h *Handler) deleteOp(rq *request) error {
 		return writeBoolean(rq.w, false)
 	}
 	err = h.fs.Delete(rq.ctx(), rq.user, rq.path, recursive)
-	if meta.KindOf(err) == meta.KindNotFound {
+	if k := meta.KindOf(err); k == meta.KindNotFound || k == meta.KindNotDir {
 		return writeBoolean(rq.w, false)
 	}
 	if err != nil {

@@ -322,3 +322,26 @@ func TestDoas(t *testing.T) {
 	}
 	wantError(t, e.do("GET", "/", "op=GETFILESTATUS&user.name=bad/name", nil), 400, "IllegalArgumentException")
 }
+
+// TestCreateFlagAndLookupsThroughFiles covers two things Hadoop's client
+// relies on: createflag=CREATE,OVERWRITE (createNonRecursive) and lookups
+// below a file answering "not found" (exists() must be false, not fail).
+func TestCreateFlagAndLookupsThroughFiles(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	e.put("u", "/f", "v1", "")
+	wantError(t, e.do("PUT", "/f", "op=CREATE&createflag=CREATE&user.name=u", nil), 403, "FileAlreadyExistsException")
+	e.put("u", "/f", "v2", "createflag=CREATE,OVERWRITE&overwrite=false&createparent=false")
+	if got := string(e.get("u", "/f", "").body); got != "v2" {
+		t.Errorf("after createflag OVERWRITE: %q", got)
+	}
+	wantError(t, e.do("PUT", "/f", "op=CREATE&createflag=BOGUS", nil), 400, "IllegalArgumentException")
+	wantError(t, e.do("PUT", "/nodir/g", "op=CREATE&data=true&createparent=false&user.name=u", strings.NewReader("x")), 404, "FileNotFoundException")
+
+	for _, op := range []string{"GETFILESTATUS", "LISTSTATUS", "GETCONTENTSUMMARY", "OPEN"} {
+		wantError(t, e.do("GET", "/f/child", "op="+op, nil), 404, "FileNotFoundException")
+	}
+	wantError(t, e.do("PUT", "/f/child", "op=MKDIRS&user.name=u", nil), 403, "ParentNotDirectoryException")
+	if r := e.do("DELETE", "/f/child", "op=DELETE&user.name=u", nil); r.json(t)["boolean"] != false {
+		t.Errorf("DELETE below a file: %s", r.body)
+	}
+}
