@@ -3,11 +3,15 @@ package webhdfs
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/nimbus-fs/nimbus/meta"
@@ -176,4 +180,50 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("New(nil) = %v", err)
 	}
 	_ = http.StatusOK
+}
+
+// failSecondList fails every List call after the first.
+type failSecondList struct {
+	meta.FileSystem
+	mu    sync.Mutex
+	calls int
+}
+
+func (f *failSecondList) List(ctx context.Context, u meta.User, dir, after string, limit int) (*meta.Listing, error) {
+	f.mu.Lock()
+	f.calls++
+	n := f.calls
+	f.mu.Unlock()
+	if n > 1 {
+		return nil, meta.Errorf("list", dir, meta.ErrBusy, "injected")
+	}
+	return f.FileSystem.List(ctx, u, dir, after, limit)
+}
+
+// TestStreamedListingFailureCutsTheConnection: once a streamed listing has
+// begun, a failing page must not end in well-formed JSON that a client would
+// take for the whole directory.
+func TestStreamedListingFailureCutsTheConnection(t *testing.T) {
+	fs := &failSecondList{FileSystem: memfs.New(memfs.DefaultConfig())}
+	for i := 0; i < 5; i++ {
+		if err := fs.Mkdirs(context.Background(), meta.User{Name: "root"}, fmt.Sprintf("/d/%d", i), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.ListBatch = 2
+	e := newEnv(t, fs, &cfg)
+	res, err := http.Get(e.srv.URL + PathPrefix + "/d?op=LISTSTATUS")
+	if err != nil {
+		return // cut before the buffered header went out: the client sees a failure
+	}
+	defer res.Body.Close()
+	body, rerr := io.ReadAll(res.Body)
+	var v any
+	if json.Unmarshal(body, &v) == nil {
+		t.Fatalf("a failed listing read as complete JSON: %s", body)
+	}
+	if rerr == nil {
+		t.Fatalf("the body of a failed listing ended cleanly (%d bytes): the connection must be cut", len(body))
+	}
 }
