@@ -17,7 +17,7 @@ const testInline = 4 << 20
 // openEngine returns the real namespace engine on a Pebble store in a
 // temporary directory, with "root" as superuser and "/" open to everyone (mode
 // 0777) so that tests can write as any user.
-func openEngine(t *testing.T) meta.FileSystem {
+func openEngine(t testing.TB) meta.FileSystem {
 	t.Helper()
 	st, err := pebblestore.Open(t.TempDir(), pebblestore.DefaultOptions())
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 
 // env is a gateway over a file system on an httptest server.
 type env struct {
-	t   *testing.T
+	t   testing.TB
 	fs  meta.FileSystem
 	mem *countFS // what the gateway called
 	srv *httptest.Server
@@ -26,7 +26,7 @@ type env struct {
 
 // newEnv serves fs (the real engine on a fresh Pebble store when nil; see
 // openEngine) with cfg (DefaultConfig with Superuser "root" when nil).
-func newEnv(t *testing.T, fs meta.FileSystem, cfg *Config) *env {
+func newEnv(t testing.TB, fs meta.FileSystem, cfg *Config) *env {
 	t.Helper()
 	e := &env{t: t, reg: prometheus.NewRegistry()}
 	if fs == nil {

@@ -1,0 +1,55 @@
+package webhdfs
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// BenchmarkGetFileStatusHandler measures the gateway alone (no network): one
+// GETFILESTATUS through ServeHTTP over the real engine.
+func BenchmarkGetFileStatusHandler(b *testing.B) {
+	e := newEnv(b, nil, nil)
+	e.put("u", "/a/b/c/d/e/f/file", "x", "")
+	h, err := New(e.fs, DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", PathPrefix+"/a/b/c/d/e/f/file?op=GETFILESTATUS&user.name=u", nil))
+			if rec.Code != 200 {
+				b.Fatalf("status %d: %s", rec.Code, rec.Body)
+			}
+		}
+	})
+}
+
+// BenchmarkGetFileStatusHTTP measures GETFILESTATUS over loopback HTTP with
+// keep-alive connections, b.SetParallelism(16) clients per core.
+func BenchmarkGetFileStatusHTTP(b *testing.B) {
+	e := newEnv(b, nil, nil)
+	e.put("u", "/a/b/c/d/e/f/file", "x", "")
+	url := e.srv.URL + PathPrefix + "/a/b/c/d/e/f/file?op=GETFILESTATUS&user.name=u"
+	tr := &http.Transport{MaxIdleConnsPerHost: 256}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	b.SetParallelism(16)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			res, err := c.Get(url)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			if res.StatusCode != 200 {
+				b.Fatalf("status %d", res.StatusCode)
+			}
+		}
+	})
+}
