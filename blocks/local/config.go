@@ -1,0 +1,37 @@
+package local
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Config configures a Store.
+type Config struct {
+	// BufferSize is the size of a writer's buffer and of a reader's read
+	// unit, in bytes: a multiple of 512 in [4 KiB, 64 MiB]. Each open writer
+	// and each open read stream holds one buffer.
+	BufferSize int
+	// Logger receives recoveries and the clean-up done by Open. Nil: discarded.
+	Logger *slog.Logger
+	// Registerer receives the store's metrics (metrics.go). Nil: not registered.
+	Registerer prometheus.Registerer
+}
+
+// DefaultConfig returns 1 MiB buffers.
+func DefaultConfig() Config {
+	return Config{BufferSize: 1 << 20}
+}
+
+// ErrConfig is wrapped by Validate's errors.
+var ErrConfig = errors.New("local: invalid config")
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	if c.BufferSize < 4<<10 || c.BufferSize > 64<<20 || c.BufferSize%bytesPerCRC != 0 {
+		return fmt.Errorf("%w: BufferSize = %d, want a multiple of %d in [4 KiB, 64 MiB]", ErrConfig, c.BufferSize, bytesPerCRC)
+	}
+	return nil
+}
