@@ -1,9 +1,14 @@
 #!/bin/sh
-# Regenerates nimbus.pb.go from nimbus.proto. Needs protoc (apt-get install
-# protobuf-compiler) and protoc-gen-go v1.36.12
-# (go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12).
-# The generated file is committed: builds and CI never run protoc.
+# Regenerates nimbus.pb.go and nimbus_vtproto.pb.go from nimbus.proto. Needs
+# protoc (apt-get install protobuf-compiler), protoc-gen-go v1.36.12
+# (go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12) and
+# protoc-gen-go-vtproto v0.6.0
+# (go install github.com/planetscale/vtprotobuf/cmd/protoc-gen-go-vtproto@v0.6.0),
+# which generates reflection-free Marshal/Unmarshal/Size for the hot path.
+# The generated files are committed: builds and CI never run protoc.
 set -eu
 cd "$(dirname "$0")"
 PATH="$PATH:$(go env GOPATH)/bin"
-protoc --go_out=. --go_opt=paths=source_relative nimbus.proto
+protoc --go_out=. --go_opt=paths=source_relative \
+  --go-vtproto_out=. --go-vtproto_opt=paths=source_relative,features=marshal+unmarshal+size \
+  nimbus.proto

@@ -9,7 +9,6 @@ import (
 	"net/http"
 
 	"github.com/nimbus-fs/nimbus/api"
-	"google.golang.org/protobuf/proto"
 )
 
 // CallHTTP sends req as one POST to baseURL+CallPath ("http://host:port")
@@ -53,7 +52,7 @@ func CallHTTP(ctx context.Context, hc *http.Client, baseURL string, req *api.Req
 	}
 	*ib = frame
 	resp := &api.Response{}
-	if err := proto.Unmarshal(frame, resp); err != nil {
+	if err := unmarshal(frame, resp); err != nil {
 		return nil, fmt.Errorf("%w: undecodable response: %v", ErrProtocol, err)
 	}
 	return resp, nil

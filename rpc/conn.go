@@ -12,7 +12,6 @@ import (
 	"sync"
 
 	"github.com/nimbus-fs/nimbus/api"
-	"google.golang.org/protobuf/proto"
 )
 
 // ConnOptions configure the client end of a connection.
@@ -199,7 +198,7 @@ func (c *Conn) readLoop() {
 			// A connection-level error from the server; it closes next.
 			resp := &api.Response{}
 			detail := "connection-level error"
-			if proto.Unmarshal(frame, resp) == nil {
+			if unmarshal(frame, resp) == nil {
 				detail = resp.GetError().GetDetail()
 			}
 			putBuf(bp)
@@ -297,7 +296,7 @@ func (c *Conn) decode(cl *call) (*api.Response, error) {
 		return nil, err
 	}
 	resp := &api.Response{}
-	err = proto.Unmarshal(*bp, resp)
+	err = unmarshal(*bp, resp)
 	putBuf(bp)
 	if err != nil {
 		return nil, fmt.Errorf("%w: undecodable response: %v", ErrProtocol, err)

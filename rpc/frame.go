@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -41,12 +42,41 @@ func AppendFrame(buf []byte, m proto.Message, max int) ([]byte, error) {
 	if max <= 0 {
 		max = DefaultMaxFrameSize
 	}
+	if vm, ok := m.(vtMessage); ok {
+		size := vm.SizeVT()
+		if size > max {
+			return buf, fmt.Errorf("%w: message of %d bytes, limit %d", ErrFrameTooLarge, size, max)
+		}
+		buf = binary.AppendUvarint(buf, uint64(size))
+		n := len(buf)
+		buf = slices.Grow(buf, size)[:n+size]
+		if _, err := vm.MarshalToSizedBufferVT(buf[n:]); err != nil {
+			return buf[:n], err
+		}
+		return buf, nil
+	}
 	size := proto.Size(m)
 	if size > max {
 		return buf, fmt.Errorf("%w: message of %d bytes, limit %d", ErrFrameTooLarge, size, max)
 	}
 	buf = binary.AppendUvarint(buf, uint64(size))
 	return marshalOpts.MarshalAppend(buf, m)
+}
+
+// vtMessage is implemented by the api messages through the generated
+// vtprotobuf code: marshalling without reflection, several times cheaper
+// than the generic path on every request and response.
+type vtMessage interface {
+	SizeVT() int
+	MarshalToSizedBufferVT(dAtA []byte) (int, error)
+}
+
+// unmarshal decodes b into m, without reflection when m supports it.
+func unmarshal(b []byte, m proto.Message) error {
+	if vm, ok := m.(interface{ UnmarshalVT([]byte) error }); ok {
+		return vm.UnmarshalVT(b)
+	}
+	return proto.Unmarshal(b, m)
 }
 
 // ReadFrame reads one frame from r into buf (reusing its capacity) and returns

@@ -11,7 +11,6 @@ import (
 	"github.com/nimbus-fs/nimbus/api"
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/protobuf/proto"
 )
 
 // Paths the Handler serves. Mount the handler at "/rpc/" without stripping
@@ -70,6 +69,7 @@ type Server struct {
 	log     *slog.Logger
 	met     *metrics
 	sem     chan struct{} // one token per executing request
+	work    chan job      // idle workers receive here (see submit)
 	baseCtx context.Context
 	cancel  context.CancelFunc // cancels every request: the forced end of Shutdown
 
@@ -94,7 +94,8 @@ func NewServer(fs meta.FileSystem, opts ServerOptions) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{fs: fs, opts: opts, log: log, met: newMetrics(opts.Registerer), sem: make(chan struct{}, opts.MaxInflight)}
+	s := &Server{fs: fs, opts: opts, log: log, met: newMetrics(opts.Registerer), sem: make(chan struct{}, opts.MaxInflight),
+		work: make(chan job)}
 	s.baseCtx, s.cancel = context.WithCancel(context.Background())
 	s.mu.conns = make(map[*serverConn]struct{})
 	return s
@@ -163,7 +164,7 @@ func (s *Server) shuttingDown() bool {
 // error response with request id 0 and ok=false.
 func (s *Server) handle(ctx context.Context, frame []byte, out []byte) (_ []byte, ok bool) {
 	req := &api.Request{}
-	if err := proto.Unmarshal(frame, req); err != nil {
+	if err := unmarshal(frame, req); err != nil {
 		s.met.protoErrors.Inc()
 		resp := &api.Response{Error: &api.Error{Kind: api.Kind_KIND_INVALID_ARGUMENT, Op: "rpc",
 			Detail: fmt.Sprintf("undecodable request frame: %v", err)}}
