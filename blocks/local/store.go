@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 
 	"github.com/nimbus-fs/nimbus/blocks"
 )
@@ -23,6 +24,8 @@ type Store struct {
 	log  *slog.Logger
 	m    *metrics
 	bufs sync.Pool // *[]byte of cfg.BufferSize
+
+	lock *os.File // dir/LOCK, flocked while open
 
 	dirsMu sync.Mutex
 	dirs   map[string]bool // finalized sub-directories known to exist durably
@@ -69,9 +72,31 @@ func (r *replica) relDir() string {
 	return rbwDir
 }
 
+// ErrLocked: another Store (in this or another process) has the directory open.
+var ErrLocked = errors.New("blocks/local: directory in use")
+
+// lockDir takes an exclusive flock on dir/LOCK (released by Close, or by
+// the kernel when the process dies).
+func (s *Store) lockDir() error {
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(s.dir, "LOCK"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return fmt.Errorf("%w: %v", ErrLocked, err)
+	}
+	s.lock = f
+	return nil
+}
+
 // Open opens (creating if needed) the store in dir. It scans rbw and
 // finalized, finishes renames a crash cut short, removes half-written file
 // pairs, and verifies every being-written replica to learn its length.
+// The directory is locked (ErrLocked) until Close.
 func Open(dir string, cfg Config) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -87,8 +112,13 @@ func Open(dir string, cfg Config) (*Store, error) {
 	s := &Store{dir: dir, cfg: cfg, log: log, m: m, dirs: map[string]bool{}}
 	s.bufs.New = func() any { b := make([]byte, cfg.BufferSize); return &b }
 	s.mu.replicas = map[uint64]*replica{}
+	if err := s.lockDir(); err != nil {
+		m.unregister()
+		return nil, fmt.Errorf("blocks/local: open %s: %w", dir, err)
+	}
 	if err := s.scan(); err != nil {
 		m.unregister()
+		s.lock.Close()
 		return nil, fmt.Errorf("blocks/local: open %s: %w", dir, err)
 	}
 	return s, nil
@@ -289,6 +319,7 @@ func (s *Store) Close() error {
 		r.mu.Unlock()
 	}
 	s.m.unregister()
+	errs = append(errs, s.lock.Close()) // releases the flock
 	return errors.Join(errs...)
 }
 

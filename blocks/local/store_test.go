@@ -52,6 +52,20 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+func TestDirLocked(t *testing.T) {
+	dir := t.TempDir()
+	st := open(t, dir, DefaultConfig())
+	if _, err := Open(dir, DefaultConfig()); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second Open of a directory in use: %v, want ErrLocked", err)
+	}
+	st.Close()
+	st2, err := Open(dir, DefaultConfig())
+	if err != nil {
+		t.Fatalf("Open after Close: %v", err)
+	}
+	st2.Close()
+}
+
 // TestLayout: files sit where HDFS puts them, and the meta file is HDFS's
 // format: header 00 01 02 00 00 02 00, then big-endian CRC32C per chunk.
 func TestLayout(t *testing.T) {

@@ -71,7 +71,12 @@ func (s *Store) Create(ctx context.Context, id blocks.ID) (blocks.Writer, error)
 		})
 		return nil, opErr("create", id, err)
 	}
-	s.publish(func() { r.writer = w })
+	closed := false
+	s.publish(func() { r.writer, closed = w, s.mu.closed })
+	if closed { // Close ran meanwhile and did not see this writer
+		w.stop(fmt.Errorf("%w: store closed", blocks.ErrClosed))
+		return nil, opErr("create", id, blocks.ErrClosed)
+	}
 	return w, nil
 }
 
