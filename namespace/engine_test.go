@@ -385,3 +385,36 @@ func TestRestartKeepsNamespace(t *testing.T) {
 	must(t, e.Mkdirs(ctx, root, "/keep/new", 0))
 	fsckClean(t, e)
 }
+
+// TestWriteFollowsRenamedFile: a writer keeps writing to its file after the
+// file, or a directory above it, was renamed (HDFS semantics; Hadoop's
+// contract test testRenameFileBeingAppended).
+func TestWriteFollowsRenamedFile(t *testing.T) {
+	e, _ := newEngine(t)
+	ctx := context.Background()
+	must(t, e.Mkdirs(ctx, root, "/d/sub", 0))
+	_, err := e.Create(ctx, root, "/d/sub/f", meta.CreateOptions{Client: "w"})
+	must(t, err)
+	must(t, e.Write(ctx, root, "/d/sub/f", "w", 0, []byte("abc")))
+	must(t, e.Rename(ctx, root, "/d/sub/f", "/d/sub/g", meta.RenameOptions{}))
+	must(t, e.Write(ctx, root, "/d/sub/f", "w", 3, []byte("def")))
+	must(t, e.Rename(ctx, root, "/d/sub", "/moved", meta.RenameOptions{}))
+	must(t, e.Write(ctx, root, "/d/sub/f", "w", 6, []byte("ghi")))
+	fsckClean(t, e)
+	s, err := e.Complete(ctx, root, "/d/sub/f", "w")
+	must(t, err)
+	if s.Path != "/moved/g" || s.Length != 9 {
+		t.Fatalf("completed %+v", s)
+	}
+	got, err := e.Read(ctx, root, "/moved/g", 0, 100)
+	must(t, err)
+	if string(got) != "abcdefghi" {
+		t.Fatalf("read %q", got)
+	}
+	// Another client's writes do not follow.
+	_, err = e.Create(ctx, root, "/x", meta.CreateOptions{Client: "a"})
+	must(t, err)
+	must(t, e.Rename(ctx, root, "/x", "/y", meta.RenameOptions{}))
+	wantKind(t, e.Write(ctx, root, "/x", "b", 0, []byte("no")), meta.ErrNotFound)
+	fsckClean(t, e)
+}

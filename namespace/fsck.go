@@ -258,6 +258,8 @@ func (f *fsck) leases(ctx context.Context) error {
 			f.problem("%s: lease row names %q, the file %q", f.seen[l.ID], l.Holder, n.LeaseHolder)
 		case n.Parent != l.Parent || n.Name != l.Name:
 			f.problem("%s: lease row points at (%d, %q)", f.seen[l.ID], l.Parent, l.Name)
+		case l.Path != f.seen[l.ID]:
+			f.problem("%s: lease row records the path %s", f.seen[l.ID], l.Path)
 		}
 		return true
 	})

@@ -49,9 +49,50 @@ func (l *leaseTable) forget(holder string) {
 	l.mu.Unlock()
 }
 
-// putLease writes the lease row of file n, which is under construction.
-func (t *tx) putLease(n *store.Inode) {
-	t.putRaw(store.LeaseKey(n.ID), store.EncodeLease(nil, &store.Lease{ID: n.ID, Parent: n.Parent, Name: n.Name, Holder: n.LeaseHolder}))
+// putLease writes the lease row of file n at path, which is under construction.
+func (t *tx) putLease(n *store.Inode, path string) {
+	t.putRaw(store.LeaseKey(n.ID), store.EncodeLease(nil, &store.Lease{
+		ID: n.ID, Parent: n.Parent, Name: n.Name, Holder: n.LeaseHolder, Path: path}))
+}
+
+// leases returns the lease rows, all of them (holder "") or one holder's.
+// The lease table holds only files under construction, so it is small.
+func (t *tx) leases(ctx context.Context, holder string) ([]store.Lease, error) {
+	var out []store.Lease
+	var decErr error
+	start, end := store.AllLeasesRange()
+	err := t.st.Scan(ctx, start, end, 0, func(k, v []byte) bool {
+		var l store.Lease
+		if decErr = store.DecodeLease(k, v, &l); decErr != nil {
+			return false
+		}
+		if holder == "" || l.Holder == holder {
+			out = append(out, l)
+		}
+		return true
+	})
+	if err == nil {
+		err = decErr
+	}
+	return out, err
+}
+
+// moveLeases rewrites the paths of the lease rows under directory src to be
+// under dst (a directory rename). Lease rows are not locked: a writer that
+// reads one stale resolves its path, fails validation or finds nothing, and
+// looks again.
+func (t *tx) moveLeases(ctx context.Context, src, dst string) error {
+	ls, err := t.leases(ctx, "")
+	if err != nil {
+		return err
+	}
+	for _, l := range ls {
+		if meta.IsAncestor(src, l.Path) {
+			l.Path = dst + l.Path[len(src):]
+			t.putRaw(store.LeaseKey(l.ID), store.EncodeLease(nil, &l))
+		}
+	}
+	return nil
 }
 
 // closeFile makes everything written to n visible and releases its lease.

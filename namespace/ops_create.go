@@ -183,7 +183,7 @@ func (e *Engine) Create(ctx context.Context, u meta.User, path string, opts meta
 		parent.Mtime = t.now
 		t.put(parent)
 		t.put(n)
-		t.putLease(n)
+		t.putLease(n, p)
 		t.e.leases.renew(opts.Client, t.e.cfg.Now())
 		out = status(p, n)
 		return nil

@@ -104,7 +104,12 @@ func (e *Engine) Rename(ctx context.Context, u meta.User, src, dst string, opts 
 		moved.Parent, moved.Name = dParent.ID, d.name()
 		t.put(&moved)
 		if moved.UnderConstruction() {
-			t.putLease(&moved)
+			t.putLease(&moved, d.path)
+		}
+		if moved.Type == meta.TypeDir && n.Children > 0 {
+			if err := t.moveLeases(ctx, sp, d.path); err != nil {
+				return err
+			}
 		}
 		sParent.Children--
 		sParent.Mtime = t.now

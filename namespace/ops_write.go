@@ -44,7 +44,7 @@ func (e *Engine) Append(ctx context.Context, u meta.User, path, client string) (
 		n.LeaseRenewed = t.now
 		n.Written = n.Length
 		t.put(n)
-		t.putLease(n)
+		t.putLease(n, p)
 		t.e.leases.renew(client, t.e.cfg.Now())
 		out = status(p, n)
 		return nil
@@ -61,16 +61,8 @@ func (e *Engine) Write(ctx context.Context, u meta.User, path, client string, of
 		return err
 	}
 	return e.run(ctx, op, p, u, func(t *tx) error {
-		rs, err := t.resolve(ctx, want{path: p, last: store.Exclusive})
+		r, n, err := t.writerFile(ctx, op, p, client)
 		if err != nil {
-			return err
-		}
-		r := rs[0]
-		n, err := t.existing(op, r)
-		if err != nil {
-			return err
-		}
-		if err := t.checkWriter(op, p, n, client); err != nil {
 			return err
 		}
 		if offset != n.Written {
@@ -92,6 +84,40 @@ func (e *Engine) Write(ctx context.Context, u meta.User, path, client string, of
 		t.e.leases.renew(client, t.e.cfg.Now())
 		return nil
 	})
+}
+
+// writerFile locks the file client is writing, named p when it was opened.
+// When p no longer names it (the file, or a directory above it, was renamed
+// while it was open — HDFS allows that), the client's lease row knows the
+// file's current path, and the operation restarts there.
+func (t *tx) writerFile(ctx context.Context, op, p, client string) (*resolved, *store.Inode, error) {
+	path := p
+	if t.op.movedTo != "" {
+		path = t.op.movedTo
+	}
+	rs, err := t.resolve(ctx, want{path: path, last: store.Exclusive})
+	if err != nil {
+		return nil, nil, err
+	}
+	r := rs[0]
+	n, err := t.existing(op, r)
+	if err == nil && n.Type == meta.TypeFile && n.LeaseHolder == client {
+		return r, n, nil
+	}
+	if err == nil || meta.KindOf(err) == meta.KindNotFound {
+		ls, lerr := t.leases(ctx, client)
+		if lerr != nil {
+			return nil, nil, lerr
+		}
+		if len(ls) == 1 && ls[0].Path != path {
+			t.op.movedTo = ls[0].Path
+			return nil, nil, errRetry
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, n, t.checkWriter(op, p, n, client)
 }
 
 // checkWriter fails unless n is a file under construction leased to client.
@@ -181,19 +207,12 @@ func (e *Engine) Complete(ctx context.Context, u meta.User, path, client string)
 	}
 	var out *meta.FileStatus
 	err = e.run(ctx, op, p, u, func(t *tx) error {
-		rs, err := t.resolve(ctx, want{path: p, last: store.Exclusive})
+		r, n, err := t.writerFile(ctx, op, p, client)
 		if err != nil {
-			return err
-		}
-		n, err := t.existing(op, rs[0])
-		if err != nil {
-			return err
-		}
-		if err := t.checkWriter(op, p, n, client); err != nil {
 			return err
 		}
 		t.closeFile(n)
-		out = status(p, n)
+		out = status(r.path, n)
 		return nil
 	})
 	return out, err

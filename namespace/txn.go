@@ -20,6 +20,7 @@ var errRetry = errors.New("namespace: retry")
 type opState struct {
 	noHints bool            // resolve from the store, not the hint cache
 	extraX  map[string]bool // keys found (too late) to need exclusive locks
+	movedTo string          // where a file being written is now (see writerFile)
 }
 
 // tx is one attempt of one operation: a store transaction with its

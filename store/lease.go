@@ -14,6 +14,10 @@ type Lease struct {
 	Parent uint64 // the inode row's key: (Parent, Name)
 	Name   string
 	Holder string
+	// Path is the file's path, kept up to date by renames of the file and
+	// of its ancestors (as HDFS's LeaseManager does), so that a writer whose
+	// file moved while open still finds it.
+	Path string
 }
 
 // EncodeLease appends the value of l (without its key) to dst.
@@ -21,7 +25,8 @@ func EncodeLease(dst []byte, l *Lease) []byte {
 	dst = append(dst, 1)
 	dst = binary.AppendUvarint(dst, l.Parent)
 	dst = appendString(dst, l.Name)
-	return appendString(dst, l.Holder)
+	dst = appendString(dst, l.Holder)
+	return appendString(dst, l.Path)
 }
 
 // DecodeLease decodes a lease row.
@@ -34,7 +39,7 @@ func DecodeLease(key, value []byte, l *Lease) error {
 	if v := d.byte(); v != 1 {
 		return fmt.Errorf("%w: %s: unknown lease format %d", ErrCorrupt, FormatKey(key), v)
 	}
-	*l = Lease{ID: id, Parent: d.uvarint(), Name: d.string(), Holder: d.string()}
+	*l = Lease{ID: id, Parent: d.uvarint(), Name: d.string(), Holder: d.string(), Path: d.string()}
 	if d.err != nil || len(d.b) != 0 {
 		return fmt.Errorf("%w: %s: malformed lease", ErrCorrupt, FormatKey(key))
 	}
