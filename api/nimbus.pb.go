@@ -924,14 +924,18 @@ func (x *MkdirsRequest) GetPerm() uint32 {
 }
 
 type CreateRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
-	Client        string                 `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
-	Perm          uint32                 `protobuf:"varint,3,opt,name=perm,proto3" json:"perm,omitempty"`
-	Overwrite     bool                   `protobuf:"varint,4,opt,name=overwrite,proto3" json:"overwrite,omitempty"`
-	CreateParent  bool                   `protobuf:"varint,5,opt,name=create_parent,json=createParent,proto3" json:"create_parent,omitempty"`
-	Replication   uint32                 `protobuf:"varint,6,opt,name=replication,proto3" json:"replication,omitempty"`
-	BlockSize     int64                  `protobuf:"varint,7,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Path         string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Client       string                 `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
+	Perm         uint32                 `protobuf:"varint,3,opt,name=perm,proto3" json:"perm,omitempty"`
+	Overwrite    bool                   `protobuf:"varint,4,opt,name=overwrite,proto3" json:"overwrite,omitempty"`
+	CreateParent bool                   `protobuf:"varint,5,opt,name=create_parent,json=createParent,proto3" json:"create_parent,omitempty"`
+	Replication  uint32                 `protobuf:"varint,6,opt,name=replication,proto3" json:"replication,omitempty"`
+	BlockSize    int64                  `protobuf:"varint,7,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`
+	// complete: write data and close the file in the same step (a small file in
+	// one request and one transaction); the file never appears under construction.
+	Data          []byte `protobuf:"bytes,8,opt,name=data,proto3" json:"data,omitempty"`
+	Complete      bool   `protobuf:"varint,9,opt,name=complete,proto3" json:"complete,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1013,6 +1017,20 @@ func (x *CreateRequest) GetBlockSize() int64 {
 		return x.BlockSize
 	}
 	return 0
+}
+
+func (x *CreateRequest) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *CreateRequest) GetComplete() bool {
+	if x != nil {
+		return x.Complete
+	}
+	return false
 }
 
 type AppendRequest struct {
@@ -2741,7 +2759,7 @@ const file_nimbus_proto_rawDesc = "" +
 	"\x05Empty\"7\n" +
 	"\rMkdirsRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
-	"\x04perm\x18\x02 \x01(\rR\x04perm\"\xd3\x01\n" +
+	"\x04perm\x18\x02 \x01(\rR\x04perm\"\x83\x02\n" +
 	"\rCreateRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
 	"\x06client\x18\x02 \x01(\tR\x06client\x12\x12\n" +
@@ -2750,7 +2768,9 @@ const file_nimbus_proto_rawDesc = "" +
 	"\rcreate_parent\x18\x05 \x01(\bR\fcreateParent\x12 \n" +
 	"\vreplication\x18\x06 \x01(\rR\vreplication\x12\x1d\n" +
 	"\n" +
-	"block_size\x18\a \x01(\x03R\tblockSize\";\n" +
+	"block_size\x18\a \x01(\x03R\tblockSize\x12\x12\n" +
+	"\x04data\x18\b \x01(\fR\x04data\x12\x1a\n" +
+	"\bcomplete\x18\t \x01(\bR\bcomplete\";\n" +
 	"\rAppendRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
 	"\x06client\x18\x02 \x01(\tR\x06client\"f\n" +

@@ -26,13 +26,6 @@ type HTTPEchoer interface {
 	EchoHTTP(ctx context.Context) error
 }
 
-// FileCreator is implemented by targets that create a complete file with its
-// content in one request (WebHDFS: CREATE with a body). Without it a file is
-// made with Create, Write and Complete.
-type FileCreator interface {
-	CreateFile(ctx context.Context, u meta.User, path string, data []byte, perm meta.Perm, overwrite bool) error
-}
-
 // Env is one connected target and how to describe it in results. The caller
 // owns FS and closes it after the run.
 type Env struct {
@@ -68,17 +61,9 @@ func (e *Env) label() string {
 // createFile makes a complete file holding data, in one request when the
 // target can.
 func createFile(ctx context.Context, env *Env, path string, data []byte, overwrite bool) error {
-	if fc, ok := env.FS.(FileCreator); ok {
-		return fc.CreateFile(ctx, env.User, path, data, meta.DefaultFile, overwrite)
-	}
-	if _, err := env.FS.Create(ctx, env.User, path, meta.CreateOptions{Client: env.Client, Overwrite: overwrite}); err != nil {
-		return err
-	}
-	if len(data) > 0 {
-		if err := env.FS.Write(ctx, env.User, path, env.Client, 0, data); err != nil {
-			return err
-		}
-	}
-	_, err := env.FS.Complete(ctx, env.User, path, env.Client)
+	// One request where the target can (meta.FileCreator: Nimbus's RPC,
+	// WebHDFS's CREATE with a body), else create, write and complete.
+	_, err := meta.CreateFile(ctx, env.FS, env.User, path,
+		meta.CreateOptions{Client: env.Client, Overwrite: overwrite, Perm: meta.DefaultFile}, data)
 	return err
 }

@@ -41,6 +41,24 @@ func (c *Client) Create(ctx context.Context, u meta.User, path string, o meta.Cr
 	return status(resp), nil
 }
 
+// CreateFile implements meta.FileCreator: a complete small file in one
+// request (the server creates, writes and closes it in one transaction).
+func (c *Client) CreateFile(ctx context.Context, u meta.User, path string, o meta.CreateOptions, data []byte) (*meta.FileStatus, error) {
+	if o.Client == "" {
+		o.Client = c.name
+	}
+	resp, err := c.call(ctx, rpc.MethodCreate, path, u, &api.Request{Body: &api.Request_Create{Create: &api.CreateRequest{
+		Path: path, Client: o.Client, Perm: uint32(o.Perm), Overwrite: o.Overwrite, CreateParent: o.CreateParent,
+		Replication: uint32(o.Replication), BlockSize: o.BlockSize, Data: data, Complete: true,
+	}}})
+	if err != nil {
+		return nil, err
+	}
+	return status(resp), nil
+}
+
+var _ meta.FileCreator = (*Client)(nil)
+
 // Append implements meta.FileSystem.
 func (c *Client) Append(ctx context.Context, u meta.User, path, client string) (*meta.FileStatus, error) {
 	resp, err := c.call(ctx, rpc.MethodAppend, path, u, &api.Request{Body: &api.Request_Append{Append: &api.AppendRequest{Path: path, Client: client}}})

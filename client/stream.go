@@ -223,6 +223,12 @@ func (c *Client) ReadFile(ctx context.Context, u meta.User, path string) ([]byte
 
 // WriteFile creates path with data as its content and completes it.
 func (c *Client) WriteFile(ctx context.Context, u meta.User, path string, data []byte, opts meta.CreateOptions) error {
+	if len(data) <= WriteChunk {
+		// Small enough for one request: created, written and closed in one
+		// server transaction.
+		_, err := c.CreateFile(ctx, u, path, opts, data)
+		return err
+	}
 	w, err := c.CreateWriter(ctx, u, path, opts)
 	if err != nil {
 		return err

@@ -2,6 +2,35 @@ package meta
 
 import "context"
 
+// FileCreator is an optional capability of a FileSystem: CreateFile makes a
+// complete file holding data in one atomic, durable step — create, write and
+// close — the way HopsFS stores a small file with its metadata in one
+// transaction. data must fit the server's inline threshold. Callers find the
+// capability by type assertion and otherwise use Create, Write and Complete.
+type FileCreator interface {
+	CreateFile(ctx context.Context, u User, path string, opts CreateOptions, data []byte) (*FileStatus, error)
+}
+
+// CreateFile makes a complete file holding data on fs: in one step when fs is
+// a FileCreator, else with Create, Write (in chunks of at most 64 KiB) and
+// Complete, leased to opts.Client.
+func CreateFile(ctx context.Context, fs FileSystem, u User, path string, opts CreateOptions, data []byte) (*FileStatus, error) {
+	if fc, ok := fs.(FileCreator); ok {
+		return fc.CreateFile(ctx, u, path, opts, data)
+	}
+	if _, err := fs.Create(ctx, u, path, opts); err != nil {
+		return nil, err
+	}
+	for off := 0; off < len(data); {
+		n := min(len(data)-off, 64<<10)
+		if err := fs.Write(ctx, u, path, opts.Client, int64(off), data[off:off+n]); err != nil {
+			return nil, err
+		}
+		off += n
+	}
+	return fs.Complete(ctx, u, path, opts.Client)
+}
+
 // User is the caller of an operation, as HDFS's "simple" authentication gives it:
 // a user name the server trusts. The server resolves the user's groups itself.
 type User struct {

@@ -418,3 +418,30 @@ func TestWriteFollowsRenamedFile(t *testing.T) {
 	wantKind(t, e.Write(ctx, root, "/x", "b", 0, []byte("no")), meta.ErrNotFound)
 	fsckClean(t, e)
 }
+
+// TestCreateFileOneStep: a small file created, written and closed in one
+// transaction is complete at once, never leased, and obeys the same rules.
+func TestCreateFileOneStep(t *testing.T) {
+	e, _ := newEngine(t)
+	ctx := context.Background()
+	must(t, e.Mkdirs(ctx, root, "/d", 0))
+	s, err := e.CreateFile(ctx, root, "/d/f", meta.CreateOptions{}, []byte("hello"))
+	must(t, err)
+	if s.UnderConstruction || s.Length != 5 {
+		t.Fatalf("status %+v", s)
+	}
+	got, err := e.Read(ctx, root, "/d/f", 0, 10)
+	must(t, err)
+	if string(got) != "hello" {
+		t.Fatalf("read %q", got)
+	}
+	_, err = e.CreateFile(ctx, root, "/d/f", meta.CreateOptions{}, nil)
+	wantKind(t, err, meta.ErrExists)
+	_, err = e.CreateFile(ctx, root, "/d/big", meta.CreateOptions{}, make([]byte, e.cfg.InlineThreshold+1))
+	wantKind(t, err, meta.ErrTooLarge)
+	_, err = e.Stat(ctx, root, "/d/big")
+	wantKind(t, err, meta.ErrNotFound) // nothing half-made
+	_, err = e.CreateFile(ctx, root, "/d/f", meta.CreateOptions{Overwrite: true}, []byte("x"))
+	must(t, err)
+	fsckClean(t, e)
+}

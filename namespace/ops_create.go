@@ -107,7 +107,21 @@ func (t *tx) makeParents(ctx context.Context, op string, r *resolved, last int, 
 // Create implements meta.FileSystem.
 // Locks: the parent exclusive (it gains an entry), the file exclusive.
 func (e *Engine) Create(ctx context.Context, u meta.User, path string, opts meta.CreateOptions) (*meta.FileStatus, error) {
-	const op = "create"
+	return e.create(ctx, "create", u, path, opts, nil, false)
+}
+
+var _ meta.FileCreator = (*Engine)(nil)
+
+// CreateFile implements meta.FileCreator: create, write and close in one
+// transaction and one commit. Locks: as Create.
+func (e *Engine) CreateFile(ctx context.Context, u meta.User, path string, opts meta.CreateOptions, data []byte) (*meta.FileStatus, error) {
+	if opts.Client == "" {
+		opts.Client = "create-file" // the lease never outlives the transaction
+	}
+	return e.create(ctx, "create", u, path, opts, data, true)
+}
+
+func (e *Engine) create(ctx context.Context, op string, u meta.User, path string, opts meta.CreateOptions, data []byte, complete bool) (*meta.FileStatus, error) {
 	p, err := clean(op, path)
 	if err != nil {
 		return nil, err
@@ -183,8 +197,21 @@ func (e *Engine) Create(ctx context.Context, u meta.User, path string, opts meta
 		parent.Mtime = t.now
 		t.put(parent)
 		t.put(n)
-		t.putLease(n, p)
-		t.e.leases.renew(opts.Client, t.e.cfg.Now())
+		if complete {
+			if int64(len(data)) > t.e.cfg.InlineThreshold {
+				return meta.Errorf(op, p, meta.ErrTooLarge, "%d bytes; files are kept in the metadata store up to %d bytes", len(data), t.e.cfg.InlineThreshold)
+			}
+			if err := t.charge(op, p, r.chain[:r.depth()], 0, int64(len(data))*int64(n.Replication)); err != nil {
+				return err
+			}
+			if err := t.appendContent(ctx, n, data); err != nil {
+				return err
+			}
+			n.Length, n.LeaseHolder, n.LeaseRenewed = n.Written, "", 0
+		} else {
+			t.putLease(n, p)
+			t.e.leases.renew(opts.Client, t.e.cfg.Now())
+		}
 		out = status(p, n)
 		return nil
 	})

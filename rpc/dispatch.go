@@ -21,10 +21,15 @@ func (s *Server) dispatch(ctx context.Context, req *api.Request, m Method, path 
 	case *api.Request_Create:
 		r := b.Create
 		var st *meta.FileStatus
-		st, err = fs.Create(ctx, u, r.GetPath(), meta.CreateOptions{
+		opts := meta.CreateOptions{
 			Client: r.GetClient(), Perm: meta.Perm(r.GetPerm()), Overwrite: r.GetOverwrite(),
 			CreateParent: r.GetCreateParent(), Replication: uint16(r.GetReplication()), BlockSize: r.GetBlockSize(),
-		})
+		}
+		if r.GetComplete() {
+			st, err = meta.CreateFile(ctx, fs, u, r.GetPath(), opts, r.GetData())
+		} else {
+			st, err = fs.Create(ctx, u, r.GetPath(), opts)
+		}
 		setStatus(resp, st)
 	case *api.Request_Append:
 		var st *meta.FileStatus

@@ -1,6 +1,7 @@
 package webhdfs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -61,10 +62,24 @@ func (h *Handler) create(rq *request) error {
 		return h.redirect(rq)
 	}
 	client := h.leaseHolder()
-	_, err = h.fs.Create(rq.ctx(), rq.user, p, meta.CreateOptions{
+	opts := meta.CreateOptions{
 		Client: client, Perm: perm, Overwrite: overwrite, CreateParent: createParent,
 		Replication: repl, BlockSize: blockSize,
-	})
+	}
+	if small, ok, err := h.smallBody(rq); err != nil {
+		return err
+	} else if ok {
+		// The whole body fits one write: create, write and close it in one
+		// step where the file system can (one transaction in Nimbus's engine).
+		if _, err = meta.CreateFile(rq.ctx(), h.fs, rq.user, p, opts, small); err != nil {
+			if meta.KindOf(err) == meta.KindIsDir {
+				return meta.Errorf(op, p, meta.ErrExists, "already exists as a directory")
+			}
+			return err
+		}
+		return h.created(rq, p)
+	}
+	_, err = h.fs.Create(rq.ctx(), rq.user, p, opts)
 	if meta.KindOf(err) == meta.KindIsDir {
 		// HDFS: "<path> already exists as a directory".
 		return meta.Errorf(op, p, meta.ErrExists, "already exists as a directory")
@@ -88,11 +103,41 @@ func (h *Handler) create(rq *request) error {
 	if _, err := h.fs.Complete(rq.ctx(), rq.user, p, client); err != nil {
 		return err
 	}
+	return h.created(rq, p)
+}
+
+// created answers a successful CREATE.
+func (h *Handler) created(rq *request, p string) error {
 	host, port := h.hostPort(rq)
 	rq.w.Header().Set("Location", "webhdfs://"+joinHostPort(host, port)+p)
 	rq.w.Header().Set("Content-Length", "0")
 	rq.w.WriteHeader(http.StatusCreated)
 	return nil
+}
+
+// smallBody reads the request body when it fits in one write chunk and
+// returns it with ok set. A larger body is left readable from the start
+// (what was read is put back in front), and ok is false.
+func (h *Handler) smallBody(rq *request) ([]byte, bool, error) {
+	if _, ok := h.fs.(meta.FileCreator); !ok {
+		return nil, false, nil
+	}
+	if rq.r.ContentLength > int64(h.cfg.WriteChunk) {
+		return nil, false, nil
+	}
+	buf := make([]byte, h.cfg.WriteChunk+1)
+	n, err := io.ReadFull(rq.r.Body, buf)
+	switch {
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return buf[:n], true, nil
+	case err != nil:
+		return nil, false, meta.Errorf(rq.op.lower, rq.path, meta.ErrInvalidArgument, "reading the request body: %v", err)
+	}
+	rq.r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(buf[:n]), rq.r.Body), rq.r.Body}
+	return nil, false, nil
 }
 
 // createOverwrite reads overwrite=, or createflag= (Hadoop's createNonRecursive

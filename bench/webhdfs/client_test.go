@@ -36,7 +36,7 @@ func TestClientOperations(t *testing.T) {
 	if nn.Users.Load() != "bob" {
 		t.Fatalf("user.name = %v", nn.Users.Load())
 	}
-	if err := c.CreateFile(ctx, u, "/a/b/f", []byte("hello"), 0, false); err != nil {
+	if err := createFile(c, ctx, u, "/a/b/f", []byte("hello")); err != nil {
 		t.Fatal(err)
 	}
 	if nn.DataPuts.Load() != 1 || nn.EarlyData.Load() != 0 {
@@ -65,7 +65,7 @@ func TestClientOperations(t *testing.T) {
 		t.Fatalf("appended content %q", b)
 	}
 	for _, n := range []string{"h", "i", "j"} {
-		c.CreateFile(ctx, u, "/a/b/"+n, nil, 0, false)
+		createFile(c, ctx, u, "/a/b/"+n, nil)
 	}
 	// Paged listing: the fake serves two entries a page.
 	var names []string
@@ -104,7 +104,7 @@ func TestClientErrorKinds(t *testing.T) {
 	c, _ := newClient(t)
 	ctx := context.Background()
 	u := meta.User{Name: "bob"}
-	c.CreateFile(ctx, u, "/f", nil, 0, false)
+	createFile(c, ctx, u, "/f", nil)
 	c.Mkdirs(ctx, u, "/d/e", 0)
 	cases := []struct {
 		name string
@@ -112,7 +112,7 @@ func TestClientErrorKinds(t *testing.T) {
 		want error
 	}{
 		{"stat missing", func() error { _, err := c.Stat(ctx, u, "/nope"); return err }(), meta.ErrNotFound},
-		{"create existing", c.CreateFile(ctx, u, "/f", nil, 0, false), meta.ErrExists},
+		{"create existing", createFile(c, ctx, u, "/f", nil), meta.ErrExists},
 		{"mkdir under file", c.Mkdirs(ctx, u, "/f/x", 0), meta.ErrNotDir},
 		{"rename missing", c.Rename(ctx, u, "/nope", "/x", meta.RenameOptions{}), meta.ErrNotFound},
 		{"rename onto existing", c.Rename(ctx, u, "/d", "/f", meta.RenameOptions{}), meta.ErrExists},
@@ -165,4 +165,10 @@ func TestWorkloadsOverWebHDFS(t *testing.T) {
 			t.Fatalf("%s: %d ops, %d errors %v", op, r.Ops, r.Errors, r.ErrorSamples)
 		}
 	}
+}
+
+// createFile creates a complete file through the client's CREATE with a body.
+func createFile(c *webhdfs.Client, ctx context.Context, u meta.User, path string, data []byte) error {
+	_, err := c.CreateFile(ctx, u, path, meta.CreateOptions{}, data)
+	return err
 }

@@ -29,7 +29,7 @@ func TestAgainstNimbusGateway(t *testing.T) {
 	defer c.Close()
 	ctx := context.Background()
 	u := meta.User{Name: "alice"}
-	if err := c.CreateFile(ctx, u, "/x/f", []byte("abc"), 0, false); err != nil {
+	if err := createFile(c, ctx, u, "/x/f", []byte("abc")); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := c.Read(ctx, u, "/x/f", 0, 10); err != nil || string(b) != "abc" {
@@ -38,7 +38,7 @@ func TestAgainstNimbusGateway(t *testing.T) {
 	if _, err := c.Stat(ctx, u, "/x/nope"); !errors.Is(err, meta.ErrNotFound) {
 		t.Fatalf("stat missing: %v", err)
 	}
-	if err := c.CreateFile(ctx, u, "/x/f", nil, 0, false); !errors.Is(err, meta.ErrExists) {
+	if err := createFile(c, ctx, u, "/x/f", nil); !errors.Is(err, meta.ErrExists) {
 		t.Fatalf("create existing: %v", err)
 	}
 	env := &bench.Env{FS: c, Target: "webhdfs://gw", System: "gw", User: u, Client: "bench"}

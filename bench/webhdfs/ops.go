@@ -86,13 +86,17 @@ func (c *Client) Mkdirs(ctx context.Context, u meta.User, dir string, perm meta.
 }
 
 // CreateFile is CREATE in two steps with data as the body: the file is
-// complete when it returns. It implements bench.FileCreator.
-func (c *Client) CreateFile(ctx context.Context, u meta.User, path string, data []byte, perm meta.Perm, overwrite bool) error {
+// complete when it returns. It implements meta.FileCreator.
+func (c *Client) CreateFile(ctx context.Context, u meta.User, path string, opts meta.CreateOptions, data []byte) (*meta.FileStatus, error) {
+	perm := opts.Perm
 	if perm == 0 {
 		perm = meta.DefaultFile
 	}
-	return c.twoStep(ctx, http.MethodPut, path, "CREATE", u.Name, data,
-		"overwrite", strconv.FormatBool(overwrite), "permission", octal(perm))
+	if err := c.twoStep(ctx, http.MethodPut, path, "CREATE", u.Name, data,
+		"overwrite", strconv.FormatBool(opts.Overwrite), "permission", octal(perm)); err != nil {
+		return nil, err
+	}
+	return &meta.FileStatus{Path: path, Type: meta.TypeFile, Perm: perm, Length: int64(len(data))}, nil
 }
 
 // Create is CREATE with no data: WebHDFS has no open-for-write state, so the
