@@ -149,6 +149,7 @@ type FsckReport struct {
 	Symlinks    int64    //
 	Bytes       int64    // completed file content
 	DataChunks  int64    // content rows
+	Blocks      int64    // block rows
 	Problems    []string // one line per broken invariant; empty when clean
 }
 

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nimbus-fs/nimbus/blocks"
 )
 
 // Config configures an Engine. Start from DefaultConfig.
@@ -48,6 +50,14 @@ type Config struct {
 	// IDBatch is how many inode ids are reserved from the store at a time.
 	IDBatch uint64
 
+	// Blocks keeps the content of files larger than InlineThreshold (nil:
+	// such files are refused). The engine owns the block rows; Blocks the
+	// bytes. SyncEvery is how many bytes a block writer takes between
+	// syncs: a crash loses at most that much of a file being written, which
+	// lease recovery then cuts off (bytes are durable for sure at close).
+	Blocks    blocks.Store
+	SyncEvery int64
+
 	// Now is the clock (injected so that tests control it).
 	Now func() time.Time
 	// Logger and Registerer may be nil.
@@ -77,6 +87,7 @@ func DefaultConfig() Config {
 		HintCacheEntries:   1 << 20,
 		MaxAttempts:        64,
 		IDBatch:            1024,
+		SyncEvery:          8 << 20,
 		Now:                time.Now,
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nimbus-fs/nimbus/blocks"
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/store"
 )
@@ -24,12 +25,12 @@ type Engine struct {
 	hints   *hints
 	metrics *metrics
 	leases  *leaseTable
+	blocks  blocks.Store // nil: every file is inline
 
-	ids struct {
-		sync.Mutex
-		next, end uint64
-	}
-	groups struct {
+	ids      idRange // inode ids
+	blockIDs idRange // block ids
+	writers  writers // open block writers of files under construction
+	groups   struct {
 		sync.Mutex
 		m map[string]groupEntry
 	}
@@ -66,10 +67,12 @@ func New(st store.Store, cfg Config) (*Engine, error) {
 		hints:   newHints(cfg.HintCacheEntries),
 		metrics: newMetrics(cfg.Registerer),
 		leases:  newLeaseTable(cfg.Now()),
+		blocks:  cfg.Blocks,
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
 	e.groups.m = make(map[string]groupEntry)
+	e.writers.m = make(map[uint64]*fileWriter)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := e.bootstrap(ctx); err != nil {
@@ -83,6 +86,17 @@ func New(st store.Store, cfg Config) (*Engine, error) {
 func (e *Engine) Close() error {
 	e.once.Do(func() { close(e.stop) })
 	<-e.done
+	// Open block streams stop; their replicas stay being written, and lease
+	// recovery takes them up after a restart.
+	e.writers.Lock()
+	ids := make([]uint64, 0, len(e.writers.m))
+	for id := range e.writers.m {
+		ids = append(ids, id)
+	}
+	e.writers.Unlock()
+	for _, id := range ids {
+		e.writers.drop(id)
+	}
 	return nil
 }
 
@@ -125,28 +139,38 @@ func (e *Engine) bootstrap(ctx context.Context) error {
 
 // newID returns a fresh inode id, reserving ids from the store in batches.
 func (e *Engine) newID(ctx context.Context) (uint64, error) {
-	e.ids.Lock()
-	defer e.ids.Unlock()
-	if e.ids.next >= e.ids.end {
-		first, err := e.st.AllocateIDs(ctx, store.CounterInode, e.cfg.IDBatch)
+	return e.ids.next(ctx, e.st, store.CounterInode, e.cfg.IDBatch)
+}
+
+// newBlockID returns a fresh block id.
+func (e *Engine) newBlockID(ctx context.Context) (uint64, error) {
+	return e.blockIDs.next(ctx, e.st, store.CounterBlock, e.cfg.IDBatch)
+}
+
+// idRange hands out ids from a batch reserved in the store.
+type idRange struct {
+	mu       sync.Mutex
+	nxt, end uint64
+}
+
+func (r *idRange) next(ctx context.Context, st store.Store, counter string, batch uint64) (uint64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.nxt >= r.end {
+		first, err := st.AllocateIDs(ctx, counter, batch)
 		if err != nil {
 			return 0, err
 		}
-		if first <= store.RootID {
-			// The counter starts low on a new store; skip the reserved ids.
-			skip := store.RootID + 1 - first
-			if skip >= e.cfg.IDBatch {
-				return 0, errors.New("namespace: IDBatch too small")
-			}
-			first += skip
-			e.ids.end = first - skip + e.cfg.IDBatch
-		} else {
-			e.ids.end = first + e.cfg.IDBatch
+		r.nxt, r.end = first, first+batch
+		if r.nxt <= store.RootID {
+			r.nxt = store.RootID + 1 // never hand out the root's id (or 0)
 		}
-		e.ids.next = first
+		if r.nxt >= r.end {
+			return 0, errors.New("namespace: IDBatch too small")
+		}
 	}
-	id := e.ids.next
-	e.ids.next++
+	id := r.nxt
+	r.nxt++
 	return id, nil
 }
 

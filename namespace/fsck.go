@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/nimbus-fs/nimbus/blocks"
+
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/store"
 )
@@ -76,7 +78,84 @@ func (f *fsck) run(ctx context.Context) error {
 	if err := f.content(ctx); err != nil {
 		return err
 	}
+	if err := f.blockRows(ctx); err != nil {
+		return err
+	}
 	return f.leases(ctx)
+}
+
+// blockRows checks that block rows belong to block files, are numbered
+// without gaps and add up to each closed file's length, and, when the engine
+// has block storage, that every row has its replica and every replica a row.
+func (f *fsck) blockRows(ctx context.Context) error {
+	txn, err := f.e.st.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer txn.Rollback()
+	rows := make(map[uint64]*store.Block) // block id -> row
+	sum := make(map[uint64]int64)         // file id -> bytes in its blocks
+	next := make(map[uint64]uint32)       // file id -> next expected index
+	start, end := store.AllBlocksRange()
+	err = txn.Scan(ctx, start, end, 0, func(k, v []byte) bool {
+		b := new(store.Block)
+		if err := store.DecodeBlock(k, v, b); err != nil {
+			f.problem("%v", err)
+			return true
+		}
+		f.rep.Blocks++
+		n := f.files[b.File]
+		switch {
+		case n == nil:
+			f.problem("block %d belongs to no reachable file (inode %d)", b.ID, b.File)
+		case !n.Blocks:
+			f.problem("%s: block %d, but the file is kept inline", f.seen[b.File], b.ID)
+		case b.Index != next[b.File]:
+			f.problem("%s: block number %d where %d was expected", f.seen[b.File], b.Index, next[b.File])
+		}
+		next[b.File] = b.Index + 1
+		sum[b.File] += b.Length
+		rows[b.ID] = b
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	for id, n := range f.files {
+		if n.Blocks && !n.UnderConstruction() && sum[id] != n.Length {
+			f.problem("%s: blocks hold %d bytes, the file %d", f.seen[id], sum[id], n.Length)
+		}
+	}
+	if f.e.blocks == nil {
+		if len(rows) > 0 {
+			f.problem("%d block rows, but the engine has no block storage to check them against", len(rows))
+		}
+		return nil
+	}
+	have := make(map[uint64]bool)
+	err = f.e.blocks.Report(ctx, func(r blocks.Replica) error {
+		b := rows[r.ID.Block]
+		switch {
+		case b == nil:
+			f.problem("orphaned block replica %s: no file refers to it", r.ID)
+			return nil
+		case r.ID.GenStamp != b.GenStamp && !(r.State == blocks.BeingWritten):
+			f.problem("%s: block replica %s, the row has generation stamp %d", f.seen[b.File], r.ID, b.GenStamp)
+		case b.Complete && r.State == blocks.Finalized && r.Length != b.Length:
+			f.problem("%s: block %d holds %d bytes, its row %d", f.seen[b.File], b.ID, r.Length, b.Length)
+		}
+		have[r.ID.Block] = true
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for id, b := range rows {
+		if !have[id] {
+			f.problem("%s: block %d is missing from block storage", f.seen[b.File], id)
+		}
+	}
+	return nil
 }
 
 // walk checks the subtree of n and returns its usage.
@@ -215,6 +294,8 @@ func (f *fsck) content(ctx context.Context) error {
 			f.problem("content chunk at %d belongs to no file (inode %d)", off, id)
 		case off != covered[id]:
 			f.problem("%s: content chunk at %d, expected one at %d", f.seen[id], off, covered[id])
+		case n.Blocks:
+			f.problem("%s: content chunk at %d, but the file is kept in blocks", f.seen[id], off)
 		case off+int64(len(v)) > n.Written:
 			f.problem("%s: content chunk at %d runs past the %d bytes written", f.seen[id], off, n.Written)
 		case int64(len(v)) != c && off+int64(len(v)) != n.Written:
@@ -227,7 +308,7 @@ func (f *fsck) content(ctx context.Context) error {
 		return err
 	}
 	for id, n := range f.files {
-		if covered[id] != n.Written {
+		if !n.Blocks && covered[id] != n.Written {
 			f.problem("%s: content covers %d of the %d bytes written", f.seen[id], covered[id], n.Written)
 		}
 	}

@@ -95,6 +95,19 @@ func (t *tx) moveLeases(ctx context.Context, src, dst string) error {
 	return nil
 }
 
+// recoverFile closes a file whose writer is gone: a block file keeps what its
+// blocks hold durably, an inline file everything written (each write
+// committed before it returned).
+func (t *tx) recoverFile(ctx context.Context, n *store.Inode) error {
+	if n.Blocks {
+		if err := t.recoverBlocks(ctx, n); err != nil {
+			return err
+		}
+	}
+	t.closeFile(n)
+	return nil
+}
+
 // closeFile makes everything written to n visible and releases its lease.
 func (t *tx) closeFile(n *store.Inode) {
 	n.Length = n.Written
@@ -187,8 +200,10 @@ func (e *Engine) recoverLease(ctx context.Context, l store.Lease) error {
 		if n == nil || n.ID != l.ID || n.LeaseHolder != l.Holder {
 			return nil // closed, renamed or deleted meanwhile: its own transaction fixed the lease row
 		}
-		e.log.Info("recovering lease", "file", l.ID, "name", l.Name, "holder", l.Holder, "length", n.Written)
-		t.closeFile(n)
+		e.log.Info("recovering lease", "file", l.ID, "name", l.Name, "holder", l.Holder, "written", n.Written)
+		if err := t.recoverFile(ctx, n); err != nil {
+			return err
+		}
 		e.metrics.recovered.Inc()
 		return nil
 	})

@@ -120,7 +120,11 @@ func (e *Engine) Read(ctx context.Context, u meta.User, path string, offset, len
 		if err := t.require(op, p, n, permR); err != nil {
 			return err
 		}
-		out, err = t.readContent(ctx, n, offset, length, n.Length)
+		if n.Blocks {
+			out, err = t.readBlocks(ctx, p, n, offset, length, n.Length)
+		} else {
+			out, err = t.readContent(ctx, n, offset, length, n.Length)
+		}
 		return err
 	})
 	return out, err

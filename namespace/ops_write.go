@@ -38,11 +38,18 @@ func (e *Engine) Append(ctx context.Context, u meta.User, path, client string) (
 			if n.LeaseHolder == client || !t.e.leases.expired(n.LeaseHolder, t.e.cfg.LeaseSoftLimit, t.e.cfg.Now()) {
 				return meta.Errorf(op, p, meta.ErrLease, "already open for writing by %s", n.LeaseHolder)
 			}
-			t.closeFile(n) // the old writer is gone: recover, then take over
+			if err := t.recoverFile(ctx, n); err != nil { // the old writer is gone: recover, then take over
+				return err
+			}
 		}
 		n.LeaseHolder = client
 		n.LeaseRenewed = t.now
 		n.Written = n.Length
+		if n.Blocks {
+			if err := t.appendBlocks(ctx, n, client); err != nil {
+				return err
+			}
+		}
 		t.put(n)
 		t.putLease(n, p)
 		t.e.leases.renew(client, t.e.cfg.Now())
@@ -60,18 +67,35 @@ func (e *Engine) Write(ctx context.Context, u meta.User, path, client string, of
 	if err != nil {
 		return err
 	}
-	return e.run(ctx, op, p, u, func(t *tx) error {
+	// A block file's bytes go to its open block stream, outside any
+	// transaction; an inline file's go to its content rows in one.
+	var bf *store.Inode
+	var fw *fileWriter
+	err = e.run(ctx, op, p, u, func(t *tx) error {
+		bf, fw = nil, nil
 		r, n, err := t.writerFile(ctx, op, p, client)
 		if err != nil {
 			return err
+		}
+		if n.Blocks {
+			bf, fw = n, t.e.writers.get(n.ID)
+			if fw == nil {
+				return meta.Errorf(op, p, meta.ErrLease, "the file's block stream is gone (the server restarted); recover the lease and append")
+			}
+			return nil
 		}
 		if offset != n.Written {
 			return meta.Errorf(op, p, meta.ErrInvalidArgument,
 				"writes are sequential: offset %d, but %d bytes are written", offset, n.Written)
 		}
 		if n.Written+int64(len(data)) > t.e.cfg.InlineThreshold {
+			if t.e.blocks != nil {
+				bf = n
+				fw, err = t.toBlocks(ctx, n, client)
+				return err
+			}
 			return meta.Errorf(op, p, meta.ErrTooLarge,
-				"this server keeps file contents in its metadata store up to %d bytes; larger files need block storage, which it does not have yet",
+				"this server keeps file contents in its metadata store up to %d bytes and has no block storage",
 				t.e.cfg.InlineThreshold)
 		}
 		if err := t.charge(op, p, r.chain[:r.depth()], 0, int64(len(data))*int64(n.Replication)); err != nil {
@@ -84,6 +108,13 @@ func (e *Engine) Write(ctx context.Context, u meta.User, path, client string, of
 		t.e.leases.renew(client, t.e.cfg.Now())
 		return nil
 	})
+	if err != nil || fw == nil {
+		return err
+	}
+	if err := e.writeBlocks(ctx, u, p, bf, fw, offset, data); err != nil {
+		return e.finish(op, p, err)
+	}
+	return nil
 }
 
 // writerFile locks the file client is writing, named p when it was opened.
@@ -185,7 +216,14 @@ func (t *tx) cutContent(ctx context.Context, n *store.Inode, size int64) error {
 
 // removeFile deletes a file or symlink row with its content and lease.
 func (t *tx) removeFile(ctx context.Context, n *store.Inode) error {
-	if n.Type == meta.TypeFile {
+	if n.Type == meta.TypeFile && n.Blocks {
+		if err := t.dropBlocks(ctx, n); err != nil {
+			return err
+		}
+		if n.UnderConstruction() {
+			t.delRaw(store.LeaseKey(n.ID))
+		}
+	} else if n.Type == meta.TypeFile {
 		if err := t.cutContent(ctx, n, 0); err != nil {
 			return err
 		}
@@ -210,6 +248,15 @@ func (e *Engine) Complete(ctx context.Context, u meta.User, path, client string)
 		r, n, err := t.writerFile(ctx, op, p, client)
 		if err != nil {
 			return err
+		}
+		if n.Blocks {
+			if fw := t.e.writers.get(n.ID); fw != nil {
+				if err := t.finishBlocks(ctx, op, r, n, fw); err != nil {
+					return err
+				}
+			} else if err := t.recoverBlocks(ctx, n); err != nil {
+				return err // the stream was lost: keep what is durable
+			}
 		}
 		t.closeFile(n)
 		out = status(r.path, n)
@@ -254,7 +301,12 @@ func (e *Engine) Truncate(ctx context.Context, u meta.User, path string, newLeng
 		if err := t.charge(op, p, r.chain[:r.depth()], 0, -(n.Written-newLength)*int64(n.Replication)); err != nil {
 			return err
 		}
-		if err := t.cutContent(ctx, n, newLength); err != nil {
+		if n.Blocks {
+			err = t.truncateBlocks(ctx, p, n, newLength)
+		} else {
+			err = t.cutContent(ctx, n, newLength)
+		}
+		if err != nil {
 			return err
 		}
 		n.Length = newLength
@@ -311,6 +363,9 @@ func (e *Engine) Concat(ctx context.Context, u meta.User, target string, srcs []
 			}
 			if n.UnderConstruction() {
 				return meta.Errorf(op, r.path, meta.ErrLease, "open for writing by %s", n.LeaseHolder)
+			}
+			if n.Blocks {
+				return meta.Errorf(op, r.path, meta.ErrUnsupported, "concat of files kept in block storage is not supported yet")
 			}
 			bits := permR | permW
 			if i == 0 {

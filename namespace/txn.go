@@ -38,6 +38,8 @@ type tx struct {
 	modes  map[string]store.Mode   // the mode each key was locked in
 	dirty  map[string]*store.Inode // rows to write at commit (nil: delete)
 	chunks map[string][]byte       // content chunks written by this transaction
+	after  []func()                // run once the transaction committed
+	undo   []func()                // run if it did not
 }
 
 // run executes fn as one transaction, restarting it when it asks for a retry
@@ -80,14 +82,21 @@ func (e *Engine) attempt(ctx context.Context, op *opState, user string, groups [
 	t := &tx{e: e, st: st, op: op, user: user, groups: groups, super: super,
 		now: e.cfg.Now().UnixMilli(), rows: make(map[string]*store.Inode, 8),
 		modes: make(map[string]store.Mode, 8)}
-	if err := fn(t); err != nil {
+	err = fn(t)
+	if err == nil && len(t.dirty) > 0 {
+		t.flush()
+		err = st.Commit(ctx)
+	}
+	if err != nil {
+		for _, f := range t.undo {
+			f()
+		}
 		return err
 	}
-	if len(t.dirty) == 0 {
-		return nil // read-only: nothing to make durable
+	for _, f := range t.after {
+		f()
 	}
-	t.flush()
-	return st.Commit(ctx)
+	return nil
 }
 
 // finish gives every error the op and path, and a kind.

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/nimbus-fs/nimbus/blocks/local"
 	"github.com/nimbus-fs/nimbus/namespace"
 	"github.com/nimbus-fs/nimbus/rpc"
 	"github.com/nimbus-fs/nimbus/store/pebblestore"
@@ -66,22 +67,27 @@ func (c *Config) Validate() error {
 	return c.Store.Validate()
 }
 
+// BlocksDir is where a server with data directory dataDir keeps its block
+// replicas.
+func BlocksDir(dataDir string) string { return filepath.Join(dataDir, "blocks") }
+
 // StoreDir is where a server with data directory dataDir keeps its metadata
 // store (what `nimbus fsck --data` opens).
 func StoreDir(dataDir string) string { return filepath.Join(dataDir, "meta") }
 
 // Server is one embedded Nimbus: store, NameNode and HTTP endpoint.
 type Server struct {
-	cfg   Config
-	log   *slog.Logger
-	reg   *prometheus.Registry
-	store *pebblestore.Store
-	ns    *namespace.Engine
-	rpc   *rpc.Server
-	http  *http.Server
-	ln    net.Listener
-	ready atomic.Bool
-	start time.Time
+	cfg    Config
+	log    *slog.Logger
+	reg    *prometheus.Registry
+	store  *pebblestore.Store
+	blocks *local.Store
+	ns     *namespace.Engine
+	rpc    *rpc.Server
+	http   *http.Server
+	ln     net.Listener
+	ready  atomic.Bool
+	start  time.Time
 
 	serveErr chan error
 	stopOnce sync.Once
@@ -111,15 +117,31 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: open store in %s: %w", metaDir, err)
 	}
 	s.store = st
+	bc := local.DefaultConfig()
+	bc.Logger = s.log.With("component", "blocks")
+	bc.Registerer = s.reg
+	bs, err := local.Open(BlocksDir(cfg.DataDir), bc)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("server: open block storage in %s: %w", BlocksDir(cfg.DataDir), err)
+	}
+	s.blocks = bs
 	nc := cfg.Namespace
 	nc.Logger = s.log
 	nc.Registerer = s.reg
+	nc.Blocks = bs
 	ns, err := namespace.New(st, nc)
 	if err != nil {
+		bs.Close()
 		st.Close()
 		return nil, fmt.Errorf("server: open namespace: %w", err)
 	}
 	s.ns = ns
+	if n, err := ns.RemoveOrphanBlocks(context.Background()); err != nil {
+		s.log.Warn("looking for orphaned blocks", "err", err)
+	} else if n > 0 {
+		s.log.Info("removed orphaned block replicas", "count", n)
+	}
 	s.rpc = rpc.NewServer(ns, rpc.ServerOptions{Logger: s.log.With("component", "rpc"), Registerer: s.reg, Fsck: ns.Fsck})
 	wcfg := webhdfs.DefaultConfig()
 	wcfg.Advertise = cfg.Advertise
@@ -130,6 +152,7 @@ func New(cfg Config) (*Server, error) {
 	wh, err := webhdfs.New(ns, wcfg)
 	if err != nil {
 		ns.Close()
+		bs.Close()
 		st.Close()
 		return nil, err
 	}
@@ -198,6 +221,7 @@ func (s *Server) Stop(ctx context.Context) error {
 		}
 		errs = append(errs, s.rpc.Shutdown(ctx))
 		errs = append(errs, s.ns.Close())
+		errs = append(errs, s.blocks.Close())
 		errs = append(errs, s.store.Close())
 		s.stopErr = errors.Join(errs...)
 		s.log.Info("nimbus stopped", "err", s.stopErr)

@@ -32,6 +32,10 @@ type Inode struct {
 	LeaseRenewed int64 // ms since the epoch, last renewal
 	Written      int64 // bytes written so far, >= Length while under construction
 
+	// Blocks is set for a file whose content is in block storage (block rows
+	// and replicas) rather than inline content rows.
+	Blocks bool
+
 	// Quotas (directories). -1 means none. Usage is maintained only while a
 	// quota is set, as in HDFS.
 	NsQuota    int64
@@ -55,6 +59,7 @@ const (
 	flagUC      = 1 << 0
 	flagQuota   = 1 << 1
 	flagSymlink = 1 << 2
+	flagBlocks  = 1 << 3
 )
 
 // ErrCorrupt is wrapped by decoding errors: a row that cannot be read back.
@@ -71,6 +76,9 @@ func EncodeInode(dst []byte, n *Inode) []byte {
 	}
 	if n.Symlink != "" {
 		flags |= flagSymlink
+	}
+	if n.Blocks {
+		flags |= flagBlocks
 	}
 	dst = append(dst, inodeFormatV1, flags, byte(n.Type))
 	dst = binary.AppendUvarint(dst, n.ID)
@@ -117,6 +125,7 @@ func DecodeInode(key, value []byte, n *Inode) error {
 		return fmt.Errorf("%w: %s: unknown inode format %d", ErrCorrupt, FormatKey(key), v)
 	}
 	flags := d.byte()
+	n.Blocks = flags&flagBlocks != 0
 	n.Type = meta.FileType(d.byte())
 	n.ID = d.uvarint()
 	n.Perm = meta.Perm(d.uvarint())

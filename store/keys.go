@@ -13,6 +13,7 @@ import (
 //	'i' parentID:8 name      -> Inode (inode.go)      one row per file, directory or symlink
 //	'd' inodeID:8 offset:8   -> bytes                 inline file content, in chunks
 //	'l' inodeID:8            -> Lease (lease.go)      one row per file under construction
+//	'b' inodeID:8 index:4    -> Block (block.go)      the blocks of a file kept in block storage
 //	'c' name                 -> uint64 (8, big-endian) id counters (AllocateIDs)
 //	'm' name                 -> bytes                 store-wide metadata (format version, ...)
 //
@@ -30,6 +31,7 @@ const (
 	tableInode   = 'i'
 	tableData    = 'd'
 	tableLease   = 'l'
+	tableBlock   = 'b'
 	tableCounter = 'c'
 	tableMeta    = 'm'
 )
@@ -139,6 +141,42 @@ func AllLeasesRange() (start, end []byte) {
 	return []byte{tableLease}, []byte{tableLease + 1}
 }
 
+// BlockKey is the key of block number index of file id.
+func BlockKey(id uint64, index uint32) []byte {
+	k := make([]byte, 13)
+	k[0] = tableBlock
+	binary.BigEndian.PutUint64(k[1:], id)
+	binary.BigEndian.PutUint32(k[9:], index)
+	return k
+}
+
+// DecodeBlockKey splits a block key; ok is false when k is not one.
+func DecodeBlockKey(k []byte) (id uint64, index uint32, ok bool) {
+	if len(k) != 13 || k[0] != tableBlock {
+		return 0, 0, false
+	}
+	return binary.BigEndian.Uint64(k[1:9]), binary.BigEndian.Uint32(k[9:]), true
+}
+
+// BlocksRange covers the block rows of file id.
+func BlocksRange(id uint64) (start, end []byte) {
+	start = make([]byte, 9)
+	start[0] = tableBlock
+	binary.BigEndian.PutUint64(start[1:], id)
+	if id == math.MaxUint64 {
+		return start, []byte{tableBlock + 1}
+	}
+	end = make([]byte, 9)
+	end[0] = tableBlock
+	binary.BigEndian.PutUint64(end[1:], id+1)
+	return start, end
+}
+
+// AllBlocksRange covers the whole block table.
+func AllBlocksRange() (start, end []byte) {
+	return []byte{tableBlock}, []byte{tableBlock + 1}
+}
+
 // CounterKey is the key of the id counter name.
 func CounterKey(name string) []byte { return append([]byte{tableCounter}, name...) }
 
@@ -148,6 +186,7 @@ func MetaKey(name string) []byte { return append([]byte{tableMeta}, name...) }
 // Counter names.
 const (
 	CounterInode = "inode"
+	CounterBlock = "block"
 )
 
 // FormatKey returns a readable form of a key, for errors and fsck reports.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/nimbus-fs/nimbus/blocks/local"
 	"github.com/nimbus-fs/nimbus/client"
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/namespace"
@@ -43,7 +44,11 @@ func fsckRemote(ctx context.Context) (*meta.FsckReport, error) {
 // directory (the store is dir/meta) or the store directory itself. The store
 // is locked while it is open, so a running server's directory is refused.
 func fsckLocal(ctx context.Context, dir string) (rep *meta.FsckReport, err error) {
+	blocksDir := ""
 	if fi, err := os.Stat(server.StoreDir(dir)); err == nil && fi.IsDir() {
+		if fi, err := os.Stat(server.BlocksDir(dir)); err == nil && fi.IsDir() {
+			blocksDir = server.BlocksDir(dir)
+		}
 		dir = server.StoreDir(dir)
 	}
 	// Open creates a store where there is none; fsck must not.
@@ -63,7 +68,17 @@ func fsckLocal(ctx context.Context, dir string) (rep *meta.FsckReport, err error
 		return nil, fmt.Errorf("opening the store in %s: %w", dir, err)
 	}
 	defer func() { err = errors.Join(err, st.Close()) }()
-	eng, err := namespace.New(st, namespace.DefaultConfig())
+	cfg := namespace.DefaultConfig()
+	if blocksDir != "" {
+		// The block replicas are checked against the rows too.
+		bs, err := local.Open(blocksDir, local.DefaultConfig())
+		if err != nil {
+			return nil, fmt.Errorf("opening the block storage in %s: %w", blocksDir, err)
+		}
+		defer func() { err = errors.Join(err, bs.Close()) }()
+		cfg.Blocks = bs
+	}
+	eng, err := namespace.New(st, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("opening the namespace in %s: %w", dir, err)
 	}

@@ -22,6 +22,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fl.StringVar(&cfg.Advertise, "advertise", "", "base URL put in WebHDFS redirects (default: the address each request came to)")
 	fl.StringVar(&cfg.Namespace.Superuser, "superuser", cfg.Namespace.Superuser, "the superuser (default: the user running the server)")
 	fl.Int64Var(&cfg.Namespace.InlineThreshold, "inline-threshold", cfg.Namespace.InlineThreshold, "largest file kept in the metadata store, in bytes")
+	fl.DurationVar(&cfg.Namespace.LeaseSoftLimit, "lease-soft-limit", cfg.Namespace.LeaseSoftLimit, "after this silence another client may take over a file being written")
+	fl.DurationVar(&cfg.Namespace.LeaseHardLimit, "lease-hard-limit", cfg.Namespace.LeaseHardLimit, "after this silence the server recovers and closes a file being written")
 	cacheMB := fl.Int64("cache-mb", cfg.Store.CacheSize>>20, "store block cache, in MiB")
 	level := fl.String("log-level", "info", "log level: debug, info, warn, error")
 	grace := fl.Duration("shutdown-timeout", 30*time.Second, "how long in-flight requests may take on shutdown")
@@ -38,6 +40,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 	cfg.Store.CacheSize = *cacheMB << 20
+	if cfg.Namespace.LeaseSoftLimit > cfg.Namespace.LeaseHardLimit {
+		cfg.Namespace.LeaseSoftLimit = cfg.Namespace.LeaseHardLimit
+	}
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
 
 	srv, err := server.New(cfg)

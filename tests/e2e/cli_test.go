@@ -85,19 +85,3 @@ func TestCLITour(t *testing.T) {
 	}
 }
 
-func TestOversizedFileRefusedClearly(t *testing.T) {
-	s := startServer(t, "", "")
-	local := filepath.Join(t.TempDir(), "big")
-	if err := os.WriteFile(local, make([]byte, 200_000), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r := s.nimbus("", "fs", "put", local, "/big")
-	if r.code != 1 || !strings.Contains(r.stderr, "/big") || !strings.Contains(r.stderr, "too large") {
-		t.Fatalf("put of 200 kB: code %d, stderr %q", r.code, r.stderr)
-	}
-	// Nothing half-written is visible as complete.
-	r = s.nimbus("", "fs", "stat", "%b", "/big")
-	if r.code == 0 && strings.TrimSpace(r.stdout) != "0" {
-		t.Fatalf("a refused put left a file of length %s", r.stdout)
-	}
-}

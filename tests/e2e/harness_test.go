@@ -57,7 +57,7 @@ func freePort(t *testing.T) string {
 
 // startServer starts `nimbus serve` on data (a fresh dir when empty) and waits
 // until /readyz answers.
-func startServer(t *testing.T, data, addr string) *server {
+func startServer(t *testing.T, data, addr string, extra ...string) *server {
 	t.Helper()
 	if data == "" {
 		data = t.TempDir()
@@ -66,7 +66,7 @@ func startServer(t *testing.T, data, addr string) *server {
 		addr = freePort(t)
 	}
 	s := &server{t: t, data: data, addr: addr, log: &bytes.Buffer{}}
-	s.cmd = exec.Command(binary, "serve", "--data", data, "--listen", addr, "--superuser", "root")
+	s.cmd = exec.Command(binary, append([]string{"serve", "--data", data, "--listen", addr, "--superuser", "root"}, extra...)...)
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)

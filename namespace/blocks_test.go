@@ -1,0 +1,218 @@
+package namespace
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nimbus-fs/nimbus/blocks"
+	"github.com/nimbus-fs/nimbus/blocks/local"
+	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/store/pebblestore"
+)
+
+// newBlockEngine opens an engine with block storage, an inline threshold of
+// 1000 bytes and syncs every 3000 bytes, so that small test files exercise
+// the move to blocks, several blocks per file and recovery.
+func newBlockEngine(t *testing.T, dir string) (*Engine, *local.Store) {
+	t.Helper()
+	st, err := pebblestore.Open(filepath.Join(dir, "meta"), pebblestore.DefaultOptions())
+	must(t, err)
+	bs, err := local.Open(filepath.Join(dir, "blocks"), local.DefaultConfig())
+	must(t, err)
+	cfg := DefaultConfig()
+	cfg.Superuser = "root"
+	cfg.InlineThreshold = 1000
+	cfg.SyncEvery = 3000
+	cfg.Blocks = bs
+	e, err := New(st, cfg)
+	must(t, err)
+	t.Cleanup(func() {
+		e.Close()
+		bs.Close()
+		st.Close()
+	})
+	return e, bs
+}
+
+func randomBytes(n int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, seed))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// writeChunks writes data to an open file in pieces of step bytes.
+func writeChunks(t *testing.T, e *Engine, path, client string, off int64, data []byte, step int) {
+	t.Helper()
+	for i := 0; i < len(data); i += step {
+		j := min(len(data), i+step)
+		must(t, e.Write(context.Background(), root, path, client, off+int64(i), data[i:j]))
+	}
+}
+
+func readAll(t *testing.T, e *Engine, path string) []byte {
+	t.Helper()
+	got, err := e.Read(context.Background(), root, path, 0, 1<<30)
+	must(t, err)
+	return got
+}
+
+func TestBlockFileSizes(t *testing.T) {
+	e, _ := newBlockEngine(t, t.TempDir())
+	ctx := context.Background()
+	const bs = 4096
+	for i, size := range []int{0, 1, 999, 1000, 1001, bs, bs + 1, 3*bs + 511, 5 * bs} {
+		p := "/f" + string(rune('a'+i))
+		data := randomBytes(size, uint64(size))
+		_, err := e.Create(ctx, root, p, meta.CreateOptions{Client: "w", BlockSize: bs})
+		must(t, err)
+		writeChunks(t, e, p, "w", 0, data, 777)
+		s, err := e.Complete(ctx, root, p, "w")
+		must(t, err)
+		if s.Length != int64(size) {
+			t.Fatalf("size %d: length %d", size, s.Length)
+		}
+		if got := readAll(t, e, p); !bytes.Equal(got, data) {
+			t.Fatalf("size %d: read back %d bytes that differ", size, len(got))
+		}
+		// Ranged reads across block boundaries.
+		for _, off := range []int64{0, 1, bs - 1, bs, int64(size) - 3} {
+			if off < 0 || off >= int64(size) {
+				continue
+			}
+			got, err := e.Read(ctx, root, p, off, 2*bs)
+			must(t, err)
+			if !bytes.Equal(got, data[off:min(int64(size), off+2*bs)]) {
+				t.Fatalf("size %d: range at %d differs", size, off)
+			}
+		}
+	}
+	fsckClean(t, e)
+}
+
+func TestBlockAppendTruncateDelete(t *testing.T) {
+	e, bs := newBlockEngine(t, t.TempDir())
+	ctx := context.Background()
+	data := randomBytes(10000, 1)
+	_, err := e.Create(ctx, root, "/f", meta.CreateOptions{Client: "w", BlockSize: 4096})
+	must(t, err)
+	writeChunks(t, e, "/f", "w", 0, data[:6000], 1000)
+	_, err = e.Complete(ctx, root, "/f", "w")
+	must(t, err)
+	// Append fills the partial block, then starts new ones.
+	_, err = e.Append(ctx, root, "/f", "w2")
+	must(t, err)
+	if s, _ := e.Stat(ctx, root, "/f"); s.Length != 6000 {
+		t.Fatalf("readers see %d bytes during the append", s.Length)
+	}
+	writeChunks(t, e, "/f", "w2", 6000, data[6000:], 1500)
+	_, err = e.Complete(ctx, root, "/f", "w2")
+	must(t, err)
+	if got := readAll(t, e, "/f"); !bytes.Equal(got, data) {
+		t.Fatal("after append: bytes differ")
+	}
+	fsckClean(t, e)
+	// Truncate inside a block, then to an inline size.
+	must(t, e.Truncate(ctx, root, "/f", 5000))
+	if got := readAll(t, e, "/f"); !bytes.Equal(got, data[:5000]) {
+		t.Fatal("after truncate: bytes differ")
+	}
+	fsckClean(t, e)
+	must(t, e.Truncate(ctx, root, "/f", 700))
+	if got := readAll(t, e, "/f"); !bytes.Equal(got, data[:700]) {
+		t.Fatal("after truncate to inline: bytes differ")
+	}
+	fsckClean(t, e)
+	// Delete frees the blocks.
+	_, err = e.Create(ctx, root, "/g", meta.CreateOptions{Client: "w", BlockSize: 4096})
+	must(t, err)
+	writeChunks(t, e, "/g", "w", 0, data, 4000)
+	_, err = e.Complete(ctx, root, "/g", "w")
+	must(t, err)
+	must(t, e.Delete(ctx, root, "/g", false))
+	count := 0
+	must(t, bs.Report(ctx, func(blocks.Replica) error { count++; return nil }))
+	if count != 0 {
+		t.Fatalf("%d replicas left after deleting every block file", count)
+	}
+	fsckClean(t, e)
+}
+
+func TestBlockCorruptionIsAnError(t *testing.T) {
+	e, bs := newBlockEngine(t, t.TempDir())
+	ctx := context.Background()
+	data := randomBytes(5000, 2)
+	_, err := e.Create(ctx, root, "/f", meta.CreateOptions{Client: "w", BlockSize: 4096})
+	must(t, err)
+	writeChunks(t, e, "/f", "w", 0, data, 5000)
+	_, err = e.Complete(ctx, root, "/f", "w")
+	must(t, err)
+	var first blocks.Replica
+	must(t, bs.Report(ctx, func(r blocks.Replica) error {
+		if first.ID.Block == 0 {
+			first = r
+		}
+		return nil
+	}))
+	must(t, bs.Corrupt(ctx, first.ID, 100))
+	_, err = e.Read(ctx, root, "/f", 0, 1000)
+	if err == nil || !errors.Is(err, meta.ErrInternal) || !bytes.Contains([]byte(err.Error()), []byte("/f")) {
+		t.Fatalf("read of a corrupt block: %v", err)
+	}
+	// The other block still reads.
+	got, err := e.Read(ctx, root, "/f", 4096, 1000)
+	must(t, err)
+	if !bytes.Equal(got, data[4096:]) {
+		t.Fatal("second block differs")
+	}
+}
+
+// TestBlockLeaseRecoveryAfterRestart: a writer disappears with a server
+// restart; after the hard limit, recovery closes the file at what the blocks
+// hold durably (at least every synced byte), and fsck is clean.
+func TestBlockLeaseRecoveryAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	data := randomBytes(9000, 3)
+	ctx := context.Background()
+	func() {
+		st, err := pebblestore.Open(filepath.Join(dir, "meta"), pebblestore.DefaultOptions())
+		must(t, err)
+		bs, err := local.Open(filepath.Join(dir, "blocks"), local.DefaultConfig())
+		must(t, err)
+		cfg := DefaultConfig()
+		cfg.Superuser, cfg.InlineThreshold, cfg.SyncEvery, cfg.Blocks = "root", 1000, 3000, bs
+		e, err := New(st, cfg)
+		must(t, err)
+		_, err = e.Create(ctx, root, "/f", meta.CreateOptions{Client: "gone", BlockSize: 4096})
+		must(t, err)
+		writeChunks(t, e, "/f", "gone", 0, data, 1000)
+		e.Close() // the stream stops without Complete
+		bs.Close()
+		st.Close()
+	}()
+	e, _ := newBlockEngine(t, dir)
+	wantKind(t, e.Write(ctx, root, "/f", "gone", 9000, []byte("x")), meta.ErrLease)
+	if s, _ := e.Stat(ctx, root, "/f"); !s.UnderConstruction || s.Length != 0 {
+		t.Fatalf("before recovery: %+v", s)
+	}
+	now := time.Now().Add(e.cfg.LeaseHardLimit + time.Minute)
+	e.cfg.Now = func() time.Time { return now }
+	must(t, e.RecoverExpiredLeases(ctx))
+	s, err := e.Stat(ctx, root, "/f")
+	must(t, err)
+	// Every write synced (the last one crossed SyncEvery): all 9000 bytes are durable.
+	if s.UnderConstruction || s.Length != 9000 {
+		t.Fatalf("after recovery: %+v", s)
+	}
+	if got := readAll(t, e, "/f"); !bytes.Equal(got, data) {
+		t.Fatal("recovered bytes differ")
+	}
+	fsckClean(t, e)
+}
