@@ -84,4 +84,3 @@ func TestCLITour(t *testing.T) {
 		t.Fatalf("fsck --data: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
-
