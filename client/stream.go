@@ -13,9 +13,12 @@ import (
 
 // Chunk sizes of the streaming helpers.
 const (
-	WriteChunk = 64 << 10 // bytes per Write call
-	ReadChunk  = 1 << 20  // bytes per Read call
-	ListPage   = 1000     // entries asked per List call by Walk
+	WriteChunk = 1 << 20 // bytes per Write call (the server cuts inline content into its own rows)
+	ReadChunk  = 1 << 20 // bytes per Read call
+	// ReadAhead is how many ranges a reader keeps in flight: the next range
+	// travels while the caller consumes this one.
+	ReadAhead = 3
+	ListPage  = 1000 // entries asked per List call by Walk
 )
 
 // fileWriter streams a file under construction: Write buffers up to
@@ -161,6 +164,16 @@ type fileReader struct {
 	buf    []byte // unread part of the last range
 	eof    bool
 	closed bool
+
+	size    int64            // the file's length when it was opened
+	next    int64            // offset of the next range to ask for
+	pending []chan readReply // ranges asked for, in order
+	cancel  context.CancelFunc
+}
+
+type readReply struct {
+	data []byte
+	err  error
 }
 
 // OpenReader returns a reader of path's completed content that fetches it in
@@ -174,7 +187,24 @@ func (c *Client) OpenReader(ctx context.Context, u meta.User, path string) (io.R
 	if st.IsDir() {
 		return nil, meta.Errorf("open", path, meta.ErrIsDir, "")
 	}
-	return &fileReader{c: c, ctx: ctx, u: u, path: path}, nil
+	rctx, cancel := context.WithCancel(ctx)
+	return &fileReader{c: c, ctx: rctx, cancel: cancel, u: u, path: path, size: st.Length}, nil
+}
+
+// fill keeps up to ReadAhead ranges in flight, up to the length the file had
+// when it was opened (a last range asked past it tells the reader where the
+// end is now).
+func (r *fileReader) fill() {
+	for len(r.pending) < ReadAhead && (r.next < r.size || len(r.pending) == 0) {
+		ch := make(chan readReply, 1)
+		off := r.next
+		go func() {
+			data, err := r.c.Read(r.ctx, r.u, r.path, off, ReadChunk)
+			ch <- readReply{data, err}
+		}()
+		r.pending = append(r.pending, ch)
+		r.next += ReadChunk
+	}
 }
 
 func (r *fileReader) Read(p []byte) (int, error) {
@@ -188,15 +218,17 @@ func (r *fileReader) Read(p []byte) (int, error) {
 		if r.eof {
 			return 0, io.EOF
 		}
-		data, err := r.c.Read(r.ctx, r.u, r.path, r.off, ReadChunk)
-		if err != nil {
-			return 0, err
+		r.fill()
+		rep := <-r.pending[0]
+		r.pending = r.pending[1:]
+		if rep.err != nil {
+			return 0, rep.err
 		}
-		r.off += int64(len(data))
-		if len(data) < ReadChunk {
-			r.eof = true
+		r.off += int64(len(rep.data))
+		if len(rep.data) < ReadChunk {
+			r.eof = true // ranges asked beyond this one are dropped
 		}
-		r.buf = data
+		r.buf = rep.data
 	}
 	n := copy(p, r.buf)
 	r.buf = r.buf[n:]
@@ -208,6 +240,7 @@ func (r *fileReader) Close() error {
 		return fs.ErrClosed
 	}
 	r.closed, r.buf = true, nil
+	r.cancel() // ranges still in flight are abandoned
 	return nil
 }
 
