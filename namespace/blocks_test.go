@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -215,4 +217,44 @@ func TestBlockLeaseRecoveryAfterRestart(t *testing.T) {
 		t.Fatal("recovered bytes differ")
 	}
 	fsckClean(t, e)
+}
+
+// TestFsckFindsBlockProblems: a corrupt replica, an orphaned one and a
+// missing one are each reported.
+func TestFsckFindsBlockProblems(t *testing.T) {
+	e, bs := newBlockEngine(t, t.TempDir())
+	ctx := context.Background()
+	for _, p := range []string{"/a", "/b"} {
+		_, err := e.Create(ctx, root, p, meta.CreateOptions{Client: "w", BlockSize: 4096})
+		must(t, err)
+		writeChunks(t, e, p, "w", 0, randomBytes(3000, 9), 3000)
+		_, err = e.Complete(ctx, root, p, "w")
+		must(t, err)
+	}
+	fsckClean(t, e)
+	var reps []blocks.Replica
+	must(t, bs.Report(ctx, func(r blocks.Replica) error { reps = append(reps, r); return nil }))
+	if len(reps) != 2 {
+		t.Fatalf("%d replicas, want 2", len(reps))
+	}
+	must(t, bs.Corrupt(ctx, reps[0].ID, 10))
+	must(t, bs.Delete(ctx, reps[1].ID))
+	w, err := bs.Create(ctx, blocks.ID{Block: 1 << 40, GenStamp: 1})
+	must(t, err)
+	_, err = w.Finalize(ctx)
+	must(t, err)
+	rep, err := e.Fsck(ctx)
+	must(t, err)
+	text := fmt.Sprint(rep.Problems)
+	for _, want := range []string{"corrupt", "missing", "orphaned"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("fsck did not report a %s block: %v", want, rep.Problems)
+		}
+	}
+	// The orphan goes at the next start.
+	n, err := e.RemoveOrphanBlocks(ctx)
+	must(t, err)
+	if n != 1 {
+		t.Fatalf("removed %d orphans, want 1", n)
+	}
 }
