@@ -20,12 +20,26 @@ const copyingSuffix = "._COPYING_"
 // which runs even when the command's context was cancelled.
 const cleanupTimeout = 10 * time.Second
 
+// putJob is what every file of one put shares.
+type putJob struct {
+	force    bool               // -f: overwrite existing files
+	create   meta.CreateOptions // --block-size, --replication
+	progress progressOpts       // -v
+}
+
 // put copies local files (directories recursively; "-" is stdin) into the
-// file system. DST may be a file path or an existing directory, which
-// receives the sources under their base names. -f overwrites existing files.
+// file system with the server's default block size and replication.
 func (sh *shell) put(ctx context.Context, inv *invocation) int {
+	return sh.putWith(ctx, inv, meta.CreateOptions{})
+}
+
+// putWith is put creating its files with create's BlockSize and Replication
+// (zero: the server's defaults). DST may be a file path or an existing
+// directory, which receives the sources under their base names. -f
+// overwrites existing files; -v shows progress even without a terminal.
+func (sh *shell) putWith(ctx context.Context, inv *invocation, create meta.CreateOptions) int {
 	srcs, dst := inv.args[:len(inv.args)-1], sh.resolve(inv.args[len(inv.args)-1])
-	force := inv.has('f')
+	job := putJob{force: inv.has('f'), create: create, progress: progressOpts{verbose: inv.has('v')}}
 	var r results
 	dstSt, dstErr := sh.fs.Stat(ctx, sh.user, dst.abs)
 	dstIsDir := dstErr == nil && dstSt.IsDir()
@@ -39,7 +53,7 @@ func (sh *shell) put(ctx context.Context, inv *invocation) int {
 	}
 	for _, src := range srcs {
 		if src == "-" {
-			err := sh.putStream(ctx, sh.stdin, dst.abs, force)
+			err := sh.putStream(ctx, sh.stdin, "-", sizeOf(sh.stdin), dst.abs, job)
 			sh.report(&r, "put", dst.abs, dst.abs, err)
 			continue
 		}
@@ -53,28 +67,48 @@ func (sh *shell) put(ctx context.Context, inv *invocation) int {
 			continue
 		}
 		if fi.IsDir() {
-			sh.putDir(ctx, src, tgt, force, &r)
+			sh.putDir(ctx, src, tgt, job, &r)
 			continue
 		}
-		sh.report(&r, "put", tgt.abs, tgt.abs, sh.putFile(ctx, src, tgt.abs, force))
+		sh.report(&r, "put", tgt.abs, tgt.abs, sh.putFile(ctx, src, tgt.abs, job))
 	}
 	return sh.finish(&r)
 }
 
-func (sh *shell) putFile(ctx context.Context, local, dst string, force bool) error {
+func (sh *shell) putFile(ctx context.Context, local, dst string, job putJob) error {
 	f, err := os.Open(local)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
 		return meta.Errorf("put", local, meta.ErrInvalidArgument, "not a regular file")
 	}
-	return sh.putStream(ctx, f, dst, force)
+	size := int64(-1)
+	if err == nil {
+		size = fi.Size()
+	}
+	return sh.putStream(ctx, f, local, size, dst, job)
 }
 
-// putStream uploads r to dst through dst._COPYING_ and renames it into place.
-func (sh *shell) putStream(ctx context.Context, r io.Reader, dst string, force bool) error {
+// sizeOf is the size of r when it is a regular file (stdin redirected from
+// one), else -1.
+func sizeOf(r io.Reader) int64 {
+	if f, ok := r.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			return fi.Size()
+		}
+	}
+	return -1
+}
+
+// putStream uploads r, named src for the progress bar and size bytes long
+// (-1: unknown), to dst through dst._COPYING_ and renames it into place.
+// Memory stays constant: io.Copy moves a fixed buffer at a time and the
+// writer sends fixed-size chunks.
+func (sh *shell) putStream(ctx context.Context, r io.Reader, src string, size int64, dst string, job putJob) error {
+	force := job.force
 	st, err := sh.fs.Stat(ctx, sh.user, dst)
 	switch {
 	case err == nil && st.IsDir():
@@ -85,14 +119,18 @@ func (sh *shell) putStream(ctx context.Context, r io.Reader, dst string, force b
 		return err
 	}
 	tmp := dst + copyingSuffix
-	w, err := sh.fs.CreateWriter(ctx, sh.user, tmp, meta.CreateOptions{Overwrite: true})
+	opts := job.create
+	opts.Overwrite = true
+	w, err := sh.fs.CreateWriter(ctx, sh.user, tmp, opts)
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(w, r)
+	p := sh.newProgress("put "+src, size, job.progress)
+	_, err = io.Copy(w, track(r, p))
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
+	p.finish(err)
 	if err == nil {
 		err = sh.fs.Rename(ctx, sh.user, tmp, dst, meta.RenameOptions{Overwrite: force})
 	}
@@ -106,7 +144,7 @@ func (sh *shell) putStream(ctx context.Context, r io.Reader, dst string, force b
 
 // putDir copies a local directory tree to dst, which must not exist as a
 // file; existing directories are merged into.
-func (sh *shell) putDir(ctx context.Context, local string, dst target, force bool, r *results) {
+func (sh *shell) putDir(ctx context.Context, local string, dst target, job putJob, r *results) {
 	err := filepath.WalkDir(local, func(p string, d fs.DirEntry, err error) error {
 		rel, _ := filepath.Rel(local, p)
 		tgt := dst
@@ -125,7 +163,7 @@ func (sh *shell) putDir(ctx context.Context, local string, dst target, force boo
 				return fs.SkipDir
 			}
 		default:
-			sh.report(r, "put", tgt.abs, tgt.abs, sh.putFile(ctx, p, tgt.abs, force))
+			sh.report(r, "put", tgt.abs, tgt.abs, sh.putFile(ctx, p, tgt.abs, job))
 		}
 		return ctx.Err()
 	})
@@ -136,14 +174,17 @@ func (sh *shell) putDir(ctx context.Context, local string, dst target, force boo
 
 // get copies files (directories recursively) out to the local file system;
 // LOCALDST "-" is stdout. An existing local directory receives the sources
-// under their base names. -f overwrites existing local files.
+// under their base names. -f overwrites existing local files; -v shows
+// progress even without a terminal.
 func (sh *shell) get(ctx context.Context, inv *invocation) int {
 	srcs, dst := sh.resolveAll(inv.args[:len(inv.args)-1]), inv.args[len(inv.args)-1]
 	force := inv.has('f')
+	po := progressOpts{verbose: inv.has('v')}
 	var r results
 	if dst == "-" {
+		po.stdoutData = true
 		for _, s := range srcs {
-			sh.report(&r, "get", s.abs, "-", sh.copyOut(ctx, s.abs, sh.stdout))
+			sh.report(&r, "get", s.abs, "-", sh.copyOut(ctx, "get", s, -1, sh.stdout, po))
 		}
 		return sh.finish(&r)
 	}
@@ -167,7 +208,7 @@ func (sh *shell) get(ctx context.Context, inv *invocation) int {
 			continue
 		}
 		if !st.IsDir() {
-			sh.report(&r, "get", s.abs, local, sh.getFile(ctx, s.abs, local, force))
+			sh.report(&r, "get", s.abs, local, sh.getFile(ctx, s, st.Length, local, force, po))
 			continue
 		}
 		if !sh.report(&r, "get", s.abs, local, os.MkdirAll(local, 0o755)) {
@@ -179,7 +220,7 @@ func (sh *shell) get(ctx context.Context, inv *invocation) int {
 			case meta.TypeDir:
 				return os.MkdirAll(lp, 0o755)
 			case meta.TypeFile:
-				err := sh.getFile(ctx, c.abs, lp, force)
+				err := sh.getFile(ctx, c, cst.Length, lp, force, po)
 				if err == nil {
 					r.ok("get", c.abs, lp)
 				}
@@ -193,8 +234,9 @@ func (sh *shell) get(ctx context.Context, inv *invocation) int {
 	return sh.finish(&r)
 }
 
-// getFile copies one file to local through local._COPYING_.
-func (sh *shell) getFile(ctx context.Context, src, local string, force bool) error {
+// getFile copies one file, size bytes long, to local through
+// local._COPYING_.
+func (sh *shell) getFile(ctx context.Context, src target, size int64, local string, force bool, po progressOpts) error {
 	if fi, err := os.Stat(local); err == nil {
 		if fi.IsDir() {
 			return meta.Errorf("get", local, meta.ErrIsDir, "local directory")
@@ -208,7 +250,7 @@ func (sh *shell) getFile(ctx context.Context, src, local string, force bool) err
 	if err != nil {
 		return err
 	}
-	err = sh.copyOut(ctx, src, f)
+	err = sh.copyOut(ctx, "get", src, size, f, po)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -224,23 +266,36 @@ func (sh *shell) getFile(ctx context.Context, src, local string, force bool) err
 	return err
 }
 
-// copyOut streams the content of src to w.
-func (sh *shell) copyOut(ctx context.Context, src string, w io.Writer) error {
-	rc, err := sh.fs.OpenReader(ctx, sh.user, src)
+// copyOut streams the content of src, size bytes long (-1: unknown), to w,
+// with progress for op when po asks for it. The size is looked up only when
+// progress could be shown.
+func (sh *shell) copyOut(ctx context.Context, op string, src target, size int64, w io.Writer, po progressOpts) error {
+	if size < 0 && sh.wantsProgress(po) {
+		st, err := sh.fs.Stat(ctx, sh.user, src.abs)
+		if err != nil {
+			return err
+		}
+		size = st.Length
+	}
+	rc, err := sh.fs.OpenReader(ctx, sh.user, src.abs)
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(w, rc)
+	p := sh.newProgress(op+" "+src.disp, size, po)
+	_, err = io.Copy(w, track(rc, p))
 	if cerr := rc.Close(); err == nil {
 		err = cerr
 	}
+	p.finish(err)
 	return err
 }
 
-// cat writes each file to stdout, in order.
+// cat writes each file to stdout, in order; -v shows progress on stderr even
+// when stdout is the terminal.
 func (sh *shell) cat(ctx context.Context, inv *invocation) int {
+	po := progressOpts{verbose: inv.has('v'), stdoutData: true}
 	for _, t := range sh.resolveAll(inv.args) {
-		if err := sh.copyOut(ctx, t.abs, sh.stdout); err != nil {
+		if err := sh.copyOut(ctx, "cat", t, -1, sh.stdout, po); err != nil {
 			sh.fail("cat", t.abs, err)
 		}
 	}

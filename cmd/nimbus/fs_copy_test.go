@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/namespace"
+	"github.com/nimbus-fs/nimbus/store/pebblestore"
 )
 
 // payload is bigger than streamChunk, so copies take several chunks.
@@ -160,4 +164,176 @@ func TestPutGetTree(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(dst, "tree", "empty")); err != nil || !fi.IsDir() {
 		t.Errorf("get empty dir: %v", err)
 	}
+}
+
+// TestPutBlockSizeReplication: put's flags reach the created file.
+func TestPutBlockSizeReplication(t *testing.T) {
+	h := newHarness(t)
+	local := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(local, []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args        []string
+		blockSize   int64
+		replication uint16
+	}{
+		{[]string{"put", local, "plain"}, 128 << 20, 3}, // the engine's defaults in the harness
+		{[]string{"put", "--block-size", "1m", "--replication", "2", local, "flags"}, 1 << 20, 2},
+		{[]string{"put", "--block-size=4096", local, "bs-only"}, 4096, 3},
+		{[]string{"put", "-D", "dfs.blocksize=64k", "-Ddfs.replication=5", local, "hdfs-style"}, 64 << 10, 5},
+	} {
+		h.ok(tc.args...)
+		dst := "/user/alice/" + tc.args[len(tc.args)-1]
+		st, err := h.stat(dst)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.args, err)
+		}
+		if st.BlockSize != tc.blockSize || st.Replication != tc.replication {
+			t.Errorf("%q: block size %d replication %d, want %d %d", tc.args, st.BlockSize, st.Replication,
+				tc.blockSize, tc.replication)
+		}
+		expectEq(t, dst, h.content(dst), "data")
+	}
+	// Directories and stdin use them too.
+	tree := filepath.Join(t.TempDir(), "tree")
+	if err := os.MkdirAll(filepath.Join(tree, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tree, "sub", "x"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.ok("put", "--replication", "7", tree, "tree")
+	h.stdin = strings.NewReader("in")
+	h.ok("put", "--block-size", "2k", "-", "stdin")
+	for p, want := range map[string][2]int64{"/user/alice/tree/sub/x": {128 << 20, 7}, "/user/alice/stdin": {2048, 3}} {
+		if st, err := h.stat(p); err != nil || st.BlockSize != want[0] || int64(st.Replication) != want[1] {
+			t.Errorf("%s: %+v %v, want block size %d replication %d", p, st, err, want[0], want[1])
+		}
+	}
+	// A bad value is a usage error that touches nothing.
+	code, _, errs := h.run("put", "--replication", "0", local, "bad")
+	if code != 2 || !strings.Contains(errs, `--replication "0": not a replication factor`) {
+		t.Errorf("bad replication: exit %d %q", code, errs)
+	}
+	if _, err := h.stat("/user/alice/bad"); meta.KindOf(err) != meta.KindNotFound {
+		t.Errorf("usage error created the file: %v", err)
+	}
+}
+
+// TestTransferProgressOutput: -v prints progress lines on stderr (not a
+// terminal here, so whole lines); without -v nothing extra is printed.
+func TestTransferProgressOutput(t *testing.T) {
+	h := newHarness(t)
+	dir := t.TempDir()
+	local := filepath.Join(dir, "in.bin")
+	if err := os.WriteFile(local, []byte(payload), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	size := byteCount(int64(len(payload)))
+	lineFor := func(label string) string {
+		// The harness clock stands still: no rate, elapsed 0:00.
+		return label + ": " + size + " / " + size + " (100%), 0 B/s, in 0:00\n"
+	}
+
+	code, stdout, stderr := h.run("put", "-v", local, "v.bin")
+	if code != 0 || stdout != "" {
+		t.Fatalf("put -v: exit %d, stdout %q", code, stdout)
+	}
+	expectEq(t, "put -v stderr", stderr, lineFor("put "+local))
+	code, stdout, stderr = h.run("get", "-v", "v.bin", filepath.Join(dir, "out.bin"))
+	if code != 0 || stdout != "" {
+		t.Fatalf("get -v: exit %d, stdout %q", code, stdout)
+	}
+	expectEq(t, "get -v stderr", stderr, lineFor("get v.bin"))
+	code, stdout, stderr = h.run("cat", "-v", "v.bin")
+	if code != 0 || stdout != payload {
+		t.Fatalf("cat -v: exit %d, %d bytes out", code, len(stdout))
+	}
+	expectEq(t, "cat -v stderr", stderr, lineFor("cat v.bin"))
+	h.stdin = strings.NewReader("abc") // size unknown: no total
+	_, _, stderr = h.run("put", "-v", "-", "pipe")
+	expectEq(t, "put -v - stderr", stderr, "put -: 3 B, 0 B/s, in 0:00\n")
+
+	// Without -v and without a terminal: exactly the old output.
+	h.ok("put", "-f", local, "v.bin")
+	h.ok("get", "-f", "v.bin", filepath.Join(dir, "out.bin"))
+	h.ok("cat", "v.bin")
+	h.ok("--json", "put", "-f", local, "v.bin")
+
+	// A failed transfer still ends its progress line before the error.
+	code, _, stderr = h.run("get", "-v", "missing", filepath.Join(dir, "m"))
+	if code != 1 || stderr != "nimbus fs: get /user/alice/missing: not found\n" {
+		t.Errorf("get -v missing: exit %d %q", code, stderr)
+	}
+}
+
+// TestPutGetLargeStreams copies a file several times the copy buffer and
+// the stream chunk, of a size that is a multiple of neither, both ways, on
+// an engine whose inline threshold admits it, and compares every byte.
+func TestPutGetLargeStreams(t *testing.T) {
+	h := newHarness(t)
+	const size = 3<<20 + 17
+	h.fs = newTestFSWith(t, func(c *namespace.Config) { c.InlineThreshold = 4 << 20 })
+	data := make([]byte, size)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	dir := t.TempDir()
+	local := filepath.Join(dir, "big.bin")
+	if err := os.WriteFile(local, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.ok("put", "--block-size", "1m", local, "big.bin")
+	if st, err := h.stat("/user/alice/big.bin"); err != nil || st.Length != size || st.BlockSize != 1<<20 {
+		t.Fatalf("stat: %+v %v", st, err)
+	}
+	if got := h.content("/user/alice/big.bin"); got != string(data) {
+		t.Fatalf("put: content differs (%d bytes back)", len(got))
+	}
+	out := filepath.Join(dir, "back.bin")
+	h.ok("get", "big.bin", out)
+	if b, err := os.ReadFile(out); err != nil || !bytes.Equal(b, data) {
+		t.Fatalf("get: content differs (%d bytes, %v)", len(b), err)
+	}
+	if s := h.ok("cat", "big.bin"); s != string(data) {
+		t.Fatalf("cat: content differs (%d bytes)", len(s))
+	}
+}
+
+// newTestFSWith is newTestFS's engine with a changed configuration.
+func newTestFSWith(t *testing.T, change func(*namespace.Config)) meta.FileSystem {
+	t.Helper()
+	st, err := pebblestore.Open(t.TempDir(), pebblestore.DefaultOptions())
+	if err != nil {
+		t.Fatalf("pebblestore.Open: %v", err)
+	}
+	cfg := namespace.DefaultConfig()
+	cfg.Superuser = testSuperuser
+	cfg.Now = func() time.Time { return time.UnixMilli(fakeTime) }
+	cfg.Groups = func(user string) []string { return []string{user} }
+	change(&cfg)
+	eng, err := namespace.New(st, cfg)
+	if err != nil {
+		_ = st.Close()
+		t.Fatalf("namespace.New: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := eng.Close(); err != nil {
+			t.Errorf("engine close: %v", err)
+		}
+		if err := st.Close(); err != nil {
+			t.Errorf("store close: %v", err)
+		}
+	})
+	ctx := context.Background()
+	su := meta.User{Name: testSuperuser}
+	if err := eng.Mkdirs(ctx, su, "/user/alice", meta.DefaultDir); err != nil {
+		t.Fatalf("mkdirs home: %v", err)
+	}
+	if err := eng.SetOwner(ctx, su, "/user/alice", "alice", ""); err != nil {
+		t.Fatalf("chown home: %v", err)
+	}
+	return eng
 }
