@@ -2571,6 +2571,7 @@ type FsckReport struct {
 	Bytes         int64                  `protobuf:"varint,5,opt,name=bytes,proto3" json:"bytes,omitempty"`
 	DataChunks    int64                  `protobuf:"varint,6,opt,name=data_chunks,json=dataChunks,proto3" json:"data_chunks,omitempty"`
 	Problems      []string               `protobuf:"bytes,7,rep,name=problems,proto3" json:"problems,omitempty"`
+	Blocks        int64                  `protobuf:"varint,8,opt,name=blocks,proto3" json:"blocks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2652,6 +2653,13 @@ func (x *FsckReport) GetProblems() []string {
 		return x.Problems
 	}
 	return nil
+}
+
+func (x *FsckReport) GetBlocks() int64 {
+	if x != nil {
+		return x.Blocks
+	}
+	return 0
 }
 
 type EchoResult struct {
@@ -2882,7 +2890,7 @@ const file_nimbus_proto_rawDesc = "" +
 	"\vreplication\x18\x02 \x01(\rR\vreplication\x12)\n" +
 	"\x10inline_threshold\x18\x03 \x01(\x03R\x0finlineThreshold\x12-\n" +
 	"\x13lease_soft_limit_ms\x18\x04 \x01(\x03R\x10leaseSoftLimitMs\x12-\n" +
-	"\x13lease_hard_limit_ms\x18\x05 \x01(\x03R\x10leaseHardLimitMs\"\xcb\x01\n" +
+	"\x13lease_hard_limit_ms\x18\x05 \x01(\x03R\x10leaseHardLimitMs\"\xe3\x01\n" +
 	"\n" +
 	"FsckReport\x12\x16\n" +
 	"\x06inodes\x18\x01 \x01(\x03R\x06inodes\x12 \n" +
@@ -2892,7 +2900,8 @@ const file_nimbus_proto_rawDesc = "" +
 	"\x05bytes\x18\x05 \x01(\x03R\x05bytes\x12\x1f\n" +
 	"\vdata_chunks\x18\x06 \x01(\x03R\n" +
 	"dataChunks\x12\x1a\n" +
-	"\bproblems\x18\a \x03(\tR\bproblems\"&\n" +
+	"\bproblems\x18\a \x03(\tR\bproblems\x12\x16\n" +
+	"\x06blocks\x18\b \x01(\x03R\x06blocks\"&\n" +
 	"\n" +
 	"EchoResult\x12\x18\n" +
 	"\apayload\x18\x01 \x01(\fR\apayload*\xc1\x02\n" +

@@ -2361,6 +2361,11 @@ func (m *FsckReport) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.Blocks != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Blocks))
+		i--
+		dAtA[i] = 0x40
+	}
 	if len(m.Problems) > 0 {
 		for iNdEx := len(m.Problems) - 1; iNdEx >= 0; iNdEx-- {
 			i -= len(m.Problems[iNdEx])
@@ -3504,6 +3509,9 @@ func (m *FsckReport) SizeVT() (n int) {
 			l = len(s)
 			n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 		}
+	}
+	if m.Blocks != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.Blocks))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -9012,6 +9020,25 @@ func (m *FsckReport) UnmarshalVT(dAtA []byte) error {
 			}
 			m.Problems = append(m.Problems, string(dAtA[iNdEx:postIndex]))
 			iNdEx = postIndex
+		case 8:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Blocks", wireType)
+			}
+			m.Blocks = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Blocks |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])

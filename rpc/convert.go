@@ -122,7 +122,7 @@ func FsckToProto(r *meta.FsckReport) *api.FsckReport {
 	}
 	return &api.FsckReport{
 		Inodes: r.Inodes, Directories: r.Directories, Files: r.Files, Symlinks: r.Symlinks,
-		Bytes: r.Bytes, DataChunks: r.DataChunks, Problems: r.Problems,
+		Bytes: r.Bytes, DataChunks: r.DataChunks, Problems: r.Problems, Blocks: r.Blocks,
 	}
 }
 
@@ -130,7 +130,7 @@ func FsckToProto(r *meta.FsckReport) *api.FsckReport {
 func FsckFromProto(p *api.FsckReport) *meta.FsckReport {
 	return &meta.FsckReport{
 		Inodes: p.GetInodes(), Directories: p.GetDirectories(), Files: p.GetFiles(), Symlinks: p.GetSymlinks(),
-		Bytes: p.GetBytes(), DataChunks: p.GetDataChunks(), Problems: p.GetProblems(),
+		Bytes: p.GetBytes(), DataChunks: p.GetDataChunks(), Problems: p.GetProblems(), Blocks: p.GetBlocks(),
 	}
 }
 

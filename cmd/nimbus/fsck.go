@@ -59,6 +59,7 @@ type jsonFsck struct {
 	Symlinks    int64    `json:"symlinks"`
 	Bytes       int64    `json:"bytes"`
 	DataChunks  int64    `json:"data_chunks"`
+	Blocks      int64    `json:"blocks"`
 	Problems    []string `json:"problems"`
 }
 
@@ -70,7 +71,7 @@ func printFsck(rep *meta.FsckReport, jsonOut bool, w io.Writer) int {
 	}
 	if jsonOut {
 		j := jsonFsck{Clean: rep.Clean(), Inodes: rep.Inodes, Directories: rep.Directories,
-			Files: rep.Files, Symlinks: rep.Symlinks, Bytes: rep.Bytes, DataChunks: rep.DataChunks,
+			Files: rep.Files, Symlinks: rep.Symlinks, Bytes: rep.Bytes, DataChunks: rep.DataChunks, Blocks: rep.Blocks,
 			Problems: rep.Problems}
 		if j.Problems == nil {
 			j.Problems = []string{}
@@ -96,6 +97,7 @@ func printFsck(rep *meta.FsckReport, jsonOut bool, w io.Writer) int {
 	fmt.Fprintf(w, " Symlinks:\t%d\n", rep.Symlinks)
 	fmt.Fprintf(w, " Total bytes:\t%d\n", rep.Bytes)
 	fmt.Fprintf(w, " Data chunks:\t%d\n", rep.DataChunks)
+	fmt.Fprintf(w, " Blocks:\t%d\n", rep.Blocks)
 	fmt.Fprintf(w, " Problems:\t%d\n", len(rep.Problems))
 	fmt.Fprintf(w, "\nThe filesystem under path '/' is %s\n", status)
 	return code

@@ -26,7 +26,7 @@ func TestPrintFsck(t *testing.T) {
 	}
 	expectEq(t, "clean", out.String(), "Status: HEALTHY\n"+
 		" Total inodes:\t5\n Directories:\t3\n Files:\t\t1\n Symlinks:\t1\n Total bytes:\t42\n"+
-		" Data chunks:\t1\n Problems:\t0\n\nThe filesystem under path '/' is HEALTHY\n")
+		" Data chunks:\t1\n Blocks:\t0\n Problems:\t0\n\nThe filesystem under path '/' is HEALTHY\n")
 	bad := *clean
 	bad.Problems = []string{"inode 7 (/a/b): parent 6 is not a directory", "orphan inode 9"}
 	out.Reset()
@@ -46,7 +46,7 @@ func TestPrintFsck(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]any{"clean": true, "inodes": 5.0, "directories": 3.0, "files": 1.0, "symlinks": 1.0,
-		"bytes": 42.0, "data_chunks": 1.0, "problems": []any{}}
+		"bytes": 42.0, "data_chunks": 1.0, "blocks": 0.0, "problems": []any{}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("json %v, want %v", got, want)
 	}
