@@ -9,11 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/namespace"
-	"github.com/nimbus-fs/nimbus/store/pebblestore"
 )
 
 // payload is bigger than streamChunk, so copies take several chunks.
@@ -302,38 +300,3 @@ func TestPutGetLargeStreams(t *testing.T) {
 	}
 }
 
-// newTestFSWith is newTestFS's engine with a changed configuration.
-func newTestFSWith(t *testing.T, change func(*namespace.Config)) meta.FileSystem {
-	t.Helper()
-	st, err := pebblestore.Open(t.TempDir(), pebblestore.DefaultOptions())
-	if err != nil {
-		t.Fatalf("pebblestore.Open: %v", err)
-	}
-	cfg := namespace.DefaultConfig()
-	cfg.Superuser = testSuperuser
-	cfg.Now = func() time.Time { return time.UnixMilli(fakeTime) }
-	cfg.Groups = func(user string) []string { return []string{user} }
-	change(&cfg)
-	eng, err := namespace.New(st, cfg)
-	if err != nil {
-		_ = st.Close()
-		t.Fatalf("namespace.New: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := eng.Close(); err != nil {
-			t.Errorf("engine close: %v", err)
-		}
-		if err := st.Close(); err != nil {
-			t.Errorf("store close: %v", err)
-		}
-	})
-	ctx := context.Background()
-	su := meta.User{Name: testSuperuser}
-	if err := eng.Mkdirs(ctx, su, "/user/alice", meta.DefaultDir); err != nil {
-		t.Fatalf("mkdirs home: %v", err)
-	}
-	if err := eng.SetOwner(ctx, su, "/user/alice", "alice", ""); err != nil {
-		t.Fatalf("chown home: %v", err)
-	}
-	return eng
-}

@@ -24,6 +24,12 @@ const testSuperuser = "hdfs"
 // alice.
 func newTestFS(t *testing.T) meta.FileSystem {
 	t.Helper()
+	return newTestFSWith(t, func(*namespace.Config) {})
+}
+
+// newTestFSWith is newTestFS's engine with a changed configuration.
+func newTestFSWith(t *testing.T, change func(*namespace.Config)) meta.FileSystem {
+	t.Helper()
 	st, err := pebblestore.Open(t.TempDir(), pebblestore.DefaultOptions())
 	if err != nil {
 		t.Fatalf("pebblestore.Open: %v", err)
@@ -39,6 +45,7 @@ func newTestFS(t *testing.T) meta.FileSystem {
 		}
 		return []string{user}
 	}
+	change(&cfg)
 	eng, err := namespace.New(st, cfg)
 	if err != nil {
 		_ = st.Close()

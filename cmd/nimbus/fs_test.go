@@ -20,7 +20,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--bogus", "ls"}, `nimbus fs: unknown flag "--bogus"`},
 		{[]string{"ls", "-x"}, "nimbus fs: ls: bad usage: unknown flag \"-x\"\nusage: nimbus fs ls [-R] [-d] [-h] [PATH...]"},
 		{[]string{"mkdir"}, "usage: nimbus fs mkdir [-p] PATH..."},
-		{[]string{"put", "a"}, "usage: nimbus fs put [-f] LOCAL... DST"},
+		{[]string{"put", "a"}, "usage: nimbus fs put [-f] [-v] [--block-size SIZE] [--replication N] LOCAL... DST"},
 		{[]string{"test", "-e", "a", "b"}, "usage: nimbus fs test"},
 		{[]string{"rm", "-q", "a"}, `unknown flag "-q"`},
 		{[]string{"chown", "a:b:c", "x"}, "usage: nimbus fs chown"},
