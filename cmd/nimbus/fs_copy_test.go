@@ -299,4 +299,3 @@ func TestPutGetLargeStreams(t *testing.T) {
 		t.Fatalf("cat: content differs (%d bytes)", len(s))
 	}
 }
-
