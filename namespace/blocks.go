@@ -510,3 +510,44 @@ func (e *Engine) RemoveOrphanBlocks(ctx context.Context) (int, error) {
 	})
 	return removed, err
 }
+
+// checkConcatBlocks enforces HDFS's rule for a concat that moves blocks:
+// every file but the last source ends on a block boundary of the target's
+// block size (and has that block size), and holds its bytes in blocks unless
+// it is empty.
+func (t *tx) checkConcatBlocks(op string, rs []*resolved, files []*store.Inode) error {
+	tn := files[0]
+	for i, f := range files {
+		last := i == len(files)-1
+		switch {
+		case f.Length > 0 && !f.Blocks:
+			return meta.Errorf(op, rs[i].path, meta.ErrUnsupported,
+				"concat into a file kept in blocks needs every file in blocks; this one (%d bytes) is kept inline", f.Length)
+		case f.BlockSize != tn.BlockSize:
+			return meta.Errorf(op, rs[i].path, meta.ErrInvalidArgument,
+				"block size %d differs from the target's %d", f.BlockSize, tn.BlockSize)
+		case !last && f.Length%tn.BlockSize != 0:
+			return meta.Errorf(op, rs[i].path, meta.ErrInvalidArgument,
+				"its last block is not full (%d bytes, block size %d): only the last source may end in a partial block, as in HDFS", f.Length, tn.BlockSize)
+		}
+	}
+	return nil
+}
+
+// moveBlocks makes the block rows of src the blocks of target numbered from
+// *next on (reads see committed rows only, so the caller counts).
+func (t *tx) moveBlocks(ctx context.Context, src, target *store.Inode, next *uint32) error {
+	rows, err := t.blockRows(ctx, src.ID)
+	if err != nil {
+		return err
+	}
+	for _, b := range rows {
+		t.delRaw(store.BlockKey(b.File, b.Index))
+		b.File, b.Index = target.ID, *next
+		*next++
+		t.putBlock(&b)
+	}
+	target.Blocks = true
+	target.Written += src.Length
+	return nil
+}

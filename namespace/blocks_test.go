@@ -258,3 +258,38 @@ func TestFsckFindsBlockProblems(t *testing.T) {
 		t.Fatalf("removed %d orphans, want 1", n)
 	}
 }
+
+// TestBlockConcat: concat moves the sources' blocks to the target when every
+// file but the last source ends on a block boundary, and refuses otherwise.
+func TestBlockConcat(t *testing.T) {
+	e, _ := newBlockEngine(t, t.TempDir())
+	ctx := context.Background()
+	const bsz = 4096
+	parts := [][]byte{randomBytes(2*bsz, 10), randomBytes(bsz, 11), randomBytes(1500, 12)}
+	for i, d := range parts {
+		p := fmt.Sprintf("/d/p%d", i)
+		_, err := e.Create(ctx, root, p, meta.CreateOptions{Client: "w", BlockSize: bsz, CreateParent: true})
+		must(t, err)
+		writeChunks(t, e, p, "w", 0, d, 1000)
+		_, err = e.Complete(ctx, root, p, "w")
+		must(t, err)
+	}
+	must(t, e.Concat(ctx, root, "/d/p0", []string{"/d/p1", "/d/p2"}))
+	want := append(append(append([]byte{}, parts[0]...), parts[1]...), parts[2]...)
+	if got := readAll(t, e, "/d/p0"); !bytes.Equal(got, want) {
+		t.Fatalf("concat result: %d bytes, want %d identical", len(got), len(want))
+	}
+	for _, p := range []string{"/d/p1", "/d/p2"} {
+		_, err := e.Stat(ctx, root, p)
+		wantKind(t, err, meta.ErrNotFound)
+	}
+	fsckClean(t, e)
+	// The target now ends in a partial block: appending more is refused.
+	_, err := e.Create(ctx, root, "/d/q", meta.CreateOptions{Client: "w", BlockSize: bsz})
+	must(t, err)
+	writeChunks(t, e, "/d/q", "w", 0, randomBytes(2000, 13), 2000)
+	_, err = e.Complete(ctx, root, "/d/q", "w")
+	must(t, err)
+	wantKind(t, e.Concat(ctx, root, "/d/p0", []string{"/d/q"}), meta.ErrInvalidArgument)
+	fsckClean(t, e)
+}

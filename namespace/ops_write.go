@@ -364,9 +364,6 @@ func (e *Engine) Concat(ctx context.Context, u meta.User, target string, srcs []
 			if n.UnderConstruction() {
 				return meta.Errorf(op, r.path, meta.ErrLease, "open for writing by %s", n.LeaseHolder)
 			}
-			if n.Blocks {
-				return meta.Errorf(op, r.path, meta.ErrUnsupported, "concat of files kept in block storage is not supported yet")
-			}
 			bits := permR | permW
 			if i == 0 {
 				tn, bits = n, permW
@@ -381,9 +378,14 @@ func (e *Engine) Concat(ctx context.Context, u meta.User, target string, srcs []
 		if err := t.require(op, dir, parent, permW|permX); err != nil {
 			return err
 		}
-		if total > t.e.cfg.InlineThreshold {
-			return meta.Errorf(op, p, meta.ErrTooLarge, "the result would be %d bytes; this server keeps files up to %d bytes until it has block storage",
-				total, t.e.cfg.InlineThreshold)
+		inline := total <= t.e.cfg.InlineThreshold
+		for _, f := range files {
+			inline = inline && !f.Blocks
+		}
+		if !inline {
+			if err := t.checkConcatBlocks(op, rs, files); err != nil {
+				return err
+			}
 		}
 		var dSpace int64
 		for _, s := range files[1:] {
@@ -392,7 +394,23 @@ func (e *Engine) Concat(ctx context.Context, u meta.User, target string, srcs []
 		if err := t.charge(op, p, rs[0].chain[:rs[0].depth()], -int64(len(srcs)), dSpace); err != nil {
 			return err
 		}
+		var nextBlock uint32
+		if !inline {
+			trows, err := t.blockRows(ctx, tn.ID)
+			if err != nil {
+				return err
+			}
+			nextBlock = uint32(len(trows))
+		}
 		for _, s := range files[1:] {
+			if !inline {
+				// HDFS's way: the sources' blocks become the target's.
+				if err := t.moveBlocks(ctx, s, tn, &nextBlock); err != nil {
+					return err
+				}
+				t.del(s)
+				continue
+			}
 			data, err := t.readContent(ctx, s, 0, s.Length, s.Length)
 			if err != nil {
 				return err
