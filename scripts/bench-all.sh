@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# Reproduces every figure of docs/BENCHMARKS.md (issue 11): Nimbus over its RPC, Nimbus over WebHDFS
+# and HDFS 3.4.1 over WebHDFS driven by `nimbus bench`, plus HDFS's own NNThroughputBenchmark over
+# Hadoop RPC against the same NameNode, all on this machine, on loopback.
+#
+#   scripts/bench-all.sh                       # everything
+#   STAGES="compare plot" scripts/bench-all.sh # only some stages (servers are started when needed)
+#   OPS="stat read" CLIENTS=1,4 DURATION=2s scripts/bench-all.sh
+#
+# Stages, in order: build servers prepare echo compare hot issue2 bigdir plot stop
+#   build    go build -o $BIN ./cmd/nimbus
+#   servers  nimbus serve on 127.0.0.1:9870 (data in $NIMBUS_DATA) and the HDFS peer (9871 / 8020)
+#   prepare  the same tree of $FILES files under /bench on Nimbus (over its RPC) and on HDFS (WebHDFS)
+#   echo     the transport ceiling at every client count, on each of the three targets
+#   compare  for each op: nimbus://9870, webhdfs://9870, webhdfs://9871 back to back, then
+#            NNThroughputBenchmark for the matching op (stat=fileStatus, read=open, create, mkdir=mkdirs,
+#            delete, rename; ls and chmod have no NNThroughputBenchmark op)
+#   hot      create with --hot-dir (every client in one directory) on the three targets
+#   issue2   issue 2's reference points: stat and create at 32 clients over Nimbus's RPC
+#   bigdir   nimbus bench bigdir --entries $BIGDIR on Nimbus (RPC), and over its WebHDFS gateway
+#   plot     nimbus bench plot docs/bench/*.json --out docs/bench/
+#   stop     stop both servers (also done on exit for servers this script started, unless KEEP=1)
+#
+# Resumable: a result whose JSON file already exists is skipped (FORCE=1 reruns it). The load average
+# before and after every run is appended to docs/bench/load.log.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+STAGES="${STAGES:-build servers prepare echo compare hot issue2 bigdir plot stop}"
+OPS="${OPS:-stat read ls create mkdir delete rename chmod}"
+CLIENTS="${CLIENTS:-1,4,16,64,256}"
+DURATION="${DURATION:-5s}"
+FILES="${FILES:-50000}"
+BIGDIR="${BIGDIR:-100000}"
+HDFS_READ_FILES="${HDFS_READ_FILES:-2000}"
+OUT="${OUT:-$ROOT/docs/bench}"
+BIN="${BIN:-/tmp/nimbus-bench-all/nimbus}"
+NIMBUS_DATA="${NIMBUS_DATA:-/tmp/nimbus-bench-all/data}"
+export HDFS_PEER_DIR="${HDFS_PEER_DIR:-/tmp/nimbus-bench-all/hdfs}"
+# NNThroughputBenchmark: files (dirs for mkdirs) per run, by thread count, so that a run lasts seconds.
+NNT_FILES_1="${NNT_FILES_1:-3000}"
+NNT_FILES_4="${NNT_FILES_4:-6000}"
+NNT_FILES_N="${NNT_FILES_N:-12000}"
+
+NIMBUS_RPC=nimbus://127.0.0.1:9870
+NIMBUS_WEB=webhdfs://127.0.0.1:9870
+HDFS_WEB=webhdfs://127.0.0.1:9871
+TARGETS=("$NIMBUS_RPC" "$NIMBUS_WEB" "$HDFS_WEB")
+
+mkdir -p "$OUT" "$(dirname "$BIN")"
+LOAD_LOG="$OUT/load.log"
+STARTED_NIMBUS=""
+STARTED_HDFS=""
+
+log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
+has_stage() { [[ " $STAGES " == *" $1 "* ]]; }
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+# name of a target in file names: nimbus-rpc, nimbus-webhdfs, hdfs-webhdfs
+tname() {
+  case "$1" in
+    "$NIMBUS_RPC") echo nimbus-rpc ;; "$NIMBUS_WEB") echo nimbus-webhdfs ;; "$HDFS_WEB") echo hdfs-webhdfs ;;
+    *) echo "$1" | tr ':/' '__' ;;
+  esac
+}
+# run NAME CMD...: skip when $OUT/NAME.json exists, log the load before and after
+run() {
+  local name="$1"; shift
+  if [[ -s "$OUT/$name.json" && -z "${FORCE:-}" ]]; then log "skip $name (have $OUT/$name.json)"; return 0; fi
+  local before; before="$(load)"
+  log "run $name: $*"
+  local rc=0
+  "$@" || rc=$?
+  echo "$(date -u +%FT%TZ) $name load_before=[$before] load_after=[$(load)] rc=$rc" >>"$LOAD_LOG"
+  [[ $rc == 0 ]] || log "WARN: $name exited $rc (continuing)"
+}
+
+nimbus_up() { curl -fsS -o /dev/null http://127.0.0.1:9870/readyz 2>/dev/null; }
+hdfs_up() { bench/hdfs/hdfs-peer.sh status >/dev/null 2>&1; }
+
+start_servers() {
+  if ! nimbus_up; then
+    [[ -x "$BIN" ]] || go build -o "$BIN" ./cmd/nimbus
+    mkdir -p "$NIMBUS_DATA"
+    log "starting nimbus serve --data $NIMBUS_DATA --listen 127.0.0.1:9870"
+    "$BIN" serve --data "$NIMBUS_DATA" --listen 127.0.0.1:9870 >"$(dirname "$NIMBUS_DATA")/serve.log" 2>&1 &
+    STARTED_NIMBUS=$!
+    echo "$STARTED_NIMBUS" >"$(dirname "$NIMBUS_DATA")/serve.pid"
+    for _ in $(seq 1 100); do nimbus_up && break; sleep 0.2; done
+    nimbus_up || { log "nimbus serve did not become ready"; tail -20 "$(dirname "$NIMBUS_DATA")/serve.log" >&2; exit 1; }
+  fi
+  if ! hdfs_up; then
+    log "starting the HDFS peer in $HDFS_PEER_DIR"
+    bench/hdfs/hdfs-peer.sh install
+    bench/hdfs/hdfs-peer.sh start
+    STARTED_HDFS=1
+  fi
+}
+
+stop_servers() {
+  local pidf; pidf="$(dirname "$NIMBUS_DATA")/serve.pid"
+  if [[ -f "$pidf" ]]; then
+    local pid; pid="$(cat "$pidf")"
+    if kill -0 "$pid" 2>/dev/null; then
+      log "stopping nimbus serve ($pid)"; kill -TERM "$pid"
+      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    fi
+    rm -f "$pidf"
+  fi
+  if hdfs_up; then log "stopping the HDFS peer"; bench/hdfs/hdfs-peer.sh stop || true; fi
+}
+on_exit() {
+  if [[ -z "${KEEP:-}" && ( -n "$STARTED_NIMBUS" || -n "$STARTED_HDFS" ) ]]; then stop_servers; fi
+}
+trap on_exit EXIT
+
+nnt_op() {
+  case "$1" in
+    stat) echo fileStatus ;; read) echo open ;; create) echo create ;; mkdir) echo mkdirs ;;
+    delete) echo delete ;; rename) echo rename ;; *) echo "" ;;
+  esac
+}
+nnt_files() { case "$1" in 1) echo "$NNT_FILES_1" ;; 4) echo "$NNT_FILES_4" ;; *) echo "$NNT_FILES_N" ;; esac; }
+# NNThroughputBenchmark for one op at every thread count of $CLIENTS, into $OUT/nnthroughput-OP.jsonl
+nnthroughput() {
+  local op="$1" nop; nop="$(nnt_op "$op")"; [[ -n "$nop" ]] || return 0
+  local out="$OUT/nnthroughput-$op.jsonl"
+  if [[ -s "$out" && -z "${FORCE:-}" ]]; then log "skip $out"; return 0; fi
+  : >"$out"
+  local t
+  for t in ${CLIENTS//,/ }; do
+    local before; before="$(load)"
+    local f; f="$(nnt_files "$t")"
+    log "run NNThroughputBenchmark -op $nop -threads $t -files $f"
+    local line rc=0
+    line="$(bench/hdfs/nnthroughput.sh "$nop" "$t" "$f" 2>>"$OUT/nnthroughput.log" | tail -1)" || rc=$?
+    echo "$(date -u +%FT%TZ) nnthroughput-$op-$t load_before=[$before] load_after=[$(load)] rc=$rc" >>"$LOAD_LOG"
+    if [[ $rc == 0 && -n "$line" ]]; then
+      echo "${line%\}},\"bench_op\":\"$op\",\"loadavg_before\":\"$before\",\"loadavg_after\":\"$(load)\"}" | tee -a "$out"
+    else
+      log "WARN: NNThroughputBenchmark $nop $t failed (see $OUT/nnthroughput.log)"
+    fi
+  done
+}
+
+need_servers() { nimbus_up && hdfs_up || start_servers; }
+
+for stage in build servers prepare echo compare hot issue2 bigdir plot stop; do
+  has_stage "$stage" || continue
+  log "=== stage $stage (load $(load))"
+  echo "$(date -u +%FT%TZ) stage $stage start load=[$(load)]" >>"$LOAD_LOG"
+  case "$stage" in
+    build)
+      go build -o "$BIN" ./cmd/nimbus ;;
+    servers)
+      start_servers ;;
+    prepare)
+      need_servers
+      run prepare-nimbus-rpc "$BIN" bench prepare --target "$NIMBUS_RPC" --files "$FILES" --json "$OUT/prepare-nimbus-rpc.json"
+      # HDFS closes a file that has a block only after the DataNode reported it (the WebHDFS writer's
+      # complete() retries after 400 ms), so a 16-byte file costs ~0.4 s there: 50,000 of them would take
+      # most of an hour, and so would putting deleted files back after each delete run. The HDFS tree
+      # is therefore the same tree with empty files (no block); `read` on HDFS uses a second tree of
+      # $HDFS_READ_FILES 16-byte files under /bench16, made with many parallel writers.
+      run prepare-hdfs-webhdfs "$BIN" bench prepare --target "$HDFS_WEB" --files "$FILES" --file-size 0 --clients 64 --json "$OUT/prepare-hdfs-webhdfs.json"
+      run prepare-hdfs-webhdfs-bench16 "$BIN" bench prepare --target "$HDFS_WEB" --root /bench16 --files "$HDFS_READ_FILES" --clients 256 --json "$OUT/prepare-hdfs-webhdfs-bench16.json" ;;
+    echo)
+      need_servers
+      for t in "${TARGETS[@]}"; do
+        run "echo-$(tname "$t")" "$BIN" bench echo --target "$t" --clients "$CLIENTS" --duration "$DURATION" --json "$OUT/echo-$(tname "$t").json"
+      done ;;
+    compare)
+      need_servers
+      for op in $OPS; do
+        for t in "${TARGETS[@]}"; do
+          # --no-echo: the ceiling is the echo stage's sweep of the same batch (it would double the time)
+          root=/bench; [[ "$t" == "$HDFS_WEB" && "$op" == read ]] && root=/bench16
+          run "micro-$op-$(tname "$t")" "$BIN" bench micro --target "$t" --root "$root" --op "$op" --clients "$CLIENTS" \
+            --duration "$DURATION" --no-echo --json "$OUT/micro-$op-$(tname "$t").json"
+        done
+        nnthroughput "$op"
+      done ;;
+    hot)
+      need_servers
+      for t in "${TARGETS[@]}"; do
+        run "hot-create-$(tname "$t")" "$BIN" bench micro --target "$t" --op create --hot-dir --clients "$CLIENTS" \
+          --duration "$DURATION" --no-echo --json "$OUT/hot-create-$(tname "$t").json"
+      done ;;
+    issue2)
+      need_servers
+      # with its own echo at 32 clients (echo_fraction in the JSON)
+      run issue2-stat-32 "$BIN" bench micro --target "$NIMBUS_RPC" --op stat --clients 32 --duration "$DURATION" --json "$OUT/issue2-stat-32.json"
+      run issue2-create-32 "$BIN" bench micro --target "$NIMBUS_RPC" --op create --clients 32 --duration "$DURATION" --json "$OUT/issue2-create-32.json" ;;
+    bigdir)
+      need_servers
+      run bigdir-nimbus-rpc "$BIN" bench bigdir --target "$NIMBUS_RPC" --entries "$BIGDIR" --json "$OUT/bigdir-nimbus-rpc.json"
+      run bigdir-nimbus-webhdfs "$BIN" bench bigdir --target "$NIMBUS_WEB" --entries "$BIGDIR" --json "$OUT/bigdir-nimbus-webhdfs.json" ;;
+    plot)
+      "$BIN" bench plot "$OUT"/*.json --out "$OUT/" ;;
+    stop)
+      stop_servers ;;
+  esac
+  echo "$(date -u +%FT%TZ) stage $stage end load=[$(load)]" >>"$LOAD_LOG"
+done
+log "done; results in $OUT"
