@@ -60,6 +60,12 @@ func (h *hints) get(parent uint64, name string) (uint64, bool) {
 func (h *hints) put(parent uint64, name string, id uint64) {
 	k := hintKey{parent, name}
 	s := h.shard(k)
+	s.mu.RLock()
+	cur, ok := s.m[k]
+	s.mu.RUnlock()
+	if ok && cur == id {
+		return // the common case: every read of a directory confirms its hint
+	}
 	s.mu.Lock()
 	if _, ok := s.m[k]; !ok && len(s.m) >= h.max {
 		for old := range s.m { // evict an arbitrary entry: hints are cheap to rebuild

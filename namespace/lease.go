@@ -196,7 +196,7 @@ func (e *Engine) recoverLease(ctx context.Context, l store.Lease) error {
 		if err := t.cacheRow(key, vals[0]); err != nil {
 			return err
 		}
-		n := t.rows[string(key)]
+		n := t.rows[hintKey{l.Parent, l.Name}]
 		if n == nil || n.ID != l.ID || n.LeaseHolder != l.Holder {
 			return nil // closed, renamed or deleted meanwhile: its own transaction fixed the lease row
 		}

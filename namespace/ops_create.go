@@ -71,7 +71,7 @@ func (t *tx) makeParents(ctx context.Context, op string, r *resolved, last int, 
 	if err := t.require(op, r.prefix(j-1), top, permW|permX); err != nil {
 		return nil, err
 	}
-	if t.mode(top.Key()) != store.Exclusive {
+	if t.mode(top) != store.Exclusive {
 		return nil, t.needExclusive(top.Key())
 	}
 	if err := t.charge(op, r.path, r.chain[:j], int64(last-j+1), 0); err != nil {

@@ -111,8 +111,9 @@ func (t *tx) lockSubtree(ctx context.Context, op, path string, n *store.Inode, m
 			if err := t.cacheRow(r.Key, vals[i]); err != nil {
 				return nil, use, err
 			}
-			c := t.rows[string(r.Key)]
-			t.modes[string(r.Key)] = mode
+			parent, name, _ := store.DecodeInodeKey(r.Key)
+			c := t.rows[hintKey{parent, name}]
+			t.modes[hintKey{parent, name}] = mode
 			nodes = append(nodes, c)
 			use.add(c)
 			if c.Type == meta.TypeDir {

@@ -18,7 +18,7 @@ func (t *tx) charge(op, path string, dirs []*store.Inode, dNs, dSpace int64) err
 	}
 	restart := false
 	for _, d := range dirs {
-		if d != nil && d.HasQuota() && t.mode(d.Key()) != store.Exclusive {
+		if d != nil && d.HasQuota() && t.mode(d) != store.Exclusive {
 			_ = t.needExclusive(d.Key())
 			restart = true
 		}

@@ -3,6 +3,7 @@ package namespace
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"slices"
@@ -34,12 +35,12 @@ type tx struct {
 	super  bool
 	now    int64 // ms, one clock reading per attempt
 
-	rows   map[string]*store.Inode // every row read or written, by key (nil: absent)
-	modes  map[string]store.Mode   // the mode each key was locked in
-	dirty  map[string]*store.Inode // rows to write at commit (nil: delete)
-	chunks map[string][]byte       // content chunks written by this transaction
-	after  []func()                // run once the transaction committed
-	undo   []func()                // run if it did not
+	rows   map[hintKey]*store.Inode // every row read or written, by key (nil: absent)
+	modes  map[hintKey]store.Mode   // the mode each key was locked in
+	dirty  map[string]*store.Inode  // rows to write at commit (nil: delete)
+	chunks map[string][]byte        // content chunks written by this transaction
+	after  []func()                 // run once the transaction committed
+	undo   []func()                 // run if it did not
 }
 
 // run executes fn as one transaction, restarting it when it asks for a retry
@@ -80,8 +81,8 @@ func (e *Engine) attempt(ctx context.Context, op *opState, user string, groups [
 	}
 	defer st.Rollback()
 	t := &tx{e: e, st: st, op: op, user: user, groups: groups, super: super,
-		now: e.cfg.Now().UnixMilli(), rows: make(map[string]*store.Inode, 8),
-		modes: make(map[string]store.Mode, 8)}
+		now: e.cfg.Now().UnixMilli(), rows: make(map[hintKey]*store.Inode, 8),
+		modes: make(map[hintKey]store.Mode, 8)}
 	err = fn(t)
 	if err == nil && len(t.dirty) > 0 {
 		t.flush()
@@ -212,8 +213,14 @@ func (t *tx) resolve(ctx context.Context, wants ...want) ([]*resolved, error) {
 		plans[i] = p
 	}
 
-	// One request per key, at the strongest mode asked, in key order.
-	reqs := make([]store.ReadReq, 0, 2*len(plans[0].keys)+len(t.op.extraX))
+	// One request per key, at the strongest mode asked, in key order. Each
+	// carries its (parent, name), the name taken from the path's components
+	// so that no key needs decoding.
+	type keyed struct {
+		req store.ReadReq
+		hk  hintKey
+	}
+	ks := make([]keyed, 0, 2*len(plans[0].keys)+len(t.op.extraX))
 	for _, p := range plans {
 		n := len(p.comps)
 		for k, key := range p.keys {
@@ -224,27 +231,35 @@ func (t *tx) resolve(ctx context.Context, wants ...want) ([]*resolved, error) {
 			case k == n-1:
 				m = max(m, p.w.parent)
 			}
-			reqs = append(reqs, store.ReadReq{Key: key, Mode: m})
+			hk := hintKey{parent: store.RootParentID}
+			if k > 0 {
+				hk = hintKey{parent: binary.BigEndian.Uint64(key[1:9]), name: p.comps[k-1]}
+			}
+			ks = append(ks, keyed{store.ReadReq{Key: key, Mode: m}, hk})
 		}
 	}
 	for k := range t.op.extraX {
-		reqs = append(reqs, store.ReadReq{Key: []byte(k), Mode: store.Exclusive})
+		parent, name, _ := store.DecodeInodeKey([]byte(k))
+		ks = append(ks, keyed{store.ReadReq{Key: []byte(k), Mode: store.Exclusive}, hintKey{parent, name}})
 	}
-	slices.SortFunc(reqs, func(a, b store.ReadReq) int {
-		if c := bytes.Compare(a.Key, b.Key); c != 0 {
+	slices.SortFunc(ks, func(a, b keyed) int {
+		if c := bytes.Compare(a.req.Key, b.req.Key); c != 0 {
 			return c
 		}
-		return int(b.Mode) - int(a.Mode) // strongest first, so the dedup keeps it
+		return int(b.req.Mode) - int(a.req.Mode) // strongest first, so the dedup keeps it
 	})
-	reqs = slices.CompactFunc(reqs, func(a, b store.ReadReq) bool { return bytes.Equal(a.Key, b.Key) })
+	ks = slices.CompactFunc(ks, func(a, b keyed) bool { return bytes.Equal(a.req.Key, b.req.Key) })
+	reqs := make([]store.ReadReq, len(ks))
+	for i := range ks {
+		reqs[i] = ks[i].req
+	}
 	vals, err := t.st.Read(ctx, reqs)
 	if err != nil {
 		return nil, err
 	}
-	for i, r := range reqs {
-		ks := string(r.Key) // one allocation serves both maps
-		t.modes[ks] = r.Mode
-		if err := t.cacheRowAs(ks, r.Key, vals[i]); err != nil {
+	for i, k := range ks {
+		t.modes[k.hk] = k.req.Mode
+		if err := t.cacheRowAt(k.hk, vals[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -322,14 +337,14 @@ func (t *tx) guess(ctx context.Context, w want) (plan, error) {
 func (t *tx) validate(p *plan) (*resolved, error) {
 	n := len(p.comps)
 	r := &resolved{path: p.w.path, comps: p.comps, chain: make([]*store.Inode, n+1)}
-	root := t.rows[string(p.keys[0])]
+	root := t.rows[hintKey{parent: store.RootParentID}]
 	if root == nil {
 		return nil, meta.Errorf("resolve", "/", meta.ErrInternal, "the root inode is missing")
 	}
 	r.chain[0] = root
 	last := len(p.keys) - 1
 	for k := 1; k <= last; k++ {
-		row := t.rows[string(p.keys[k])]
+		row := t.rows[hintKey{binary.BigEndian.Uint64(p.keys[k][1:9]), p.comps[k-1]}]
 		r.end = k
 		if row == nil {
 			if k < last {
@@ -364,18 +379,24 @@ func (t *tx) staleHint(p *plan, k int) {
 }
 
 // cacheRow decodes a row into the per-transaction cache.
-func (t *tx) cacheRow(key, val []byte) error { return t.cacheRowAs(string(key), key, val) }
+func (t *tx) cacheRow(key, val []byte) error {
+	parent, name, ok := store.DecodeInodeKey(key)
+	if !ok {
+		return store.DecodeInode(key, val, new(store.Inode)) // reports the bad key
+	}
+	return t.cacheRowAt(hintKey{parent, name}, val)
+}
 
-func (t *tx) cacheRowAs(ks string, key, val []byte) error {
+func (t *tx) cacheRowAt(hk hintKey, val []byte) error {
 	if val == nil {
-		t.rows[ks] = nil
+		t.rows[hk] = nil
 		return nil
 	}
 	n := new(store.Inode)
-	if err := store.DecodeInode(key, val, n); err != nil {
+	if err := store.DecodeInodeValue(hk.parent, hk.name, val, n); err != nil {
 		return err
 	}
-	t.rows[ks] = n
+	t.rows[hk] = n
 	if n.Type == meta.TypeDir {
 		t.e.hints.put(n.Parent, n.Name, n.ID)
 	}
@@ -385,22 +406,20 @@ func (t *tx) cacheRowAs(ks string, key, val []byte) error {
 // put records n to be written at commit; the per-transaction cache sees it
 // at once. Writing the same row again before commit replaces the first write.
 func (t *tx) put(n *store.Inode) {
-	key := string(n.Key())
 	if t.dirty == nil {
 		t.dirty = make(map[string]*store.Inode, 4)
 	}
-	t.dirty[key] = n
-	t.rows[key] = n
+	t.dirty[string(n.Key())] = n
+	t.rows[hintKey{n.Parent, n.Name}] = n
 }
 
 // del records n's row to be deleted at commit.
 func (t *tx) del(n *store.Inode) {
-	key := string(n.Key())
 	if t.dirty == nil {
 		t.dirty = make(map[string]*store.Inode, 4)
 	}
-	t.dirty[key] = nil
-	t.rows[key] = nil
+	t.dirty[string(n.Key())] = nil
+	t.rows[hintKey{n.Parent, n.Name}] = nil
 	t.e.hints.drop(n.Parent, n.Name)
 }
 
@@ -438,7 +457,7 @@ func (t *tx) flush() {
 }
 
 // mode returns the lock mode key was read in (ReadCommitted if not read).
-func (t *tx) mode(key []byte) store.Mode { return t.modes[string(key)] }
+func (t *tx) mode(n *store.Inode) store.Mode { return t.modes[hintKey{n.Parent, n.Name}] }
 
 // needExclusive records that key must be locked exclusive from the start and
 // restarts the operation: HopsFS never upgrades a lock in place.

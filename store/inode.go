@@ -119,10 +119,17 @@ func DecodeInode(key, value []byte, n *Inode) error {
 	if !ok {
 		return fmt.Errorf("%w: %s is not an inode key", ErrCorrupt, FormatKey(key))
 	}
+	return DecodeInodeValue(parent, name, value, n)
+}
+
+// DecodeInodeValue decodes the value of the row keyed (parent, name) into n,
+// overwriting every field; the caller already has the key's parts.
+func DecodeInodeValue(parent uint64, name string, value []byte, n *Inode) error {
+	key := func() []byte { return InodeKey(parent, name) } // for errors only
 	*n = Inode{Parent: parent, Name: name, NsQuota: -1, SpaceQuota: -1}
 	d := decoder{b: value}
 	if v := d.byte(); v != inodeFormatV1 {
-		return fmt.Errorf("%w: %s: unknown inode format %d", ErrCorrupt, FormatKey(key), v)
+		return fmt.Errorf("%w: %s: unknown inode format %d", ErrCorrupt, FormatKey(key()), v)
 	}
 	flags := d.byte()
 	n.Blocks = flags&flagBlocks != 0
@@ -154,18 +161,18 @@ func DecodeInode(key, value []byte, n *Inode) error {
 		n.SpaceUsed = d.varint()
 	}
 	if d.err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrCorrupt, FormatKey(key), d.err)
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, FormatKey(key()), d.err)
 	}
 	if len(d.b) != 0 {
-		return fmt.Errorf("%w: %s: %d trailing bytes", ErrCorrupt, FormatKey(key), len(d.b))
+		return fmt.Errorf("%w: %s: %d trailing bytes", ErrCorrupt, FormatKey(key()), len(d.b))
 	}
 	switch n.Type {
 	case meta.TypeFile, meta.TypeDir, meta.TypeSymlink:
 	default:
-		return fmt.Errorf("%w: %s: bad inode type %d", ErrCorrupt, FormatKey(key), n.Type)
+		return fmt.Errorf("%w: %s: bad inode type %d", ErrCorrupt, FormatKey(key()), n.Type)
 	}
 	if n.Perm&^meta.PermMask != 0 {
-		return fmt.Errorf("%w: %s: bad permission %o", ErrCorrupt, FormatKey(key), n.Perm)
+		return fmt.Errorf("%w: %s: bad permission %o", ErrCorrupt, FormatKey(key()), n.Perm)
 	}
 	return nil
 }
