@@ -13,17 +13,17 @@ import (
 	"time"
 
 	"github.com/nimbus-fs/nimbus/bench"
-	"github.com/nimbus-fs/nimbus/bench/benchtest"
 	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/meta/metatest"
 )
 
-func memEnv(t *testing.T) (*bench.Env, *benchtest.MemFS) {
+func memEnv(t *testing.T) (*bench.Env, *metatest.MemFS) {
 	t.Helper()
-	fs := benchtest.NewMemFS()
+	fs := metatest.NewMemFS()
 	return &bench.Env{FS: fs, Target: "mem", System: "memfs", User: meta.User{Name: "tester"}, Client: "bench-test"}, fs
 }
 
-func prepared(t *testing.T, files int) (*bench.Env, *benchtest.MemFS, *bench.Tree) {
+func prepared(t *testing.T, files int) (*bench.Env, *metatest.MemFS, *bench.Tree) {
 	t.Helper()
 	env, fs := memEnv(t)
 	cfg := bench.DefaultPrepareConfig()

@@ -8,14 +8,14 @@ import (
 
 	"github.com/nimbus-fs/nimbus/client"
 	"github.com/nimbus-fs/nimbus/meta"
-	"github.com/nimbus-fs/nimbus/rpc/rpctest"
+	"github.com/nimbus-fs/nimbus/meta/metatest"
 )
 
 // 32 concurrent callers on a 2-core machine: parallelism 16 x GOMAXPROCS 2.
 func parallel32(b *testing.B) { b.SetParallelism(max(1, 32/max(1, testingProcs()))) }
 
 func BenchmarkEchoParallel(b *testing.B) {
-	c := dial(b, serve(b, rpctest.NewMemFS(), nil), client.Options{})
+	c := dial(b, serve(b, metatest.NewMemFS(), nil), client.Options{})
 	ctx := context.Background()
 	b.ReportAllocs()
 	parallel32(b)
@@ -31,7 +31,7 @@ func BenchmarkEchoParallel(b *testing.B) {
 }
 
 func BenchmarkEchoHTTPParallel(b *testing.B) {
-	c := dial(b, serve(b, rpctest.NewMemFS(), nil), client.Options{})
+	c := dial(b, serve(b, metatest.NewMemFS(), nil), client.Options{})
 	ctx := context.Background()
 	b.ReportAllocs()
 	parallel32(b)
@@ -47,7 +47,7 @@ func BenchmarkEchoHTTPParallel(b *testing.B) {
 }
 
 func BenchmarkEchoSerial(b *testing.B) {
-	c := dial(b, serve(b, rpctest.NewMemFS(), nil), client.Options{})
+	c := dial(b, serve(b, metatest.NewMemFS(), nil), client.Options{})
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

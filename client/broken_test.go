@@ -9,7 +9,7 @@ import (
 
 	"github.com/nimbus-fs/nimbus/client"
 	"github.com/nimbus-fs/nimbus/meta"
-	"github.com/nimbus-fs/nimbus/rpc/rpctest"
+	"github.com/nimbus-fs/nimbus/meta/metatest"
 )
 
 // TestConnectionKilledMidFlight cuts the network under a call that the
@@ -17,7 +17,7 @@ import (
 // succeeds; a write reports a busy error saying its outcome is unknown; the
 // client then works again.
 func TestConnectionKilledMidFlight(t *testing.T) {
-	fs := rpctest.NewMemFS()
+	fs := metatest.NewMemFS()
 	ctx := context.Background()
 	fs.Mkdirs(ctx, root, "/x", 0)
 	var block atomic.Bool
@@ -79,7 +79,7 @@ func TestDialFailsClearly(t *testing.T) {
 }
 
 func TestClosedClient(t *testing.T) {
-	c := dial(t, serve(t, rpctest.NewMemFS(), nil), client.Options{})
+	c := dial(t, serve(t, metatest.NewMemFS(), nil), client.Options{})
 	c.Close()
 	if _, err := c.Stat(context.Background(), root, "/"); !errors.Is(err, client.ErrClosed) {
 		t.Fatalf("call after Close: %v", err)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/nimbus-fs/nimbus/client"
 	"github.com/nimbus-fs/nimbus/meta"
-	"github.com/nimbus-fs/nimbus/rpc/rpctest"
+	"github.com/nimbus-fs/nimbus/meta/metatest"
 )
 
 var (
@@ -207,7 +207,7 @@ func TestStreaming(t *testing.T) {
 
 // TestWalkPages walks a directory bigger than one listing page.
 func TestWalkPages(t *testing.T) {
-	fs := rpctest.NewMemFS()
+	fs := metatest.NewMemFS()
 	ctx := context.Background()
 	n := client.ListPage + 37
 	for i := 0; i < n; i++ {

@@ -18,8 +18,8 @@ import (
 
 	"github.com/nimbus-fs/nimbus/api"
 	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/meta/metatest"
 	"github.com/nimbus-fs/nimbus/rpc"
-	"github.com/nimbus-fs/nimbus/rpc/rpctest"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 )
@@ -86,12 +86,12 @@ func mustOK(t *testing.T, resp *api.Response) *api.Response {
 // TestEveryMethod sends one request of every method over a multiplexed
 // connection and checks the result against the fake file system.
 func TestEveryMethod(t *testing.T) {
-	fs := rpctest.NewMemFS()
+	fs := metatest.NewMemFS()
 	e := start(t, fs, rpc.ServerOptions{Fsck: func(ctx context.Context) (*meta.FsckReport, error) {
 		return &meta.FsckReport{Inodes: 7, Problems: []string{"p1"}}, nil
 	}})
 	c := dial(t, e)
-	u := rpctest.Superuser
+	u := metatest.Superuser
 	R := func(b any) *api.Request {
 		r := &api.Request{}
 		switch b := b.(type) {
@@ -251,7 +251,7 @@ func mustCounter(t *testing.T, reg *prometheus.Registry, method, kind string) fl
 
 // errFS fails Stat with the kind named by the path ("/kind/3"), or with a
 // plain error for "/plain".
-type errFS struct{ *rpctest.MemFS }
+type errFS struct{ *metatest.MemFS }
 
 func (f errFS) Stat(ctx context.Context, u meta.User, path string) (*meta.FileStatus, error) {
 	if path == "/plain" {
@@ -263,7 +263,7 @@ func (f errFS) Stat(ctx context.Context, u meta.User, path string) (*meta.FileSt
 }
 
 func TestErrorKindsAcrossTheWire(t *testing.T) {
-	e := start(t, errFS{rpctest.NewMemFS()}, rpc.ServerOptions{})
+	e := start(t, errFS{metatest.NewMemFS()}, rpc.ServerOptions{})
 	c := dial(t, e)
 	for k := meta.KindNotFound; k <= meta.KindInternal; k++ {
 		p := fmt.Sprintf("/kind/%d", k)
@@ -334,7 +334,7 @@ func expectConnError(t *testing.T, nc net.Conn, br *bufio.Reader, want string) {
 }
 
 func TestOversizedFrameRejected(t *testing.T) {
-	e := start(t, rpctest.NewMemFS(), rpc.ServerOptions{MaxFrameSize: 1024})
+	e := start(t, metatest.NewMemFS(), rpc.ServerOptions{MaxFrameSize: 1024})
 	nc, br := rawConn(t, e)
 	nc.Write(binary.AppendUvarint(nil, 1<<40))
 	expectConnError(t, nc, br, "frame too large")
@@ -360,7 +360,7 @@ func TestOversizedFrameRejected(t *testing.T) {
 }
 
 func TestGarbageFrameRejected(t *testing.T) {
-	e := start(t, rpctest.NewMemFS(), rpc.ServerOptions{})
+	e := start(t, metatest.NewMemFS(), rpc.ServerOptions{})
 	nc, br := rawConn(t, e)
 	garbage := []byte{0xff, 0xff, 0xff, 0xff, 0x0f, 0x01, 0x02}
 	nc.Write(append(binary.AppendUvarint(nil, uint64(len(garbage))), garbage...))
@@ -383,7 +383,7 @@ func TestGarbageFrameRejected(t *testing.T) {
 }
 
 func TestBadHandshake(t *testing.T) {
-	e := start(t, rpctest.NewMemFS(), rpc.ServerOptions{})
+	e := start(t, metatest.NewMemFS(), rpc.ServerOptions{})
 	resp, err := http.Get(e.addr + rpc.ConnPath)
 	if err != nil {
 		t.Fatal(err)
@@ -411,7 +411,7 @@ func TestBadHandshake(t *testing.T) {
 // TestConcurrentMultiplexing runs many goroutines over one connection with a
 // small inflight bound; every response must reach its own caller.
 func TestConcurrentMultiplexing(t *testing.T) {
-	e := start(t, rpctest.NewMemFS(), rpc.ServerOptions{MaxInflight: 4})
+	e := start(t, metatest.NewMemFS(), rpc.ServerOptions{MaxInflight: 4})
 	c := dial(t, e)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -460,7 +460,7 @@ func TestConcurrentMultiplexing(t *testing.T) {
 // TestShutdownLetsInflightFinish: a request in flight when Shutdown starts
 // gets its answer; then the connection is closed.
 func TestShutdownLetsInflightFinish(t *testing.T) {
-	fs := rpctest.NewMemFS()
+	fs := metatest.NewMemFS()
 	arrived, release := make(chan struct{}), make(chan struct{})
 	fs.Hook = func(ctx context.Context, m string) error {
 		if m == "mkdirs" {
@@ -503,7 +503,7 @@ func TestShutdownLetsInflightFinish(t *testing.T) {
 // TestShutdownBoundedByContext: a request that never finishes does not hold
 // Shutdown past its context; the request's context is cancelled.
 func TestShutdownBoundedByContext(t *testing.T) {
-	fs := rpctest.NewMemFS()
+	fs := metatest.NewMemFS()
 	arrived := make(chan struct{})
 	fs.Hook = func(ctx context.Context, m string) error {
 		if m == "mkdirs" {

@@ -15,12 +15,12 @@ import (
 	"testing"
 
 	"github.com/nimbus-fs/nimbus/meta"
-	"github.com/nimbus-fs/nimbus/webhdfs/internal/memfs"
+	"github.com/nimbus-fs/nimbus/meta/metatest"
 )
 
-// failingFS returns err from Stat; everything else is a memfs.
+// failingFS returns err from Stat; everything else is a metatest.MemFS.
 type failingFS struct {
-	*memfs.FS
+	*metatest.MemFS
 	err error
 }
 
@@ -58,7 +58,7 @@ func TestErrorTablePerKind(t *testing.T) {
 		if s := meta.Sentinel(c.kind); s != nil {
 			err = meta.Errorf("stat", "/x", s, "detail %d", c.kind)
 		}
-		e := newEnv(t, &failingFS{FS: memfs.New(memfs.DefaultConfig()), err: err}, nil)
+		e := newEnv(t, &failingFS{MemFS: metatest.NewMemFS(), err: err}, nil)
 		r := e.do("GET", "/x", "op=GETFILESTATUS", nil)
 		if c.kind == meta.KindNotDir {
 			// Lookups turn "not a directory" into "not found" (see
@@ -114,7 +114,7 @@ func TestMetricsAndServerErrorLog(t *testing.T) {
 	var logs bytes.Buffer
 	cfg := DefaultConfig()
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	e := newEnv(t, &failingFS{FS: memfs.New(memfs.DefaultConfig()), err: meta.Errorf("stat", "/x", meta.ErrInternal, "boom")}, &cfg)
+	e := newEnv(t, &failingFS{MemFS: metatest.NewMemFS(), err: meta.Errorf("stat", "/x", meta.ErrInternal, "boom")}, &cfg)
 	e.do("GET", "/x", "op=GETFILESTATUS", nil)
 	e.do("GET", "/x", "op=GETFILESTATUS", nil)
 	e.do("GET", "/", "op=NOPE", nil)
@@ -204,7 +204,7 @@ func (f *failSecondList) List(ctx context.Context, u meta.User, dir, after strin
 // begun, a failing page must not end in well-formed JSON that a client would
 // take for the whole directory.
 func TestStreamedListingFailureCutsTheConnection(t *testing.T) {
-	fs := &failSecondList{FileSystem: memfs.New(memfs.DefaultConfig())}
+	fs := &failSecondList{FileSystem: metatest.NewMemFS()}
 	for i := 0; i < 5; i++ {
 		if err := fs.Mkdirs(context.Background(), meta.User{Name: "root"}, fmt.Sprintf("/d/%d", i), 0o755); err != nil {
 			t.Fatal(err)

@@ -9,22 +9,24 @@ import (
 	"sync/atomic"
 
 	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/meta/metatest"
 )
 
-// FakeNameNode serves WebHDFS over a MemFS the way HDFS does: CREATE, APPEND
-// and OPEN answer 307 to a "DataNode" URL on the same server, errors are
-// RemoteException JSON, rename and delete answer false rather than fail.
+// FakeNameNode serves WebHDFS over a metatest.MemFS the way HDFS does:
+// CREATE, APPEND and OPEN answer 307 to a "DataNode" URL on the same server
+// (which writes under the lease of client "dn"), errors are RemoteException
+// JSON, rename and delete answer false rather than fail.
 // LISTSTATUS_BATCH pages hold two entries, to exercise paging. It is enough
 // for the driver's tests, not a WebHDFS implementation.
 type FakeNameNode struct {
-	FS        *MemFS
+	FS        *metatest.MemFS
 	Users     atomic.Value // last user.name seen
 	DataPuts  atomic.Int64 // CREATE requests that reached the DataNode
 	EarlyData atomic.Int64 // CREATE requests to the NameNode that carried data
 }
 
 // NewFakeNameNode serves fs.
-func NewFakeNameNode(fs *MemFS) *FakeNameNode { return &FakeNameNode{FS: fs} }
+func NewFakeNameNode(fs *metatest.MemFS) *FakeNameNode { return &FakeNameNode{FS: fs} }
 
 func (f *FakeNameNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
@@ -37,16 +39,21 @@ func (f *FakeNameNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case "CREATE":
 			f.DataPuts.Add(1)
 			data, _ := io.ReadAll(r.Body)
-			if _, err := f.FS.Create(ctx, u, path, meta.CreateOptions{Client: "dn", Overwrite: q.Get("overwrite") == "true"}); err != nil {
+			if _, err := meta.CreateFile(ctx, f.FS, u, path, meta.CreateOptions{Client: "dn", Overwrite: q.Get("overwrite") == "true"}, data); err != nil {
 				fail(w, err)
 				return
 			}
-			f.FS.Write(ctx, u, path, "dn", 0, data)
 			w.WriteHeader(http.StatusCreated)
 		case "APPEND":
 			data, _ := io.ReadAll(r.Body)
-			st, _ := f.FS.Stat(ctx, u, path)
-			if err := f.FS.Write(ctx, u, path, "dn", st.Length, data); err != nil {
+			st, err := f.FS.Append(ctx, u, path, "dn")
+			if err == nil {
+				err = f.FS.Write(ctx, u, path, "dn", st.Length, data)
+			}
+			if err == nil {
+				_, err = f.FS.Complete(ctx, u, path, "dn")
+			}
+			if err != nil {
 				fail(w, err)
 			}
 		case "OPEN":

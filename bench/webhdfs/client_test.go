@@ -11,11 +11,12 @@ import (
 	"github.com/nimbus-fs/nimbus/bench/benchtest"
 	"github.com/nimbus-fs/nimbus/bench/webhdfs"
 	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/meta/metatest"
 )
 
 func newClient(t *testing.T) (*webhdfs.Client, *benchtest.FakeNameNode) {
 	t.Helper()
-	nn := benchtest.NewFakeNameNode(benchtest.NewMemFS())
+	nn := benchtest.NewFakeNameNode(metatest.NewMemFS())
 	srv := httptest.NewServer(nn)
 	t.Cleanup(srv.Close)
 	c, err := webhdfs.New(webhdfs.Config{Addr: srv.URL, User: "alice", Conns: 8})

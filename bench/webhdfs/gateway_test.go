@@ -7,16 +7,16 @@ import (
 	"testing"
 
 	"github.com/nimbus-fs/nimbus/bench"
-	"github.com/nimbus-fs/nimbus/bench/benchtest"
 	"github.com/nimbus-fs/nimbus/bench/webhdfs"
 	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/meta/metatest"
 	gateway "github.com/nimbus-fs/nimbus/webhdfs"
 )
 
 // The client against Nimbus's own WebHDFS gateway (over an in-memory file
 // system): the same workloads, and errors that keep their kind end to end.
 func TestAgainstNimbusGateway(t *testing.T) {
-	h, err := gateway.New(benchtest.NewMemFS(), gateway.DefaultConfig())
+	h, err := gateway.New(metatest.NewMemFS(), gateway.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

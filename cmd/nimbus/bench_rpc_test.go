@@ -8,14 +8,14 @@ import (
 	"testing"
 
 	"github.com/nimbus-fs/nimbus/bench"
-	"github.com/nimbus-fs/nimbus/bench/benchtest"
+	"github.com/nimbus-fs/nimbus/meta/metatest"
 	"github.com/nimbus-fs/nimbus/rpc"
 )
 
 // The nimbus:// target: the real client and RPC stack, over an in-memory
 // file system, so the driver's Nimbus path is tested without a server.
 func TestBenchOverNimbusRPC(t *testing.T) {
-	rs := rpc.NewServer(benchtest.NewMemFS(), rpc.DefaultServerOptions())
+	rs := rpc.NewServer(metatest.NewMemFS(), rpc.DefaultServerOptions())
 	srv := httptest.NewServer(rs.Handler())
 	defer func() { rs.Shutdown(context.Background()); srv.Close() }()
 	target := "nimbus://" + strings.TrimPrefix(srv.URL, "http://")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nimbus-fs/nimbus/bench"
 	"github.com/nimbus-fs/nimbus/bench/benchtest"
+	"github.com/nimbus-fs/nimbus/meta/metatest"
 )
 
 func TestParseClients(t *testing.T) {
@@ -83,7 +84,7 @@ func TestBenchUsageErrors(t *testing.T) {
 // The whole command, against a fake WebHDFS server: prepare, micro with a
 // sweep, echo, bigdir, then plot the JSON files.
 func TestBenchCommandsOverFakeWebHDFS(t *testing.T) {
-	srv := httptest.NewServer(benchtest.NewFakeNameNode(benchtest.NewMemFS()))
+	srv := httptest.NewServer(benchtest.NewFakeNameNode(metatest.NewMemFS()))
 	defer srv.Close()
 	target := "webhdfs://" + strings.TrimPrefix(srv.URL, "http://")
 	dir := t.TempDir()

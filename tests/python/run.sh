@@ -3,7 +3,7 @@
 # fsspec/pandas against a Nimbus WebHDFS endpoint.
 #
 #   NIMBUS_WEBHDFS=127.0.0.1:9870 tests/python/run.sh   # against a running server
-#   tests/python/run.sh                                  # starts webhdfs/internal/devserver
+#   tests/python/run.sh                                  # builds and starts `nimbus serve`
 #
 # Extra arguments go to pytest (e.g. -k checksum -x). The venv lives in
 # tests/python/.venv (gitignored) and is reused.
@@ -20,18 +20,18 @@ fi
 if [[ -z "${NIMBUS_WEBHDFS:-}" ]]; then
   tmp="$(mktemp -d)"
   trap 'kill "${pid:-}" 2>/dev/null || true; wait "${pid:-}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
-  (cd "$root" && go build -o "$tmp/devserver" ./webhdfs/internal/devserver)
-  "$tmp/devserver" -listen 127.0.0.1:0 -data "$tmp/data" -superuser "$(id -un)" \
-    -port-file "$tmp/addr" 2>"$tmp/devserver.log" &
+  (cd "$root" && go build -o "$tmp/nimbus" ./cmd/nimbus)
+  port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  "$tmp/nimbus" serve --data "$tmp/data" --listen "127.0.0.1:$port" >"$tmp/nimbus.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 100); do
-    [[ -s "$tmp/addr" ]] && break
-    kill -0 "$pid" 2>/dev/null || { cat "$tmp/devserver.log" >&2; exit 1; }
+    curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
+    kill -0 "$pid" 2>/dev/null || { cat "$tmp/nimbus.log" >&2; exit 1; }
     sleep 0.1
   done
-  [[ -s "$tmp/addr" ]] || { echo "devserver did not start" >&2; cat "$tmp/devserver.log" >&2; exit 1; }
-  export NIMBUS_WEBHDFS="$(cat "$tmp/addr")"
-  echo "run.sh: devserver on $NIMBUS_WEBHDFS (log: $tmp/devserver.log)"
+  curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 || { echo "nimbus serve did not become ready" >&2; cat "$tmp/nimbus.log" >&2; exit 1; }
+  export NIMBUS_WEBHDFS="127.0.0.1:$port"
+  echo "run.sh: nimbus serve on $NIMBUS_WEBHDFS (log: $tmp/nimbus.log)"
 fi
 
 cd "$here"

@@ -1,4 +1,4 @@
-// Command fakeserver serves benchtest.MemFS the way `nimbus serve` lays out
+// Command fakeserver serves a metatest.MemFS the way `nimbus serve` lays out
 // its port: the Nimbus RPC (rpc.Server: connection upgrade and HTTP calls),
 // Nimbus's WebHDFS gateway at /webhdfs/v1 and Prometheus /metrics with the
 // process collector. It lets the benchmark driver and bench/smoke.sh run
@@ -24,7 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/nimbus-fs/nimbus/bench/benchtest"
+	"github.com/nimbus-fs/nimbus/meta/metatest"
 	"github.com/nimbus-fs/nimbus/rpc"
 	gateway "github.com/nimbus-fs/nimbus/webhdfs"
 )
@@ -34,7 +34,7 @@ func main() {
 	flag.Parse()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	fs := benchtest.NewMemFS()
+	fs := metatest.NewMemFS()
 	cfg := gateway.DefaultConfig()
 	cfg.Registerer = reg
 	h, err := gateway.New(fs, cfg)
