@@ -34,7 +34,7 @@
 //     HDFS); doas=U acts as U when the real user is Config.Superuser and is
 //     refused with AccessControlException otherwise.
 //   - Every error carries a RemoteException JSON body whose exception class
-//     and HTTP status come from one table keyed by meta.Kind (errors.go).
+//     and HTTP status come from one table keyed by meta.Kind (wire.Exceptions).
 //
 // # Concurrency
 //

@@ -8,79 +8,29 @@ import (
 	"strconv"
 
 	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/webhdfs/wire"
 )
-
-// exception is how one error kind appears on the wire: the HTTP status and the
-// Java exception that Hadoop's client re-creates from the RemoteException JSON.
-type exception struct {
-	status    int
-	name      string // RemoteException.exception: the simple class name
-	className string // RemoteException.javaClassName
-}
-
-// kindExceptions is the one table from meta.Kind to WebHDFS exceptions. The
-// statuses are those of HDFS's ExceptionHandler (FileNotFoundException 404,
-// other IOExceptions 403, IllegalArgument- and UnsupportedOperationException
-// 400, anything else 500), except KindBusy: HDFS sends RetriableException as
-// 403, Nimbus as 503 so that generic HTTP clients retry too; Hadoop's client
-// retries on the class name whatever the status.
-var kindExceptions = [...]exception{
-	meta.KindUnknown:  {http.StatusInternalServerError, "RuntimeException", "java.lang.RuntimeException"},
-	meta.KindNotFound: {http.StatusNotFound, "FileNotFoundException", "java.io.FileNotFoundException"},
-	meta.KindExists:   {http.StatusForbidden, "FileAlreadyExistsException", "org.apache.hadoop.fs.FileAlreadyExistsException"},
-	meta.KindNotDir:   {http.StatusForbidden, "ParentNotDirectoryException", "org.apache.hadoop.fs.ParentNotDirectoryException"},
-	// HDFS answers "Path is not a file" with FileNotFoundException when a
-	// file operation (open, append, checksum, truncate) meets a directory.
-	meta.KindIsDir:       {http.StatusNotFound, "FileNotFoundException", "java.io.FileNotFoundException"},
-	meta.KindNotEmpty:    {http.StatusForbidden, "PathIsNotEmptyDirectoryException", "org.apache.hadoop.fs.PathIsNotEmptyDirectoryException"},
-	meta.KindPermission:  {http.StatusForbidden, "AccessControlException", "org.apache.hadoop.security.AccessControlException"},
-	meta.KindInvalidPath: {http.StatusBadRequest, "InvalidPathException", "org.apache.hadoop.fs.InvalidPathException"},
-	// meta has one quota kind for both quotas; QuotaExceededException is the
-	// common superclass of HDFS's NSQuotaExceededException and
-	// DSQuotaExceededException, so catch clauses for either base class work.
-	meta.KindQuota:           {http.StatusForbidden, "QuotaExceededException", "org.apache.hadoop.hdfs.protocol.QuotaExceededException"},
-	meta.KindBusy:            {http.StatusServiceUnavailable, "RetriableException", "org.apache.hadoop.ipc.RetriableException"},
-	meta.KindInvalidArgument: {http.StatusBadRequest, "IllegalArgumentException", "java.lang.IllegalArgumentException"},
-	meta.KindLease:           {http.StatusForbidden, "AlreadyBeingCreatedException", "org.apache.hadoop.hdfs.protocol.AlreadyBeingCreatedException"},
-	meta.KindTooLarge:        {http.StatusForbidden, "IOException", "java.io.IOException"},
-	meta.KindUnresolvedLink:  {http.StatusForbidden, "UnresolvedLinkException", "org.apache.hadoop.fs.UnresolvedLinkException"},
-	meta.KindUnsupported:     {http.StatusBadRequest, "UnsupportedOperationException", "java.lang.UnsupportedOperationException"},
-	meta.KindInternal:        {http.StatusInternalServerError, "RuntimeException", "java.lang.RuntimeException"},
-}
 
 // wireError is an error that HDFS reports with an exception no meta.Kind
 // stands for (EOFException when seeking past the end of a file). It is used
 // sparingly, for what the gateway itself detects.
 type wireError struct {
-	ex  exception
+	ex  wire.Exception
 	msg string
 }
 
 func (e *wireError) Error() string { return e.msg }
 
-// exceptionFor returns the wire form of err.
-func exceptionFor(err error) exception {
+// exceptionFor returns the wire form of err (wire.Exceptions is the table).
+func exceptionFor(err error) wire.Exception {
 	var we *wireError
 	switch {
 	case errors.As(err, &we):
 		return we.ex
 	case errors.Is(err, context.DeadlineExceeded):
-		return kindExceptions[meta.KindBusy]
+		return wire.ExceptionOf(meta.KindBusy)
 	}
-	k := meta.KindOf(err)
-	if int(k) >= len(kindExceptions) {
-		k = meta.KindUnknown
-	}
-	return kindExceptions[k]
-}
-
-// remoteException is the body of every error response.
-type remoteException struct {
-	RemoteException struct {
-		Exception     string `json:"exception"`
-		JavaClassName string `json:"javaClassName"`
-		Message       string `json:"message"`
-	} `json:"RemoteException"`
+	return wire.ExceptionOf(meta.KindOf(err))
 }
 
 // errorMessage phrases err as HDFS would where clients look at the text
@@ -106,18 +56,18 @@ func errorMessage(err error) string {
 // writeError sends err as a RemoteException with the table's status.
 func writeError(w http.ResponseWriter, err error) int {
 	ex := exceptionFor(err)
-	var body remoteException
-	body.RemoteException.Exception = ex.name
-	body.RemoteException.JavaClassName = ex.className
+	var body wire.RemoteException
+	body.RemoteException.Exception = ex.Name
+	body.RemoteException.JavaClassName = ex.ClassName
 	body.RemoteException.Message = errorMessage(err)
 	b, _ := json.Marshal(body) // a struct of strings always marshals
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	h.Del("Location")
-	w.WriteHeader(ex.status)
+	w.WriteHeader(ex.Status)
 	_, _ = w.Write(b)
-	return ex.status
+	return ex.Status
 }
 
 // argError is a bad request parameter, phrased as Hadoop's parameter parser

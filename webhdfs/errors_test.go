@@ -16,6 +16,7 @@ import (
 
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/meta/metatest"
+	"github.com/nimbus-fs/nimbus/webhdfs/wire"
 )
 
 // failingFS returns err from Stat; everything else is a metatest.MemFS.
@@ -73,7 +74,7 @@ func TestErrorTablePerKind(t *testing.T) {
 			}
 		}
 	}
-	for k := meta.Kind(0); int(k) < len(kindExceptions); k++ {
+	for k := meta.Kind(0); int(k) < len(wire.Exceptions); k++ {
 		if !covered[k] {
 			t.Errorf("kind %v has no test case", k)
 		}

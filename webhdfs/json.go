@@ -8,77 +8,8 @@ import (
 	"github.com/nimbus-fs/nimbus/meta"
 )
 
-// The JSON shapes below follow Hadoop's JsonUtil field for field; Hadoop's
-// client (JsonUtilClient) and the Python clients read these names.
-
-// fileStatusJSON is HdfsFileStatus as JsonUtil.toJsonMap writes it.
-type fileStatusJSON struct {
-	AccessTime       int64  `json:"accessTime"`
-	BlockSize        int64  `json:"blockSize"`
-	ChildrenNum      int64  `json:"childrenNum"`
-	FileID           uint64 `json:"fileId"`
-	Group            string `json:"group"`
-	Length           int64  `json:"length"`
-	ModificationTime int64  `json:"modificationTime"`
-	Owner            string `json:"owner"`
-	PathSuffix       string `json:"pathSuffix"`
-	Permission       string `json:"permission"`
-	Replication      uint16 `json:"replication"`
-	StoragePolicy    int    `json:"storagePolicy"`
-	Symlink          string `json:"symlink,omitempty"`
-	Type             string `json:"type"`
-}
-
-func typeName(t meta.FileType) string {
-	switch t {
-	case meta.TypeDir:
-		return "DIRECTORY"
-	case meta.TypeSymlink:
-		return "SYMLINK"
-	}
-	return "FILE"
-}
-
-// permString renders a permission as Integer.toOctalString does ("755",
-// "1777", "0" for no bits).
-func permString(p meta.Perm) string { return strconv.FormatUint(uint64(p&meta.PermMask), 8) }
-
-// toFileStatus converts st; suffix is the pathSuffix ("" for the status of
-// the path asked about, the child's name in a listing).
-func toFileStatus(st *meta.FileStatus, suffix string) fileStatusJSON {
-	j := fileStatusJSON{
-		AccessTime:       st.Atime,
-		ChildrenNum:      st.ChildrenNum,
-		FileID:           st.FileID,
-		Group:            st.Group,
-		ModificationTime: st.Mtime,
-		Owner:            st.Owner,
-		PathSuffix:       suffix,
-		Permission:       permString(st.Perm),
-		Symlink:          st.Symlink,
-		Type:             typeName(st.Type),
-	}
-	if st.Type == meta.TypeFile {
-		j.Length = st.Length
-		j.BlockSize = st.BlockSize
-		j.Replication = st.Replication
-	}
-	if st.Type == meta.TypeSymlink {
-		j.Length = int64(len(st.Symlink)) // HDFS reports the target's length
-	}
-	return j
-}
-
-type contentSummaryJSON struct {
-	DirectoryCount int64    `json:"directoryCount"`
-	ECPolicy       string   `json:"ecPolicy"`
-	FileCount      int64    `json:"fileCount"`
-	Length         int64    `json:"length"`
-	Quota          int64    `json:"quota"`
-	SpaceConsumed  int64    `json:"spaceConsumed"`
-	SpaceQuota     int64    `json:"spaceQuota"`
-	TypeQuota      struct{} `json:"typeQuota"`
-}
+// The JSON shapes below follow Hadoop's JsonUtil field for field; those the
+// benchmark's client reads too live in package wire.
 
 type quotaUsageJSON struct {
 	FileAndDirectoryCount int64    `json:"fileAndDirectoryCount"`

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/webhdfs/wire"
 )
 
 func (h *Handler) getFileStatus(rq *request) error {
@@ -17,7 +18,7 @@ func (h *Handler) getFileStatus(rq *request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(rq.w, http.StatusOK, map[string]any{"FileStatus": toFileStatus(st, "")})
+	return writeJSON(rq.w, http.StatusOK, wire.FileStatusReply{FileStatus: wire.FileStatusOf(st, "")})
 }
 
 func (h *Handler) getFileLinkStatus(rq *request) error { return h.getFileStatus(rq) }
@@ -64,7 +65,7 @@ func (h *Handler) listStatus(rq *request) error {
 				b = append(b, ',')
 			}
 			first = false
-			b, err = appendJSON(b, toFileStatus(e, suffix(rq.path, e)))
+			b, err = appendJSON(b, wire.FileStatusOf(e, suffix(rq.path, e)))
 			if err != nil {
 				return err
 			}
@@ -89,24 +90,14 @@ func (h *Handler) listStatusBatch(rq *request) error {
 	if err != nil {
 		return err
 	}
-	entries := make([]fileStatusJSON, len(page.Entries))
+	var r wire.DirectoryListingReply
+	entries := make([]wire.FileStatus, len(page.Entries))
 	for i := range page.Entries {
-		entries[i] = toFileStatus(&page.Entries[i], suffix(rq.path, &page.Entries[i]))
+		entries[i] = wire.FileStatusOf(&page.Entries[i], suffix(rq.path, &page.Entries[i]))
 	}
-	type statuses struct {
-		FileStatus []fileStatusJSON `json:"FileStatus"`
-	}
-	type partial struct {
-		FileStatuses statuses `json:"FileStatuses"`
-	}
-	type listing struct {
-		PartialListing   partial `json:"partialListing"`
-		RemainingEntries int64   `json:"remainingEntries"`
-	}
-	return writeJSON(rq.w, http.StatusOK, map[string]listing{"DirectoryListing": {
-		PartialListing:   partial{FileStatuses: statuses{FileStatus: entries}},
-		RemainingEntries: page.Remaining,
-	}})
+	r.DirectoryListing.PartialListing.FileStatuses.FileStatus = entries
+	r.DirectoryListing.RemainingEntries = page.Remaining
+	return writeJSON(rq.w, http.StatusOK, r)
 }
 
 func (h *Handler) getContentSummary(rq *request) error {
@@ -114,7 +105,7 @@ func (h *Handler) getContentSummary(rq *request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(rq.w, http.StatusOK, map[string]contentSummaryJSON{"ContentSummary": {
+	return writeJSON(rq.w, http.StatusOK, wire.ContentSummaryReply{ContentSummary: wire.ContentSummary{
 		DirectoryCount: cs.DirectoryCount,
 		FileCount:      cs.FileCount,
 		Length:         cs.Length,
@@ -334,7 +325,7 @@ func (h *Handler) open(rq *request) error {
 	if offset > st.Length {
 		// What HDFS's DataNode answers when DFSInputStream.seek fails.
 		return &wireError{
-			ex:  exception{http.StatusForbidden, "EOFException", "java.io.EOFException"},
+			ex:  wire.Exception{Status: http.StatusForbidden, Name: "EOFException", ClassName: "java.io.EOFException"},
 			msg: "Cannot seek after EOF: offset " + strconv.FormatInt(offset, 10) + " > length " + strconv.FormatInt(st.Length, 10) + " of " + rq.path,
 		}
 	}

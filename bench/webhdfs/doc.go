@@ -6,7 +6,8 @@
 // It speaks the protocol as Hadoop documents it: simple authentication with
 // user.name, CREATE and APPEND in two steps (the NameNode answers 307 with a
 // DataNode Location, the data goes there), OPEN following its redirect, and
-// RemoteException bodies mapped to meta's error kinds (errors.go). One
+// RemoteException bodies mapped to meta's error kinds (errors.go, over the
+// class table in webhdfs/wire, which the gateway shares). One
 // http.Transport holds the keep-alive connections for the NameNode and the
 // DataNodes, sized to the number of benchmark clients.
 //

@@ -7,36 +7,8 @@ import (
 	"net/http"
 
 	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/webhdfs/wire"
 )
-
-// exceptionKinds maps the simple class name of a RemoteException to an error
-// kind: HDFS's own exceptions and those Nimbus's gateway sends (the same
-// names, chosen so that Hadoop clients understand them).
-var exceptionKinds = map[string]error{
-	"FileNotFoundException":            meta.ErrNotFound,
-	"FileAlreadyExistsException":       meta.ErrExists,
-	"ParentNotDirectoryException":      meta.ErrNotDir,
-	"PathIsNotDirectoryException":      meta.ErrNotDir,
-	"PathIsDirectoryException":         meta.ErrIsDir,
-	"PathIsNotEmptyDirectoryException": meta.ErrNotEmpty,
-	"AccessControlException":           meta.ErrPermission,
-	"SecurityException":                meta.ErrPermission,
-	"InvalidPathException":             meta.ErrInvalidPath,
-	"QuotaExceededException":           meta.ErrQuota,
-	"NSQuotaExceededException":         meta.ErrQuota,
-	"DSQuotaExceededException":         meta.ErrQuota,
-	"RetriableException":               meta.ErrBusy,
-	"StandbyException":                 meta.ErrBusy,
-	"SafeModeException":                meta.ErrBusy,
-	"IllegalArgumentException":         meta.ErrInvalidArgument,
-	"NumberFormatException":            meta.ErrInvalidArgument,
-	"AlreadyBeingCreatedException":     meta.ErrLease,
-	"LeaseExpiredException":            meta.ErrLease,
-	"RecoveryInProgressException":      meta.ErrLease,
-	"UnresolvedLinkException":          meta.ErrUnresolvedLink,
-	"UnresolvedPathException":          meta.ErrUnresolvedLink,
-	"UnsupportedOperationException":    meta.ErrUnsupported,
-}
 
 // statusKinds is the fallback when the body is not a RemoteException.
 var statusKinds = map[int]error{
@@ -49,22 +21,14 @@ var statusKinds = map[int]error{
 	http.StatusTooManyRequests:    meta.ErrBusy,
 }
 
-type remoteException struct {
-	RemoteException struct {
-		Exception     string `json:"exception"`
-		JavaClassName string `json:"javaClassName"`
-		Message       string `json:"message"`
-	} `json:"RemoteException"`
-}
-
 // decodeError turns an error response into an *meta.OpError of the kind the
 // exception names; the server's message is kept as the detail.
 func decodeError(op, path string, resp *http.Response) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	var re remoteException
+	var re wire.RemoteException
 	if json.Unmarshal(body, &re) == nil && re.RemoteException.Exception != "" {
 		ex := re.RemoteException
-		sentinel, ok := exceptionKinds[ex.Exception]
+		sentinel, ok := wire.SentinelOf(ex.Exception)
 		if !ok {
 			sentinel = meta.ErrInternal
 			if s, found := statusKinds[resp.StatusCode]; found {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/webhdfs/wire"
 )
 
 func octal(p meta.Perm) string { return strconv.FormatUint(uint64(p&meta.PermMask), 8) }
@@ -21,18 +22,18 @@ func (c *Client) Echo(ctx context.Context) error {
 
 // Stat is GETFILESTATUS.
 func (c *Client) Stat(ctx context.Context, u meta.User, path string) (*meta.FileStatus, error) {
-	var r statusReply
+	var r wire.FileStatusReply
 	if err := c.getJSON(ctx, http.MethodGet, path, "GETFILESTATUS", u.Name, &r); err != nil {
 		return nil, err
 	}
-	st := r.FileStatus.toMeta(path)
+	st := r.FileStatus.Meta(path)
 	return &st, nil
 }
 
 // List is LISTSTATUS_BATCH from startAfter; the server chooses the page size
 // (HDFS: dfs.ls.limit), and limit only truncates what it returns.
 func (c *Client) List(ctx context.Context, u meta.User, dir, startAfter string, limit int) (*meta.Listing, error) {
-	var r batchReply
+	var r wire.DirectoryListingReply
 	kv := []string(nil)
 	if startAfter != "" {
 		kv = []string{"startAfter", startAfter}
@@ -47,7 +48,7 @@ func (c *Client) List(ctx context.Context, u meta.User, dir, startAfter string, 
 		if fs[i].PathSuffix != "" {
 			p = meta.JoinPath(dir, fs[i].PathSuffix)
 		}
-		l.Entries = append(l.Entries, fs[i].toMeta(p))
+		l.Entries = append(l.Entries, fs[i].Meta(p))
 	}
 	if limit > 0 && len(l.Entries) > limit {
 		l.Remaining += int64(len(l.Entries) - limit)
@@ -58,14 +59,14 @@ func (c *Client) List(ctx context.Context, u meta.User, dir, startAfter string, 
 
 // ListAll is LISTSTATUS: the whole directory in one answer.
 func (c *Client) ListAll(ctx context.Context, u meta.User, dir string) ([]meta.FileStatus, error) {
-	var r listReply
+	var r wire.ListStatusReply
 	if err := c.getJSON(ctx, http.MethodGet, dir, "LISTSTATUS", u.Name, &r); err != nil {
 		return nil, err
 	}
 	out := make([]meta.FileStatus, 0, len(r.FileStatuses.FileStatus))
 	for i := range r.FileStatuses.FileStatus {
 		f := &r.FileStatuses.FileStatus[i]
-		out = append(out, f.toMeta(meta.JoinPath(dir, f.PathSuffix)))
+		out = append(out, f.Meta(meta.JoinPath(dir, f.PathSuffix)))
 	}
 	return out, nil
 }
@@ -75,7 +76,7 @@ func (c *Client) Mkdirs(ctx context.Context, u meta.User, dir string, perm meta.
 	if perm == 0 {
 		perm = meta.DefaultDir
 	}
-	var r boolReply
+	var r wire.BooleanReply
 	if err := c.getJSON(ctx, http.MethodPut, dir, "MKDIRS", u.Name, &r, "permission", octal(perm)); err != nil {
 		return err
 	}
@@ -163,7 +164,7 @@ func (c *Client) Read(ctx context.Context, u meta.User, path string, offset, len
 
 // Delete is DELETE; a false answer means there was nothing to delete.
 func (c *Client) Delete(ctx context.Context, u meta.User, path string, recursive bool) error {
-	var r boolReply
+	var r wire.BooleanReply
 	if err := c.getJSON(ctx, http.MethodDelete, path, "DELETE", u.Name, &r, "recursive", strconv.FormatBool(recursive)); err != nil {
 		return err
 	}
@@ -181,7 +182,7 @@ func (c *Client) Rename(ctx context.Context, u meta.User, src, dst string, opts 
 	if opts.Overwrite {
 		kv = append(kv, "renameoptions", "OVERWRITE")
 	}
-	var r boolReply
+	var r wire.BooleanReply
 	if err := c.getJSON(ctx, http.MethodPut, src, "RENAME", u.Name, &r, kv...); err != nil {
 		return err
 	}
@@ -233,7 +234,7 @@ func (c *Client) Concat(ctx context.Context, u meta.User, target string, srcs []
 
 // ContentSummary is GETCONTENTSUMMARY.
 func (c *Client) ContentSummary(ctx context.Context, u meta.User, path string) (*meta.ContentSummary, error) {
-	var r summaryReply
+	var r wire.ContentSummaryReply
 	if err := c.getJSON(ctx, http.MethodGet, path, "GETCONTENTSUMMARY", u.Name, &r); err != nil {
 		return nil, err
 	}
