@@ -7,7 +7,7 @@
 #   STAGES="compare plot" scripts/bench-all.sh # only some stages (servers are started when needed)
 #   OPS="stat read" CLIENTS=1,4 DURATION=2s scripts/bench-all.sh
 #
-# Stages, in order: build servers prepare echo compare hot issue2 bigdir plot stop
+# Stages, in order: build servers prepare echo compare hot issue2 bigdir plot report stop
 #   build    go build -o $BIN ./cmd/nimbus
 #   servers  nimbus serve on 127.0.0.1:9870 (data in $NIMBUS_DATA) and the HDFS peer (9871 / 8020)
 #   prepare  the same tree of $FILES files under /bench on Nimbus (over its RPC) and on HDFS (WebHDFS)
@@ -18,7 +18,8 @@
 #   hot      create with --hot-dir (every client in one directory) on the three targets
 #   issue2   issue 2's reference points: stat and create at 32 clients over Nimbus's RPC
 #   bigdir   nimbus bench bigdir --entries $BIGDIR on Nimbus (RPC), and over its WebHDFS gateway
-#   plot     nimbus bench plot docs/bench/*.json --out docs/bench/
+#   plot     nimbus bench plot docs/bench/{echo,micro,hot,bigdir}-*.json --out docs/bench/
+#   report   the Markdown tables of docs/BENCHMARKS.md from the JSON, into docs/bench/tables.md
 #   stop     stop both servers (also done on exit for servers this script started, unless KEEP=1)
 #
 # Resumable: a result whose JSON file already exists is skipped (FORCE=1 reruns it). The load average
@@ -27,7 +28,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-STAGES="${STAGES:-build servers prepare echo compare hot issue2 bigdir plot stop}"
+STAGES="${STAGES:-build servers prepare echo compare hot issue2 bigdir plot report stop}"
 OPS="${OPS:-stat read ls create mkdir delete rename chmod}"
 CLIENTS="${CLIENTS:-1,4,16,64,256}"
 DURATION="${DURATION:-5s}"
@@ -145,7 +146,7 @@ nnthroughput() {
 
 need_servers() { nimbus_up && hdfs_up || start_servers; }
 
-for stage in build servers prepare echo compare hot issue2 bigdir plot stop; do
+for stage in build servers prepare echo compare hot issue2 bigdir plot report stop; do
   has_stage "$stage" || continue
   log "=== stage $stage (load $(load))"
   echo "$(date -u +%FT%TZ) stage $stage start load=[$(load)]" >>"$LOAD_LOG"
@@ -196,7 +197,152 @@ for stage in build servers prepare echo compare hot issue2 bigdir plot stop; do
       run bigdir-nimbus-rpc "$BIN" bench bigdir --target "$NIMBUS_RPC" --entries "$BIGDIR" --json "$OUT/bigdir-nimbus-rpc.json"
       run bigdir-nimbus-webhdfs "$BIN" bench bigdir --target "$NIMBUS_WEB" --entries "$BIGDIR" --json "$OUT/bigdir-nimbus-webhdfs.json" ;;
     plot)
-      "$BIN" bench plot "$OUT"/*.json --out "$OUT/" ;;
+      # the sweeps only: issue 2's single points and the prepare runs would add stray points
+      "$BIN" bench plot "$OUT"/echo-*.json "$OUT"/micro-*.json "$OUT"/hot-*.json "$OUT"/bigdir-*.json --out "$OUT/" ;;
+    report)
+      python3 - "$OUT" >"$OUT/tables.md" <<'PY'
+#!/usr/bin/env python3
+# Markdown tables of docs/BENCHMARKS.md from the JSON of scripts/bench-all.sh.
+import json, glob, os, sys
+D = sys.argv[1] if len(sys.argv) > 1 else "docs/bench"
+SYS = ["nimbus-rpc", "nimbus-webhdfs", "hdfs-webhdfs"]
+OPS = ["stat", "read", "ls", "create", "mkdir", "delete", "rename", "chmod"]
+NNT = {"stat": "fileStatus", "read": "open", "create": "create", "mkdir": "mkdirs", "delete": "delete", "rename": "rename"}
+TARGET_RPC = {"stat": 3, "read": 3, "ls": 3, "create": 2, "mkdir": 2, "delete": 2, "rename": 2}
+
+def load(path):
+    try:
+        return json.load(open(path))["results"]
+    except FileNotFoundError:
+        return []
+
+def by_clients(results, op=None):
+    return {r["clients"]: r for r in results if op is None or r["op"] == op}
+
+echo = {s: by_clients(load(f"{D}/echo-{s}.json"), "echo") for s in SYS}
+echo_http = by_clients(load(f"{D}/echo-nimbus-rpc.json"), "echo-http")
+
+def nnt(op):
+    out = {}
+    p = f"{D}/nnthroughput-{op}.jsonl"
+    if os.path.exists(p):
+        for line in open(p):
+            line = line.strip()
+            if line:
+                j = json.loads(line)
+                out[j["threads"]] = j
+    return out
+
+def f0(x): return "–" if x is None else f"{x:,.0f}"
+def f2(x): return "–" if x is None else (f"{x:.2f}" if x < 10 else f"{x:.1f}")
+def fr(x): return "–" if x is None else f"{x:.2f}×"
+
+print("## Echo (transport ceiling), ops/s\n")
+print("| clients | Nimbus RPC echo (TCP no-op) | Nimbus HTTP echo (no-op) | Nimbus WebHDFS GETFILESTATUS / | HDFS WebHDFS GETFILESTATUS / |")
+print("|---:|---:|---:|---:|---:|")
+for c in sorted(echo["nimbus-rpc"]):
+    g = lambda m: m.get(c, {}).get("throughput_ops_s")
+    print(f"| {c} | {f0(g(echo['nimbus-rpc']))} | {f0(g(echo_http))} | {f0(g(echo['nimbus-webhdfs']))} | {f0(g(echo['hdfs-webhdfs']))} |")
+print()
+
+summary = []
+for op in OPS:
+    res = {s: by_clients(load(f"{D}/micro-{op}-{s}.json")) for s in SYS}
+    nn = nnt(op)
+    clients = sorted(set().union(*[set(v) for v in res.values()], set(nn)))
+    if not clients:
+        continue
+    print(f"### {op}\n")
+    print("Throughput, ops/s (errors in brackets when not 0); ratios at the same client count:\n")
+    print("| clients | Nimbus RPC | Nimbus WebHDFS | HDFS WebHDFS | HDFS RPC (NNThroughput" + (f" `{NNT[op]}`" if op in NNT else ", no such op") + ") | Nimbus RPC / HDFS RPC | Nimbus WebHDFS / HDFS WebHDFS |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    rr, rw = [], []
+    for c in clients:
+        t = {}
+        cells = []
+        for s in SYS:
+            r = res[s].get(c)
+            t[s] = r["throughput_ops_s"] if r else None
+            cell = f0(t[s])
+            if r and r.get("errors"):
+                cell += f" ({r['errors']} err)"
+            cells.append(cell)
+        n = nn.get(c, {}).get("ops_per_s")
+        n = float(n) if n is not None else None
+        a = t["nimbus-rpc"] / n if t["nimbus-rpc"] and n else None
+        b = t["nimbus-webhdfs"] / t["hdfs-webhdfs"] if t["nimbus-webhdfs"] and t["hdfs-webhdfs"] else None
+        if a: rr.append((c, a))
+        if b: rw.append((c, b))
+        print(f"| {c} | {' | '.join(cells)} | {f0(n)} | {fr(a)} | {fr(b)} |")
+    print()
+    print("Latency p50 / p99, ms, and throughput as a fraction of the same target's echo at the same client count:\n")
+    print("| clients | Nimbus RPC p50 / p99 | Nimbus WebHDFS p50 / p99 | HDFS WebHDFS p50 / p99 | Nimbus RPC / echo | Nimbus WebHDFS / its echo | HDFS WebHDFS / its echo |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for c in clients:
+        lat, frac = [], []
+        for s in SYS:
+            r = res[s].get(c)
+            if r:
+                l = r["latency_ms"]
+                lat.append(f"{f2(l['p50'])} / {f2(l['p99'])}")
+                e = echo[s].get(c, {}).get("throughput_ops_s")
+                frac.append(f"{r['throughput_ops_s']/e:.2f}" if e else "–")
+            else:
+                lat.append("–"); frac.append("–")
+        print(f"| {c} | {' | '.join(lat)} | {' | '.join(frac)} |")
+    print()
+    summary.append((op, rr, rw, res, nn))
+
+print("## Targets of issue 11\n")
+print("| op | Nimbus RPC / HDFS RPC, per client count | target | met? | Nimbus WebHDFS / HDFS WebHDFS, per client count | target | met? |")
+print("|---|---|---:|---|---|---:|---|")
+for op, rr, rw, res, nn in summary:
+    tr = TARGET_RPC.get(op)
+    srr = ", ".join(f"{c}: {a:.2f}" for c, a in rr) or "not measurable (no NNThroughputBenchmark op)"
+    srw = ", ".join(f"{c}: {a:.2f}" for c, a in rw) or "–"
+    def met(lst, tgt):
+        if tgt is None or not lst: return "–"
+        ok = [c for c, a in lst if a >= tgt]
+        if len(ok) == len(lst): return "**met** at every count"
+        if not ok: return "**not met** at any count"
+        return f"**partly**: met at {', '.join(map(str, ok))}; not at {', '.join(str(c) for c, a in lst if a < tgt)}"
+    print(f"| {op} | {srr} | {'≥ %d×' % tr if tr else '–'} | {met(rr, tr) if tr and rr else ('–' if not tr else 'not measured')} | {srw} | ≥ 1.5× | {met(rw, 1.5)} |")
+print()
+print("## Hot directory: create, every client in one directory (ops/s, p50 / p99 ms)\n")
+hot = {s: by_clients(load(f"{D}/hot-create-{s}.json")) for s in SYS}
+cre = {s: by_clients(load(f"{D}/micro-create-{s}.json")) for s in SYS}
+print("| clients | Nimbus RPC hot | (own dirs) | Nimbus WebHDFS hot | (own dirs) | HDFS WebHDFS hot | (own dirs) | Nimbus WebHDFS / HDFS WebHDFS, hot |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+for c in sorted(set().union(*[set(v) for v in hot.values()])):
+    cells = []
+    for s in SYS:
+        r = hot[s].get(c); o = cre[s].get(c)
+        cells.append(f"{f0(r['throughput_ops_s'])} ({f2(r['latency_ms']['p50'])} / {f2(r['latency_ms']['p99'])})" + (f" [{r['errors']} err]" if r.get('errors') else "") if r else "–")
+        cells.append(f0(o["throughput_ops_s"]) if o else "–")
+    a = hot["nimbus-webhdfs"].get(c); b = hot["hdfs-webhdfs"].get(c)
+    print(f"| {c} | {' | '.join(cells)} | {fr(a['throughput_ops_s']/b['throughput_ops_s']) if a and b else '–'} |")
+print()
+print("## Issue 2's reference points (Nimbus over its RPC, 32 clients)\n")
+print("| op | ops/s | p50 ms | p99 ms | echo at 32 (same command) | fraction of echo | errors | target |")
+print("|---|---:|---:|---:|---:|---:|---:|---|")
+for op, tgt in (("stat", 40000), ("create", 8000)):
+    for r in load(f"{D}/issue2-{op}-32.json"):
+        if r["op"] != op: continue
+        ok = "met" if r["throughput_ops_s"] >= tgt else "**not met**"
+        print(f"| {op} | {f0(r['throughput_ops_s'])} | {f2(r['latency_ms']['p50'])} | {f2(r['latency_ms']['p99'])} | {f0(r.get('echo_ops_s'))} | {r.get('echo_fraction', 0):.2f} | {r['errors']} | ≥ {tgt:,}: {ok} |")
+print()
+print("## bigdir\n")
+print("| target | entries | fill s | first page ms | total s | entries/s | pages | p50 / p99 ms per page | server memory before → max (MB) | source |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+for s in ("nimbus-rpc", "nimbus-webhdfs"):
+    for r in load(f"{D}/bigdir-{s}.json"):
+        b = r.get("bigdir")
+        if not b: continue
+        mb = lambda x: f"{x/1e6:.0f}" if x else "–"
+        print(f"| {r['system']} | {b['entries']:,} | {b.get('fill_s',0):.1f} | {b['first_page_ms']:.1f} | {b['total_s']:.2f} | {f0(b['entries_per_s'])} | {b['pages']} | {f2(r['latency_ms']['p50'])} / {f2(r['latency_ms']['p99'])} | {mb(b.get('mem_bytes_before'))} → {mb(b.get('mem_bytes_max'))} | {b.get('mem_source','')} {b.get('mem_error','')} |")
+print()
+PY
+      log "tables in $OUT/tables.md" ;;
     stop)
       stop_servers ;;
   esac
