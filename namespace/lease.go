@@ -78,19 +78,33 @@ func (t *tx) leases(ctx context.Context, holder string) ([]store.Lease, error) {
 }
 
 // moveLeases rewrites the paths of the lease rows under directory src to be
-// under dst (a directory rename). Lease rows are not locked: a writer that
-// reads one stale resolves its path, fails validation or finds nothing, and
-// looks again.
+// under dst (a directory rename). A lease row changes only under an
+// exclusive lock on its file's inode, so each file is locked (NoWait: the
+// order is not the global one; a busy lock restarts the rename) and its
+// lease read again before the row is rewritten — otherwise a concurrent
+// delete or close could see its removal of the row undone.
 func (t *tx) moveLeases(ctx context.Context, src, dst string) error {
 	ls, err := t.leases(ctx, "")
 	if err != nil {
 		return err
 	}
 	for _, l := range ls {
-		if meta.IsAncestor(src, l.Path) {
-			l.Path = dst + l.Path[len(src):]
-			t.putRaw(store.LeaseKey(l.ID), store.EncodeLease(nil, &l))
+		if !meta.IsAncestor(src, l.Path) {
+			continue
 		}
+		if _, err := t.st.Read(ctx, []store.ReadReq{{Key: store.InodeKey(l.Parent, l.Name), Mode: store.Exclusive, NoWait: true}}); err != nil {
+			return err
+		}
+		vals, err := t.st.Read(ctx, []store.ReadReq{{Key: store.LeaseKey(l.ID)}})
+		if err != nil {
+			return err
+		}
+		var cur store.Lease
+		if vals[0] == nil || store.DecodeLease(store.LeaseKey(l.ID), vals[0], &cur) != nil || cur.Path != l.Path {
+			continue // closed, deleted or moved meanwhile
+		}
+		cur.Path = dst + cur.Path[len(src):]
+		t.putRaw(store.LeaseKey(cur.ID), store.EncodeLease(nil, &cur))
 	}
 	return nil
 }
