@@ -145,10 +145,14 @@ func DecodeInodeValue(parent uint64, name string, value []byte, n *Inode) error 
 	n.BlockSize = d.varint()
 	n.Children = d.varint()
 	if flags&flagSymlink != 0 {
-		n.Symlink = d.string()
+		if n.Symlink = d.string(); n.Symlink == "" && d.err == nil {
+			d.err = errors.New("symlink flag without a target")
+		}
 	}
 	if flags&flagUC != 0 {
-		n.LeaseHolder = d.string()
+		if n.LeaseHolder = d.string(); n.LeaseHolder == "" && d.err == nil {
+			d.err = errors.New("under-construction flag without a lease holder")
+		}
 		n.LeaseRenewed = d.varint()
 		n.Written = d.varint()
 	} else {
@@ -159,6 +163,10 @@ func DecodeInodeValue(parent uint64, name string, value []byte, n *Inode) error 
 		n.SpaceQuota = d.varint()
 		n.NsUsed = d.varint()
 		n.SpaceUsed = d.varint()
+		// Only the canonical form is accepted: the flag means some quota is set.
+		if d.err == nil && (n.NsQuota < -1 || n.SpaceQuota < -1 || !n.HasQuota()) {
+			d.err = fmt.Errorf("quota flag with quotas %d and %d", n.NsQuota, n.SpaceQuota)
+		}
 	}
 	if d.err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrCorrupt, FormatKey(key()), d.err)
