@@ -91,7 +91,8 @@ type Store interface {
 type Txn interface {
 	// Read locks each key in the mode asked, in the order given, then returns
 	// the values in the same order (nil where there is no row). A batch is one
-	// round trip where the implementation can manage it.
+	// round trip where the implementation can manage it. The values may be
+	// shared with other readers (a row cache): callers must not modify them.
 	Read(ctx context.Context, reqs []ReadReq) ([][]byte, error)
 	// Scan calls fn for the committed rows with start <= key < end in key order,
 	// at most limit of them (limit <= 0: no limit), from one consistent

@@ -2,6 +2,7 @@ package pebblestore
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // metrics: the store's own commit latency, and a collector that reads
@@ -10,6 +11,8 @@ type metrics struct {
 	reg           prometheus.Registerer
 	commitSeconds prometheus.Histogram
 	pebble        *pebbleCollector
+
+	rowCacheHits, rowCacheMisses prometheus.Counter
 }
 
 func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
@@ -21,23 +24,37 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(1e-5, 2.5, 14),
 		}),
 		pebble: newPebbleCollector(s),
+		rowCacheHits: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "pebblestore", Name: "row_cache_hits_total",
+			Help: "Rows read from the row cache.",
+		}),
+		rowCacheMisses: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "pebblestore", Name: "row_cache_misses_total",
+			Help: "Rows read from Pebble because the row cache did not have them.",
+		}),
 	}
 	if reg != nil {
-		if err := reg.Register(m.commitSeconds); err != nil {
-			return nil, err
-		}
-		if err := reg.Register(m.pebble); err != nil {
-			reg.Unregister(m.commitSeconds)
-			return nil, err
+		for i, c := range m.collectors() {
+			if err := reg.Register(c); err != nil {
+				for _, done := range m.collectors()[:i] {
+					reg.Unregister(done)
+				}
+				return nil, err
+			}
 		}
 	}
 	return m, nil
 }
 
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.commitSeconds, m.pebble, m.rowCacheHits, m.rowCacheMisses}
+}
+
 func (m *metrics) unregister() {
 	if m.reg != nil {
-		m.reg.Unregister(m.commitSeconds)
-		m.reg.Unregister(m.pebble)
+		for _, c := range m.collectors() {
+			m.reg.Unregister(c)
+		}
 	}
 }
 
@@ -87,4 +104,11 @@ func (c *pebbleCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.cacheHits, float64(m.BlockCache.Hits))
 	counter(c.cacheMisses, float64(m.BlockCache.Misses))
 	ch <- prometheus.MustNewConstMetric(c.diskUsage, prometheus.GaugeValue, float64(m.DiskSpaceUsage()))
+}
+
+// metricsRowCacheHits reads the row cache hit counter (for tests).
+func (s *Store) metricsRowCacheHits() float64 {
+	var m dto.Metric
+	_ = s.metrics.rowCacheHits.Write(&m)
+	return m.GetCounter().GetValue()
 }

@@ -19,6 +19,9 @@ type Options struct {
 	LockWaitMax time.Duration
 	// LockShards is the number of partitions of the lock table, a power of two.
 	LockShards int
+	// RowCacheEntries bounds the rows (up to 1 KB each, absent rows
+	// included) kept in memory in front of Pebble; 0 disables the cache.
+	RowCacheEntries int
 	// IDPrefetch is how many ids AllocateIDs reserves durably ahead of what it
 	// hands out, so that most calls need no fsync. 0 syncs on every call.
 	IDPrefetch uint64
@@ -33,11 +36,12 @@ type Options struct {
 // wait limit, 64 lock shards and an id prefetch of 1024.
 func DefaultOptions() Options {
 	return Options{
-		CacheSize:    256 << 20,
-		MemTableSize: 64 << 20,
-		LockWaitMax:  10 * time.Second,
-		LockShards:   64,
-		IDPrefetch:   1024,
+		CacheSize:       256 << 20,
+		MemTableSize:    64 << 20,
+		LockWaitMax:     10 * time.Second,
+		LockShards:      64,
+		IDPrefetch:      1024,
+		RowCacheEntries: 1 << 20,
 	}
 }
 

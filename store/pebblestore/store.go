@@ -41,6 +41,8 @@ type Store struct {
 		counters map[string]*counter
 	}
 
+	rows *rowCache // nil when Options.RowCacheEntries is 0
+
 	commits  atomic.Uint64 // transactions that wrote and synced
 	walSyncs atomic.Uint64 // counted by walCountingFS
 }
@@ -68,7 +70,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref() // the DB holds its own reference
-	s := &Store{dir: dir, locks: locks, log: log, opts: opts}
+	s := &Store{dir: dir, locks: locks, log: log, opts: opts, rows: newRowCache(opts.RowCacheEntries)}
 	db, err := pebble.Open(dir, pebbleOptions(opts, cache, log, &s.walSyncs))
 	if err != nil {
 		locks.Unregister()

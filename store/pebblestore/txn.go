@@ -20,6 +20,7 @@ type txn struct {
 	s     *Store
 	owner *lockmgr.Owner // nil until the first lock
 	batch *pebble.Batch  // nil until the first write
+	keys  [][]byte       // the keys written, for the row cache
 	done  bool
 }
 
@@ -49,6 +50,9 @@ func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) 
 	}
 	defer t.s.release()
 	vals := make([][]byte, len(reqs))
+	if t.s.rows != nil {
+		return vals, t.readCached(ctx, reqs, vals)
+	}
 	if len(reqs) > 1 {
 		return vals, t.readBatch(ctx, reqs, vals)
 	}
@@ -119,6 +123,9 @@ func (t *txn) Put(key, value []byte) {
 		t.batch = t.s.db.NewBatch()
 	}
 	_ = t.batch.Set(key, value, nil) // copies; a batch Set only fails on a closed batch
+	if t.s.rows != nil {
+		t.keys = append(t.keys, bytes.Clone(key))
+	}
 }
 
 // Delete buffers a deletion; after Commit or Rollback it is ignored.
@@ -130,6 +137,9 @@ func (t *txn) Delete(key []byte) {
 		t.batch = t.s.db.NewBatch()
 	}
 	_ = t.batch.Delete(key, nil)
+	if t.s.rows != nil {
+		t.keys = append(t.keys, bytes.Clone(key))
+	}
 }
 
 func (t *txn) Commit(ctx context.Context) error {
@@ -150,6 +160,11 @@ func (t *txn) Commit(ctx context.Context) error {
 		return err
 	}
 	start := time.Now()
+	if t.s.rows != nil {
+		// Before and after the batch becomes visible: see rowCache.
+		t.s.rows.beginCommit(t.keys)
+		defer t.s.rows.endCommit(t.keys)
+	}
 	err := t.batch.Commit(pebble.Sync)
 	t.s.release()
 	if err != nil {
@@ -216,6 +231,53 @@ func (t *txn) readBatch(ctx context.Context, reqs []store.ReadReq, vals [][]byte
 	}
 	if err := it.Close(); err != nil {
 		return fmt.Errorf("pebblestore: read: %w", err)
+	}
+	return nil
+}
+
+// readCached answers what it can from the row cache and reads the rest from
+// Pebble, filling the cache with what it read.
+func (t *txn) readCached(ctx context.Context, reqs []store.ReadReq, vals [][]byte) error {
+	var missReqs []store.ReadReq
+	var missIdx []int
+	var gens []uint64
+	for i := range reqs {
+		row, hit, gen := t.s.rows.get(reqs[i].Key)
+		if hit {
+			if row.present {
+				vals[i] = row.v
+			}
+			continue
+		}
+		missReqs = append(missReqs, reqs[i])
+		missIdx = append(missIdx, i)
+		gens = append(gens, gen)
+	}
+	if len(missReqs) == 0 {
+		t.s.metrics.rowCacheHits.Add(float64(len(reqs)))
+		return nil
+	}
+	t.s.metrics.rowCacheHits.Add(float64(len(reqs) - len(missReqs)))
+	t.s.metrics.rowCacheMisses.Add(float64(len(missReqs)))
+	got := make([][]byte, len(missReqs))
+	if len(missReqs) > 1 {
+		if err := t.readBatch(ctx, missReqs, got); err != nil {
+			return err
+		}
+	} else {
+		v, closer, err := t.s.db.Get(missReqs[0].Key)
+		switch {
+		case err == pebble.ErrNotFound:
+		case err != nil:
+			return fmt.Errorf("pebblestore: get %s: %w", store.FormatKey(missReqs[0].Key), err)
+		default:
+			got[0] = bytes.Clone(v)
+			closer.Close()
+		}
+	}
+	for j, i := range missIdx {
+		vals[i] = got[j]
+		t.s.rows.fill(missReqs[j].Key, got[j], gens[j])
 	}
 	return nil
 }

@@ -1,0 +1,123 @@
+package pebblestore
+
+import (
+	"hash/maphash"
+	"sync"
+)
+
+// rowCache keeps recently read rows in memory, so that the hot rows of a
+// namespace (the directories every path goes through) are read without a
+// seek through Pebble's memtable and levels. It caches absence too.
+//
+// Correctness rests on one rule: a value read from Pebble is installed only
+// if no commit touched its shard since the read began and none is under way.
+// A commit marks its keys' shards before its batch becomes visible (dropping
+// the keys, bumping the shard's generation and counting itself as pending)
+// and again after (bumping the generation, no longer pending). So
+//   - a fill that read the old value before the commit finds the generation
+//     changed and is dropped;
+//   - no fill at all is installed while a commit is pending, so two readers
+//     that read the old and the new value during the commit cannot leave the
+//     old one behind (the race the test checks).
+//
+// Once Commit returns, no reader can see the old value from the cache, and a
+// reader that saw the new value from Pebble cannot be followed by one that
+// sees the old value from the cache. Values handed out are shared: callers
+// must not modify them (the store.Txn contract says so).
+type rowCache struct {
+	seed     maphash.Seed
+	perShard int
+	shards   [64]rowShard
+}
+
+type rowShard struct {
+	mu      sync.RWMutex
+	gen     uint64
+	pending int // commits between their two marks
+	m       map[string]cachedRow
+}
+
+type cachedRow struct {
+	v       []byte
+	present bool
+}
+
+// maxCachedValue bounds the size of a cached value: inode rows are small,
+// content chunks are not worth the memory.
+const maxCachedValue = 1 << 10
+
+func newRowCache(entries int) *rowCache {
+	if entries <= 0 {
+		return nil
+	}
+	c := &rowCache{seed: maphash.MakeSeed(), perShard: entries/64 + 1}
+	for i := range c.shards {
+		c.shards[i].m = make(map[string]cachedRow)
+	}
+	return c
+}
+
+func (c *rowCache) shard(k []byte) *rowShard {
+	return &c.shards[maphash.Bytes(c.seed, k)%uint64(len(c.shards))]
+}
+
+// get returns the cached row of k, and the shard's generation to pass to
+// fill on a miss.
+func (c *rowCache) get(k []byte) (row cachedRow, hit bool, gen uint64) {
+	s := c.shard(k)
+	s.mu.RLock()
+	row, hit = s.m[string(k)]
+	gen = s.gen
+	s.mu.RUnlock()
+	return row, hit, gen
+}
+
+// fill installs v (nil: absent) for k, read at generation gen.
+func (c *rowCache) fill(k, v []byte, gen uint64) {
+	if len(v) > maxCachedValue {
+		return
+	}
+	s := c.shard(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen != gen || s.pending > 0 {
+		return // a commit touched the shard since the read began, or is under way
+	}
+	if len(s.m) >= c.perShard {
+		for old := range s.m { // evict an arbitrary entry
+			delete(s.m, old)
+			break
+		}
+	}
+	row := cachedRow{present: v != nil}
+	if v != nil {
+		row.v = append([]byte(nil), v...)
+	}
+	s.m[string(k)] = row
+}
+
+// beginCommit marks keys as being committed: they are dropped and no fill
+// is installed in their shards until endCommit.
+func (c *rowCache) beginCommit(keys [][]byte) {
+	for _, k := range keys {
+		s := c.shard(k)
+		s.mu.Lock()
+		s.gen++
+		s.pending++
+		delete(s.m, string(k))
+		s.mu.Unlock()
+	}
+}
+
+// endCommit ends what beginCommit started, once the batch is visible (or
+// failed).
+func (c *rowCache) endCommit(keys [][]byte) {
+	for _, k := range keys {
+		s := c.shard(k)
+		s.mu.Lock()
+		s.gen++
+		s.pending--
+		delete(s.m, string(k))
+		s.mu.Unlock()
+	}
+}
