@@ -106,18 +106,8 @@ func (e *Engine) Read(ctx context.Context, u meta.User, path string, offset, len
 	}
 	var out []byte
 	err = e.run(ctx, op, p, u, func(t *tx) error {
-		rs, err := t.resolve(ctx, want{path: p, last: store.Shared})
+		_, n, err := t.regularFile(ctx, op, p, store.Shared, permR)
 		if err != nil {
-			return err
-		}
-		n, err := t.existing(op, rs[0])
-		if err != nil {
-			return err
-		}
-		if err := checkFile(op, p, n); err != nil {
-			return err
-		}
-		if err := t.require(op, p, n, permR); err != nil {
 			return err
 		}
 		if n.Blocks {
@@ -128,6 +118,26 @@ func (e *Engine) Read(ctx context.Context, u meta.User, path string, offset, len
 		return err
 	})
 	return out, err
+}
+
+// regularFile locks path in mode and checks that it is a regular file on
+// which the caller has bits.
+func (t *tx) regularFile(ctx context.Context, op, path string, mode store.Mode, bits meta.Perm) (*resolved, *store.Inode, error) {
+	rs, err := t.resolve(ctx, want{path: path, last: mode})
+	if err != nil {
+		return nil, nil, err
+	}
+	n, err := t.existing(op, rs[0])
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkFile(op, path, n); err != nil {
+		return nil, nil, err
+	}
+	if err := t.require(op, path, n, bits); err != nil {
+		return nil, nil, err
+	}
+	return rs[0], n, nil
 }
 
 // checkFile fails unless n is a regular file.

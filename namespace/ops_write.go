@@ -20,18 +20,8 @@ func (e *Engine) Append(ctx context.Context, u meta.User, path, client string) (
 	}
 	var out *meta.FileStatus
 	err = e.run(ctx, op, p, u, func(t *tx) error {
-		rs, err := t.resolve(ctx, want{path: p, last: store.Exclusive})
+		_, n, err := t.regularFile(ctx, op, p, store.Exclusive, permW)
 		if err != nil {
-			return err
-		}
-		n, err := t.existing(op, rs[0])
-		if err != nil {
-			return err
-		}
-		if err := checkFile(op, p, n); err != nil {
-			return err
-		}
-		if err := t.require(op, p, n, permW); err != nil {
 			return err
 		}
 		if n.UnderConstruction() {
@@ -274,19 +264,8 @@ func (e *Engine) Truncate(ctx context.Context, u meta.User, path string, newLeng
 		return err
 	}
 	return e.run(ctx, op, p, u, func(t *tx) error {
-		rs, err := t.resolve(ctx, want{path: p, last: store.Exclusive})
+		r, n, err := t.regularFile(ctx, op, p, store.Exclusive, permW)
 		if err != nil {
-			return err
-		}
-		r := rs[0]
-		n, err := t.existing(op, r)
-		if err != nil {
-			return err
-		}
-		if err := checkFile(op, p, n); err != nil {
-			return err
-		}
-		if err := t.require(op, p, n, permW); err != nil {
 			return err
 		}
 		if n.UnderConstruction() {
