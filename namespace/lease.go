@@ -56,12 +56,17 @@ func (t *tx) putLease(n *store.Inode, path string) {
 }
 
 // leases returns the lease rows, all of them (holder "") or one holder's.
-// The lease table holds only files under construction, so it is small.
 func (t *tx) leases(ctx context.Context, holder string) ([]store.Lease, error) {
+	return scanLeases(ctx, t.st, holder)
+}
+
+// scanLeases reads the lease rows of holder ("" for all) in txn, unlocked.
+// The lease table holds only files under construction, so it is small.
+func scanLeases(ctx context.Context, txn store.Txn, holder string) ([]store.Lease, error) {
 	var out []store.Lease
 	var decErr error
 	start, end := store.AllLeasesRange()
-	err := t.st.Scan(ctx, start, end, 0, func(k, v []byte) bool {
+	err := txn.Scan(ctx, start, end, 0, func(k, v []byte) bool {
 		var l store.Lease
 		if decErr = store.DecodeLease(k, v, &l); decErr != nil {
 			return false
@@ -166,29 +171,20 @@ func (e *Engine) leaseMonitor() {
 // for longer than the hard limit. The lease monitor calls it periodically.
 func (e *Engine) RecoverExpiredLeases(ctx context.Context) error {
 	now := e.cfg.Now()
-	var expired []store.Lease
 	txn, err := e.st.Begin(ctx)
 	if err != nil {
 		return err
 	}
-	start, end := store.AllLeasesRange()
-	var decErr error
-	err = txn.Scan(ctx, start, end, 0, func(k, v []byte) bool {
-		var l store.Lease
-		if decErr = store.DecodeLease(k, v, &l); decErr != nil {
-			return false
-		}
+	all, err := scanLeases(ctx, txn, "")
+	txn.Rollback()
+	if err != nil {
+		return err
+	}
+	var expired []store.Lease
+	for _, l := range all {
 		if e.leases.expired(l.Holder, e.cfg.LeaseHardLimit, now) {
 			expired = append(expired, l)
 		}
-		return true
-	})
-	txn.Rollback()
-	if err == nil {
-		err = decErr
-	}
-	if err != nil {
-		return err
 	}
 	for _, l := range expired {
 		if err := e.recoverLease(ctx, l); err != nil {
