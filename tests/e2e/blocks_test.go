@@ -129,17 +129,22 @@ func TestKillDuringLargePut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Kill the server once 16 MB have gone through the writer, with 48 MB
+	// still to send: the put is cut in the middle whatever the machine's speed.
+	halfway := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		_, err := io.Copy(w, bytes.NewReader(data))
+		_, err := io.Copy(w, &signalReader{r: bytes.NewReader(data), after: 16 << 20, signal: halfway})
 		if err == nil {
 			err = w.Close()
 		}
 		done <- err
 	}()
-	time.Sleep(300 * time.Millisecond)
+	<-halfway
 	s.kill()
-	<-done
+	if err := <-done; err == nil {
+		t.Fatal("the put succeeded although the server was killed in the middle of it")
+	}
 	c.Close()
 
 	// A short hard limit, so that the restarted server recovers the lease soon.
@@ -188,4 +193,26 @@ func TestKillDuringLargePut(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("fsck --data after the crash: %s%s", r.stdout, r.stderr)
 	}
+}
+
+// signalReader closes signal once more than after bytes were read, then
+// blocks briefly so that the reader's consumer cannot finish first.
+type signalReader struct {
+	r      io.Reader
+	n      int64
+	after  int64
+	signal chan struct{}
+}
+
+func (s *signalReader) Read(p []byte) (int, error) {
+	if s.n > s.after {
+		if s.signal != nil {
+			close(s.signal)
+			s.signal = nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	n, err := s.r.Read(p)
+	s.n += int64(n)
+	return n, err
 }
