@@ -31,7 +31,7 @@ type Conn struct {
 	nc   net.Conn
 	br   *bufio.Reader
 	max  int
-	out  chan *[]byte
+	w    *frameWriter
 	done chan struct{} // closed when the connection has failed or been closed
 
 	mu struct {
@@ -130,10 +130,10 @@ func newConn(nc net.Conn, br *bufio.Reader, max int) *Conn {
 	if br == nil {
 		br = bufio.NewReaderSize(nc, 32<<10)
 	}
-	c := &Conn{nc: nc, br: br, max: max, out: make(chan *[]byte, 256), done: make(chan struct{})}
+	c := &Conn{nc: nc, br: br, max: max, done: make(chan struct{})}
+	c.w = newFrameWriter(nc, func(err error) { c.fail(fmt.Errorf("%w: %v", ErrConnBroken, err)) })
 	c.mu.pending = make(map[uint64]*call)
 	go c.readLoop()
-	go writeFrames(nc, c.out, c.done, func(err error) { c.fail(fmt.Errorf("%w: %v", ErrConnBroken, err)) })
 	return c
 }
 
@@ -254,15 +254,12 @@ func (c *Conn) Call(ctx context.Context, req *api.Request) (*api.Response, error
 	c.mu.pending[id] = cl
 	c.mu.Unlock()
 
-	select {
-	case c.out <- ob:
-	case <-c.done:
+	if err := ctx.Err(); err != nil {
 		putBuf(ob)
-		return c.finish(cl, id, fmt.Errorf("%w: %v", ErrConnClosed, c.Err()))
-	case <-ctx.Done():
-		putBuf(ob)
-		return c.finish(cl, id, ctx.Err())
+		return c.finish(cl, id, err)
 	}
+	// A write error fails the connection, and with it this call.
+	c.w.send(ob)
 	select {
 	case <-cl.ch:
 		return c.decode(cl)

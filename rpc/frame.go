@@ -158,3 +158,74 @@ func readUvarint(r io.ByteReader) (uint64, error) {
 	}
 	return 0, fmt.Errorf("%w: bad frame length: varint overflows 64 bits", ErrProtocol)
 }
+
+// Field numbers of the request bodies the reader may run itself.
+const (
+	fieldRead     = 15
+	fieldStat     = 16
+	fieldList     = 17
+	fieldDefaults = 30
+	fieldEcho     = 40
+)
+
+// quickReadLimit bounds the reads the connection reader runs itself.
+const quickReadLimit = 128 << 10
+
+// isQuick reports whether the request frame b asks for something short that
+// changes nothing and never waits for a disk sync: a stat, a listing page,
+// server defaults, an echo, or a read of at most quickReadLimit bytes. Only
+// the body's field number is looked at (and a read's length); a frame that
+// does not parse is not quick, and the worker that takes it reports why.
+func isQuick(b []byte) bool {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+		if num >= 10 {
+			switch num {
+			case fieldStat, fieldList, fieldDefaults, fieldEcho:
+				return typ == protowire.BytesType
+			case fieldRead:
+				body, n := protowire.ConsumeBytes(b)
+				return n >= 0 && typ == protowire.BytesType && readLength(body) <= quickReadLimit
+			}
+			return false
+		}
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+	}
+	return false
+}
+
+// readLength returns the length field of an encoded ReadRequest, or a value
+// above quickReadLimit when it is absent (0 means "to the end") or invalid.
+func readLength(b []byte) int64 {
+	length := int64(quickReadLimit + 1)
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return quickReadLimit + 1
+		}
+		b = b[n:]
+		if num == 3 && typ == protowire.VarintType {
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 || int64(v) <= 0 {
+				return quickReadLimit + 1
+			}
+			length = int64(v)
+			b = b[n:]
+			continue
+		}
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		if n < 0 {
+			return quickReadLimit + 1
+		}
+		b = b[n:]
+	}
+	return length
+}

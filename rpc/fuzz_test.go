@@ -57,6 +57,11 @@ func FuzzDecode(f *testing.F) {
 			if err := proto.Unmarshal(back, req2); err != nil || !proto.Equal(req, req2) {
 				t.Fatalf("round trip changed the request: %v", err)
 			}
+			isQuick(frame) // must not panic on anything
+			if got, want := isQuick(back), wantQuick(req); got != want {
+				m, _ := MethodOf(req)
+				t.Fatalf("isQuick = %v for a %s request, want %v", got, m, want)
+			}
 		}
 	})
 }
@@ -79,4 +84,16 @@ func countField1(b []byte) int {
 		b = b[k:]
 	}
 	return n
+}
+
+// wantQuick is isQuick's rule applied to a decoded request.
+func wantQuick(req *api.Request) bool {
+	switch m, _ := MethodOf(req); m {
+	case MethodStat, MethodList, MethodDefaults, MethodEcho:
+		return true
+	case MethodRead:
+		n := req.GetRead().GetLength()
+		return n > 0 && n <= quickReadLimit
+	}
+	return false
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -70,7 +69,7 @@ type serverConn struct {
 	s      *Server
 	nc     net.Conn
 	br     *bufio.Reader
-	out    chan *[]byte // encoded response frames for the writer
+	w      *frameWriter // responses, written by the goroutine that made them
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // request goroutines
@@ -81,8 +80,13 @@ type serverConn struct {
 }
 
 func (s *Server) newConn(nc net.Conn, br *bufio.Reader) *serverConn {
-	c := &serverConn{s: s, nc: nc, br: br, out: make(chan *[]byte, 256), closed: make(chan struct{})}
+	c := &serverConn{s: s, nc: nc, br: br, closed: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(s.baseCtx)
+	c.w = newFrameWriter(nc, func(err error) {
+		c.s.log.Debug("rpc: connection write failed", "remote", c.nc.RemoteAddr().String(), "err", err)
+		c.cancel()
+		c.stopReading()
+	})
 	s.mu.Lock()
 	if s.mu.shutdown {
 		s.mu.Unlock()
@@ -104,8 +108,6 @@ func (c *serverConn) stopReading() {
 }
 
 func (c *serverConn) serve() {
-	writerDone := make(chan struct{})
-	go c.writeLoop(writerDone)
 	c.readLoop()
 	if !c.stopping.Load() {
 		// The peer went away or broke the protocol: nobody waits for the
@@ -113,8 +115,6 @@ func (c *serverConn) serve() {
 		c.cancel()
 	}
 	c.wg.Wait()
-	close(c.out)
-	<-writerDone
 	c.nc.Close()
 	c.cancel()
 	c.s.mu.Lock()
@@ -150,6 +150,15 @@ func (c *serverConn) readLoop() {
 			return
 		}
 		c.wg.Add(1)
+		if c.br.Buffered() == 0 && isQuick(frame) {
+			// Nothing else has arrived on this connection and the request
+			// is short: run it here. Handing it to a worker would wake a
+			// thread (a futex call and, on an idle core, an interrupt),
+			// which costs more than a stat; requests that arrive meanwhile
+			// wait in the socket for a few microseconds.
+			c.run(bp, len(frame))
+			continue
+		}
 		c.s.submit(job{c, bp, len(frame)})
 	}
 }
@@ -204,7 +213,7 @@ func (c *serverConn) run(bp *[]byte, n int) {
 	putBuf(bp)
 	<-c.s.sem
 	*ob = out
-	c.out <- ob
+	c.send(ob)
 	if !ok {
 		c.s.log.Warn("rpc: closing connection after an undecodable frame", "remote", c.nc.RemoteAddr().String())
 		c.stopReading()
@@ -216,66 +225,10 @@ func (c *serverConn) sendError(kind api.Kind, detail string) {
 	ob := getBuf()
 	out, _ := AppendFrame((*ob)[:0], &api.Response{Error: &api.Error{Kind: kind, Op: "rpc", Detail: detail}}, 0)
 	*ob = out
-	c.out <- ob
+	c.send(ob)
 }
 
-// writeLoop writes queued frames, flushing only when the queue is empty so
-// that responses finishing together share one syscall. After a write error
-// it keeps draining the queue so request goroutines never block.
-func (c *serverConn) writeLoop(done chan<- struct{}) {
-	defer close(done)
-	writeFrames(c.nc, c.out, nil, func(err error) {
-		c.s.log.Debug("rpc: connection write failed", "remote", c.nc.RemoteAddr().String(), "err", err)
-		c.cancel()
-		c.stopReading()
-	})
-}
-
-// writeFrames is the writer goroutine shared by both ends: it writes every
-// frame received on q to w, flushing only when q is empty, and returns when q
-// is closed or stop is. onErr is called once on the first write error; later
-// frames are discarded (but still drained, so senders never block).
-func writeFrames(w io.Writer, q <-chan *[]byte, stop <-chan struct{}, onErr func(error)) {
-	bw := bufio.NewWriterSize(w, 32<<10)
-	var failed bool
-	fail := func(err error) {
-		if !failed {
-			failed = true
-			onErr(err)
-		}
-	}
-	for {
-		var b *[]byte
-		var ok bool
-		select {
-		case b, ok = <-q:
-		case <-stop:
-			return
-		}
-		if !ok {
-			if !failed {
-				if err := bw.Flush(); err != nil {
-					fail(err)
-				}
-			}
-			return
-		}
-		if !failed {
-			if _, err := bw.Write(*b); err != nil {
-				fail(err)
-			}
-		}
-		putBuf(b)
-		if len(q) == 0 && !failed {
-			// Give producers that are about to enqueue one chance to join
-			// this flush: with many callers this turns one syscall per
-			// frame into one per batch, at the cost of a scheduler yield.
-			runtime.Gosched()
-		}
-		if len(q) == 0 && !failed {
-			if err := bw.Flush(); err != nil {
-				fail(err)
-			}
-		}
-	}
-}
+// send writes one encoded response and recycles its buffer. The first
+// write error ends the connection: requests in flight are cancelled, the
+// reader stops and the responses still to come are dropped.
+func (c *serverConn) send(ob *[]byte) { c.w.send(ob) }
