@@ -81,3 +81,39 @@ func BenchmarkList1000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSerialWrite measures one client's durable metadata writes at
+// depth 7, one at a time: each is a transaction committed with an fsync, so
+// this is the single-client latency floor of the engine (no RPC).
+func BenchmarkSerialWrite(b *testing.B) {
+	ctx := context.Background()
+	for _, op := range []string{"chmod", "rename", "delete", "mkdir"} {
+		b.Run(op, func(b *testing.B) {
+			e := benchEngine(b)
+			if op != "mkdir" {
+				for i := 0; i < b.N; i++ {
+					writeFile(b, e, root, fmt.Sprintf("%s/f%d", depth7, i), []byte("0123456789abcdef"))
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				p := fmt.Sprintf("%s/f%d", depth7, i)
+				var err error
+				switch op {
+				case "chmod":
+					err = e.SetPermission(ctx, root, p, 0o600)
+				case "rename":
+					err = e.Rename(ctx, root, p, p+".renamed", meta.RenameOptions{})
+				case "delete":
+					err = e.Delete(ctx, root, p, false)
+				case "mkdir":
+					err = e.Mkdirs(ctx, root, p, 0)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

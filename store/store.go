@@ -104,10 +104,16 @@ type Txn interface {
 	// Delete buffers a deletion.
 	Delete(key []byte)
 	// Commit writes the buffered changes atomically and durably (they are in a
-	// synced log when it returns nil), then releases the locks. Writes of
-	// concurrent transactions share syncs (group commit).
+	// synced log when it returns nil) and releases the locks. Writes of
+	// concurrent transactions share syncs (group commit). A store may release
+	// the locks once the changes are visible, before they are durable, if no
+	// transaction that read them can end before they are (pebblestore does).
+	// Commit of a transaction that wrote nothing returns only when every
+	// change it may have read is durable.
 	Commit(ctx context.Context) error
-	// Rollback drops the buffered changes and releases the locks. It is safe
-	// to call after Commit (it then does nothing), so `defer txn.Rollback()` works.
+	// Rollback drops the buffered changes and releases the locks, after
+	// waiting, as Commit, for the durability of what the transaction read. It
+	// is safe to call after Commit (it then does nothing), so `defer
+	// txn.Rollback()` works.
 	Rollback()
 }

@@ -24,10 +24,13 @@
 //   - Scan: one Pebble iterator, which reads from an implicit snapshot: the
 //     rows it returns are one consistent state even while writers commit.
 //   - Commit: the buffered writes are one Pebble batch committed with
-//     pebble.Sync, then the locks are released (strict two-phase locking).
-//     Pebble's commit pipeline groups concurrent syncing batches into one WAL
-//     fsync, so N concurrent committers pay far fewer than N fsyncs; Stats
-//     reports commits and WAL syncs to check it.
+//     pebble.Sync; Commit returns once it is in the synced WAL. The locks are
+//     released as soon as the batch is visible, before the fsync, and a
+//     transaction that may have read an unsynced batch waits for its sync
+//     before it ends (early lock release, txn.go; Options.HoldLocksThroughSync
+//     turns it off). Pebble's commit pipeline groups concurrent syncing
+//     batches into one WAL fsync, so N concurrent committers pay far fewer
+//     than N fsyncs; Stats reports commits and WAL syncs to check it.
 //   - AllocateIDs: a counter row per name, advanced under a mutex. The store
 //     durably reserves Options.IDPrefetch ids beyond what it hands out, so
 //     most calls touch no disk; a crash loses at most the reserved, unused

@@ -13,6 +13,7 @@ type metrics struct {
 	pebble        *pebbleCollector
 
 	rowCacheHits, rowCacheMisses prometheus.Counter
+	durableWaits                 prometheus.Counter
 }
 
 func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
@@ -32,6 +33,10 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "nimbus", Subsystem: "pebblestore", Name: "row_cache_misses_total",
 			Help: "Rows read from Pebble because the row cache did not have them.",
 		}),
+		durableWaits: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "pebblestore", Name: "durable_waits_total",
+			Help: "Transactions that wrote nothing but waited for a WAL sync, because a commit they may have read from was not synced yet.",
+		}),
 	}
 	if reg != nil {
 		for i, c := range m.collectors() {
@@ -47,7 +52,7 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.commitSeconds, m.pebble, m.rowCacheHits, m.rowCacheMisses}
+	return []prometheus.Collector{m.commitSeconds, m.pebble, m.rowCacheHits, m.rowCacheMisses, m.durableWaits}
 }
 
 func (m *metrics) unregister() {

@@ -43,6 +43,9 @@ type Store struct {
 
 	rows *rowCache // nil when Options.RowCacheEntries is 0
 
+	// unsynced counts commits whose batch may be visible but not yet
+	// synced (early lock release, txn.go).
+	unsynced atomic.Int64
 	commits  atomic.Uint64 // transactions that wrote and synced
 	walSyncs atomic.Uint64 // counted by walCountingFS
 }

@@ -22,6 +22,9 @@ type txn struct {
 	batch *pebble.Batch  // nil until the first write
 	keys  [][]byte       // the keys written, for the row cache
 	done  bool
+	// observed is set once the transaction has read something: it must
+	// not end before what it may have seen is durable (see waitDurable).
+	observed bool
 }
 
 func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) {
@@ -49,6 +52,7 @@ func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) 
 		return nil, err
 	}
 	defer t.s.release()
+	t.observed = true
 	vals := make([][]byte, len(reqs))
 	if t.s.rows != nil {
 		return vals, t.readCached(ctx, reqs, vals)
@@ -86,6 +90,7 @@ func (t *txn) Scan(ctx context.Context, start, end []byte, limit int, fn func(k,
 		return err
 	}
 	defer t.s.release()
+	t.observed = true
 	it, err := t.s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: start, UpperBound: end})
 	if err != nil {
 		return fmt.Errorf("pebblestore: scan: %w", err)
@@ -149,7 +154,7 @@ func (t *txn) Commit(ctx context.Context) error {
 	t.done = true
 	defer t.finish()
 	if t.batch == nil || t.batch.Empty() {
-		return nil
+		return t.waitDurable()
 	}
 	// The commit is not interrupted by ctx once started: a half-known outcome
 	// is worse than a late one. ctx is checked before.
@@ -159,15 +164,52 @@ func (t *txn) Commit(ctx context.Context) error {
 	if err := t.s.acquire(); err != nil {
 		return err
 	}
+	defer t.s.release()
 	start := time.Now()
+	if t.s.opts.HoldLocksThroughSync {
+		return t.commitHoldingLocks(start)
+	}
+	// Early lock release. The batch goes to the WAL and becomes visible,
+	// the locks are released, and only then does the commit wait for the
+	// WAL fsync. A transaction that takes the released locks and reads the
+	// new rows either commits after this one in the WAL (so its own sync
+	// covers this one) or ends without writing, and then waitDurable makes
+	// it wait for the sync too. So no caller is ever told anything that a
+	// crash could take back, while the locks are not held through the
+	// fsync: writers of the same directory no longer queue behind each
+	// other's syncs, they share them.
+	t.s.unsynced.Add(1) // before the batch can be seen
+	if t.s.rows != nil {
+		t.s.rows.beginCommit(t.keys)
+	}
+	err := t.s.db.ApplyNoSyncWait(t.batch, pebble.Sync)
+	if t.s.rows != nil {
+		t.s.rows.endCommit(t.keys)
+	}
+	if err != nil {
+		t.s.unsynced.Add(-1)
+		return fmt.Errorf("pebblestore: commit: %w", err)
+	}
+	t.releaseLocks()
+	err = t.batch.SyncWait()
+	t.s.unsynced.Add(-1)
+	if err != nil {
+		return fmt.Errorf("pebblestore: commit: wal sync: %w", err)
+	}
+	t.s.commits.Add(1)
+	t.s.metrics.commitSeconds.Observe(time.Since(start).Seconds())
+	return nil
+}
+
+// commitHoldingLocks is the strict two-phase commit (Options.HoldLocksThroughSync):
+// the locks are released by finish, after the batch is durable.
+func (t *txn) commitHoldingLocks(start time.Time) error {
 	if t.s.rows != nil {
 		// Before and after the batch becomes visible: see rowCache.
 		t.s.rows.beginCommit(t.keys)
 		defer t.s.rows.endCommit(t.keys)
 	}
-	err := t.batch.Commit(pebble.Sync)
-	t.s.release()
-	if err != nil {
+	if err := t.batch.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("pebblestore: commit: %w", err)
 	}
 	t.s.commits.Add(1)
@@ -180,20 +222,48 @@ func (t *txn) Rollback() {
 		return
 	}
 	t.done = true
+	// A failed operation tells its caller what it saw ("exists", "not
+	// empty"), so it waits for durability as a read-only one does.
+	_ = t.waitDurable()
 	t.finish()
 }
 
-// finish drops the batch and releases the locks, after the batch is durable
-// when committing (strict two-phase locking).
+// waitDurable returns once everything this transaction may have read is
+// durable. A row becomes visible before its commit's WAL sync (always in
+// Pebble, and here before the locks go); every such commit counts itself in
+// unsynced from before it is visible until its sync returns. If none is
+// under way, everything visible is durable. Otherwise a log-only record is
+// committed with a sync: it lands in the WAL after every batch already
+// visible, so its sync covers them (and it joins the same group commit).
+func (t *txn) waitDurable() error {
+	if !t.observed || t.s.unsynced.Load() == 0 {
+		return nil
+	}
+	if err := t.s.acquire(); err != nil {
+		return err
+	}
+	defer t.s.release()
+	t.s.metrics.durableWaits.Inc()
+	if err := t.s.db.LogData(nil, pebble.Sync); err != nil {
+		return fmt.Errorf("pebblestore: wait for the wal sync: %w", err)
+	}
+	return nil
+}
+
+func (t *txn) releaseLocks() {
+	if t.owner != nil {
+		t.owner.Release()
+		t.owner = nil
+	}
+}
+
+// finish drops the batch and releases the locks that are still held.
 func (t *txn) finish() {
 	if t.batch != nil {
 		_ = t.batch.Close()
 		t.batch = nil
 	}
-	if t.owner != nil {
-		t.owner.Release()
-		t.owner = nil
-	}
+	t.releaseLocks()
 }
 
 // readBatch reads several keys through one iterator, seeking in key order: one

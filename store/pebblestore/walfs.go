@@ -47,7 +47,18 @@ type walFile struct {
 	syncs *atomic.Uint64
 }
 
+// walSyncHook, when set (tests only), runs before every WAL sync: a test
+// holds syncs back with it to look at what happens in between.
+var walSyncHook func()
+
+func beforeWALSync() {
+	if h := walSyncHook; h != nil {
+		h()
+	}
+}
+
 func (f walFile) Sync() error {
+	beforeWALSync()
 	err := f.File.Sync()
 	if err == nil {
 		f.syncs.Add(1)
@@ -56,6 +67,7 @@ func (f walFile) Sync() error {
 }
 
 func (f walFile) SyncData() error {
+	beforeWALSync()
 	err := f.File.SyncData()
 	if err == nil {
 		f.syncs.Add(1)
@@ -64,6 +76,7 @@ func (f walFile) SyncData() error {
 }
 
 func (f walFile) SyncTo(length int64) (bool, error) {
+	beforeWALSync()
 	full, err := f.File.SyncTo(length)
 	if err == nil {
 		f.syncs.Add(1)

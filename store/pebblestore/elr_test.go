@@ -1,0 +1,147 @@
+package pebblestore
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nimbus-fs/nimbus/store"
+)
+
+// TestEarlyLockRelease holds the WAL sync of a commit back and checks both
+// halves of early lock release: another transaction gets the row lock and
+// sees the new row before the sync, and yet neither the committer nor that
+// reader returns before the sync has happened.
+func TestEarlyLockRelease(t *testing.T) {
+	for _, hold := range []bool{false, true} {
+		t.Run(map[bool]string{false: "early", true: "hold"}[hold], func(t *testing.T) {
+			opts := DefaultOptions()
+			opts.HoldLocksThroughSync = hold
+			st := openTest(t, t.TempDir(), opts)
+			key := []byte("k")
+
+			var gateMu sync.Mutex
+			gate := make(chan struct{})
+			synced := make(chan struct{}, 100)
+			entered := make(chan struct{}, 100)
+			walSyncHook = func() {
+				entered <- struct{}{}
+				gateMu.Lock()
+				g := gate
+				gateMu.Unlock()
+				<-g
+				synced <- struct{}{}
+			}
+			defer func() { walSyncHook = nil }()
+			open := func() {
+				gateMu.Lock()
+				close(gate)
+				gateMu.Unlock()
+			}
+			defer func() {
+				select {
+				case <-gate:
+				default:
+					open()
+				}
+			}()
+
+			committed := make(chan error, 1)
+			go func() {
+				w, _ := st.Begin(bg)
+				if _, err := w.Read(bg, []store.ReadReq{{Key: key, Mode: store.Exclusive}}); err != nil {
+					committed <- err
+					return
+				}
+				w.Put(key, []byte("new"))
+				committed <- w.Commit(bg)
+			}()
+
+			// The reader asks for the same row, exclusively.
+			read := make(chan []byte, 1)
+			readerDone := make(chan error, 1)
+			<-entered // the writer's batch is applied and its sync has begun
+			go func() {
+				r, _ := st.Begin(bg)
+				vals, err := r.Read(bg, []store.ReadReq{{Key: key, Mode: store.Exclusive}})
+				if err != nil {
+					readerDone <- err
+					return
+				}
+				read <- vals[0]
+				readerDone <- r.Commit(bg) // wrote nothing
+			}()
+
+			select {
+			case err := <-committed:
+				t.Fatalf("the writer's commit returned (%v) before its WAL sync", err)
+			case <-time.After(100 * time.Millisecond):
+			}
+			if hold {
+				select {
+				case v := <-read:
+					t.Fatalf("holding locks through the sync, the reader got the row (%q) before it", v)
+				case <-time.After(100 * time.Millisecond):
+				}
+			} else {
+				select {
+				case v := <-read:
+					if string(v) != "new" {
+						t.Fatalf("the reader saw %q, want the committed %q", v, "new")
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatal("with early lock release the reader still waited for the writer's sync")
+				}
+				select {
+				case err := <-readerDone:
+					t.Fatalf("the reader returned (%v) before the row it read was synced", err)
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+			open()
+			if err := <-committed; err != nil {
+				t.Fatal(err)
+			}
+			if hold {
+				if v := <-read; string(v) != "new" {
+					t.Fatalf("the reader saw %q, want %q", v, "new")
+				}
+			}
+			if err := <-readerDone; err != nil {
+				t.Fatal(err)
+			}
+			if len(synced) == 0 {
+				t.Fatal("no WAL sync happened")
+			}
+		})
+	}
+}
+
+// TestReadOnlyWaitsOnlyWhenNeeded: with nothing being committed, a read-only
+// transaction costs no WAL sync.
+func TestReadOnlyWaitsOnlyWhenNeeded(t *testing.T) {
+	st := openTest(t, t.TempDir(), DefaultOptions())
+	w, _ := st.Begin(bg)
+	w.Put([]byte("k"), []byte("v"))
+	if err := w.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	before := st.Stats().WALSyncs
+	for range 10 {
+		r, _ := st.Begin(bg)
+		if _, err := r.Read(bg, []store.ReadReq{{Key: []byte("k"), Mode: store.Shared}}); err != nil {
+			t.Fatal(err)
+		}
+		r.Rollback()
+		r, _ = st.Begin(bg)
+		if _, err := r.Read(bg, []store.ReadReq{{Key: []byte("k")}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Commit(bg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := st.Stats().WALSyncs; after != before {
+		t.Fatalf("20 read-only transactions with no commit under way made %d WAL syncs", after-before)
+	}
+}
