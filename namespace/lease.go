@@ -203,6 +203,7 @@ func (e *Engine) recoverLease(ctx context.Context, l store.Lease) error {
 		if err != nil {
 			return err
 		}
+		t.modes[hintKey{l.Parent, l.Name}] = store.Exclusive
 		if err := t.cacheRow(key, vals[0]); err != nil {
 			return err
 		}

@@ -85,8 +85,9 @@ func (e *Engine) attempt(ctx context.Context, op *opState, user string, groups [
 		modes: make(map[hintKey]store.Mode, 8)}
 	err = fn(t)
 	if err == nil && len(t.dirty) > 0 {
-		t.flush()
-		err = st.Commit(ctx)
+		if err = t.flush(); err == nil {
+			err = st.Commit(ctx)
+		}
 	}
 	if err != nil {
 		for _, f := range t.undo {
@@ -440,8 +441,17 @@ func (t *tx) markDirty() {
 	}
 }
 
-// flush hands the dirty inode rows to the store in one batch.
-func (t *tx) flush() {
+// flush hands the dirty inode rows to the store in one batch. Every inode
+// row written must be locked exclusive by this transaction, or be new in a
+// directory it locked exclusive (mkdir -p's intermediate directories): that
+// is the HopsFS discipline, and the store's row cache relies on it (a row
+// one transaction writes under its exclusive lock, no other writes without
+// that lock or its parent's). A row that breaks it is a bug of the
+// operation, reported instead of committed.
+func (t *tx) flush() error {
+	if err := t.checkWriteLocks(); err != nil {
+		return err
+	}
 	var buf []byte
 	for key, n := range t.dirty {
 		if n == nil {
@@ -454,6 +464,54 @@ func (t *tx) flush() {
 			t.e.hints.put(n.Parent, n.Name, n.ID)
 		}
 	}
+	return nil
+}
+
+// checkWriteLocks checks flush's rule: each dirty row is locked exclusive,
+// or lives in a directory that is (locked exclusive, or itself new and
+// allowed by this rule).
+func (t *tx) checkWriteLocks() error {
+	var bad []byte
+	var xdirs map[uint64]bool
+	for key := range t.dirty {
+		if t.lockedExclusive([]byte(key)) {
+			continue
+		}
+		if xdirs == nil {
+			xdirs = make(map[uint64]bool)
+			for hk, row := range t.rows {
+				if row != nil && t.modes[hk] == store.Exclusive {
+					xdirs[row.ID] = true
+				}
+			}
+			for grew := true; grew; { // new directories below those, level by level
+				grew = false
+				for k, n := range t.dirty {
+					if n == nil || xdirs[n.ID] {
+						continue
+					}
+					if parent, _, ok := store.DecodeInodeKey([]byte(k)); ok && xdirs[parent] {
+						xdirs[n.ID], grew = true, true
+					}
+				}
+			}
+		}
+		if parent, _, ok := store.DecodeInodeKey([]byte(key)); !ok || !xdirs[parent] {
+			bad = []byte(key)
+			break
+		}
+	}
+	if bad != nil {
+		return meta.Errorf("commit", "", meta.ErrInternal, "inode row %s written without an exclusive lock on it or its directory", store.FormatKey(bad))
+	}
+	return nil
+}
+
+// lockedExclusive reports whether this transaction holds the inode row key
+// exclusively.
+func (t *tx) lockedExclusive(key []byte) bool {
+	parent, name, ok := store.DecodeInodeKey(key)
+	return ok && t.modes[hintKey{parent, name}] == store.Exclusive
 }
 
 // mode returns the lock mode key was read in (ReadCommitted if not read).

@@ -117,3 +117,10 @@ func (s *Store) metricsRowCacheHits() float64 {
 	_ = s.metrics.rowCacheHits.Write(&m)
 	return m.GetCounter().GetValue()
 }
+
+// metricsRowCacheMisses reads the row cache miss counter (for tests).
+func (s *Store) metricsRowCacheMisses() float64 {
+	var m dto.Metric
+	_ = s.metrics.rowCacheMisses.Write(&m)
+	return m.GetCounter().GetValue()
+}

@@ -96,28 +96,43 @@ func (c *rowCache) fill(k, v []byte, gen uint64) {
 	s.m[string(k)] = row
 }
 
+// written is a row a transaction wrote: its new value (or absence), and
+// whether endCommit may install it in the cache.
+type written struct {
+	key  []byte
+	row  cachedRow
+	keep bool
+}
+
 // beginCommit marks keys as being committed: they are dropped and no fill
 // is installed in their shards until endCommit.
-func (c *rowCache) beginCommit(keys [][]byte) {
-	for _, k := range keys {
-		s := c.shard(k)
+func (c *rowCache) beginCommit(keys []written) {
+	for _, w := range keys {
+		s := c.shard(w.key)
 		s.mu.Lock()
 		s.gen++
 		s.pending++
-		delete(s.m, string(k))
+		delete(s.m, string(w.key))
 		s.mu.Unlock()
 	}
 }
 
 // endCommit ends what beginCommit started, once the batch is visible (or
-// failed).
-func (c *rowCache) endCommit(keys [][]byte) {
-	for _, k := range keys {
-		s := c.shard(k)
+// failed). A row marked keep is installed with its new value (write-through):
+// the committer holds its lock, so no other commit of that key can be under
+// way, and a reader that read the old value from Pebble before now finds the
+// generation changed and drops its fill. The rows not kept are dropped.
+func (c *rowCache) endCommit(keys []written) {
+	for _, w := range keys {
+		s := c.shard(w.key)
 		s.mu.Lock()
 		s.gen++
 		s.pending--
-		delete(s.m, string(k))
+		if w.keep && len(s.m) < c.perShard {
+			s.m[string(w.key)] = w.row
+		} else {
+			delete(s.m, string(w.key))
+		}
 		s.mu.Unlock()
 	}
 }

@@ -80,3 +80,57 @@ func TestRowCacheNeverStale(t *testing.T) {
 		t.Fatal("the row cache was never hit: the test did not exercise it")
 	}
 }
+
+// TestRowCacheWriteThrough: a row written under an exclusive lock is in the
+// cache after the commit (the next read does not go to Pebble) with its new
+// value; a row written without one, or deleted blind, is only dropped.
+func TestRowCacheWriteThrough(t *testing.T) {
+	st := openTest(t, t.TempDir(), DefaultOptions())
+	locked, blind := store.InodeKey(1, "locked"), store.InodeKey(1, "blind")
+	commit := func(lock bool, key []byte, v []byte) {
+		txn, _ := st.Begin(bg)
+		if lock {
+			if _, err := txn.Read(bg, []store.ReadReq{{Key: key, Mode: store.Exclusive}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if v == nil {
+			txn.Delete(key)
+		} else {
+			txn.Put(key, v)
+		}
+		if err := txn.Commit(bg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(key []byte) (val []byte, missed bool) {
+		before := st.metricsRowCacheMisses()
+		txn, _ := st.Begin(bg)
+		defer txn.Rollback()
+		vals, err := txn.Read(bg, []store.ReadReq{{Key: key}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return vals[0], st.metricsRowCacheMisses() > before
+	}
+	for i, step := range []struct {
+		lock     bool
+		key, val []byte
+		miss     bool
+	}{
+		{true, locked, []byte("v1"), false},
+		{true, locked, []byte("v2"), false},
+		{true, locked, nil, false}, // a locked delete caches the absence
+		{false, blind, []byte("b1"), true},
+		{false, blind, []byte("b2"), true},
+	} {
+		commit(step.lock, step.key, step.val)
+		v, missed := read(step.key)
+		if string(v) != string(step.val) || (v == nil) != (step.val == nil) {
+			t.Fatalf("step %d: read %q after committing %q", i, v, step.val)
+		}
+		if missed != step.miss {
+			t.Fatalf("step %d: the read after the commit missed the cache: %v, want %v", i, missed, step.miss)
+		}
+	}
+}

@@ -20,7 +20,8 @@ type txn struct {
 	s     *Store
 	owner *lockmgr.Owner // nil until the first lock
 	batch *pebble.Batch  // nil until the first write
-	keys  [][]byte       // the keys written, for the row cache
+	keys  []written      // the rows written, for the row cache
+	xkeys [][]byte       // keys read under an exclusive lock (row cache only)
 	done  bool
 	// observed is set once the transaction has read something: it must
 	// not end before what it may have seen is durable (see waitDurable).
@@ -43,6 +44,9 @@ func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) 
 		// failed statement leaves a SQL transaction's locks in place.
 		if err := t.owner.Lock(ctx, r.Key, r.Mode, r.NoWait); err != nil {
 			return nil, err
+		}
+		if r.Mode == store.Exclusive && t.s.rows != nil {
+			t.xkeys = append(t.xkeys, bytes.Clone(r.Key))
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -129,7 +133,14 @@ func (t *txn) Put(key, value []byte) {
 	}
 	_ = t.batch.Set(key, value, nil) // copies; a batch Set only fails on a closed batch
 	if t.s.rows != nil {
-		t.keys = append(t.keys, bytes.Clone(key))
+		w := written{key: bytes.Clone(key)}
+		if len(value) <= maxCachedValue {
+			w.row, w.keep = cachedRow{v: bytes.Clone(value), present: true}, true
+			if w.row.v == nil {
+				w.row.v = []byte{}
+			}
+		}
+		t.keys = append(t.keys, w)
 	}
 }
 
@@ -143,7 +154,7 @@ func (t *txn) Delete(key []byte) {
 	}
 	_ = t.batch.Delete(key, nil)
 	if t.s.rows != nil {
-		t.keys = append(t.keys, bytes.Clone(key))
+		t.keys = append(t.keys, written{key: bytes.Clone(key), keep: true})
 	}
 }
 
@@ -184,7 +195,7 @@ func (t *txn) Commit(ctx context.Context) error {
 	}
 	err := t.s.db.ApplyNoSyncWait(t.batch, pebble.Sync)
 	if t.s.rows != nil {
-		t.s.rows.endCommit(t.keys)
+		t.s.rows.endCommit(t.installable(err))
 	}
 	if err != nil {
 		t.s.unsynced.Add(-1)
@@ -207,9 +218,12 @@ func (t *txn) commitHoldingLocks(start time.Time) error {
 	if t.s.rows != nil {
 		// Before and after the batch becomes visible: see rowCache.
 		t.s.rows.beginCommit(t.keys)
-		defer t.s.rows.endCommit(t.keys)
 	}
-	if err := t.batch.Commit(pebble.Sync); err != nil {
+	err := t.batch.Commit(pebble.Sync)
+	if t.s.rows != nil {
+		t.s.rows.endCommit(t.installable(err))
+	}
+	if err != nil {
 		return fmt.Errorf("pebblestore: commit: %w", err)
 	}
 	t.s.commits.Add(1)
@@ -248,6 +262,35 @@ func (t *txn) waitDurable() error {
 		return fmt.Errorf("pebblestore: wait for the wal sync: %w", err)
 	}
 	return nil
+}
+
+// installable marks the written rows that endCommit may put in the row
+// cache: after a successful commit, those whose key this transaction holds
+// exclusively, so no other transaction can be writing it now (the store.Txn
+// contract: a row written under an exclusive lock is only ever written under
+// it). The others are only dropped from the cache.
+func (t *txn) installable(commitErr error) []written {
+	var xset map[string]struct{} // for big transactions (a recursive delete locks thousands)
+	if len(t.xkeys) > 16 {
+		xset = make(map[string]struct{}, len(t.xkeys))
+		for _, k := range t.xkeys {
+			xset[string(k)] = struct{}{}
+		}
+	}
+	locked := func(key []byte) bool {
+		if xset != nil {
+			_, ok := xset[string(key)]
+			return ok
+		}
+		return slices.ContainsFunc(t.xkeys, func(k []byte) bool { return bytes.Equal(k, key) })
+	}
+	for i := range t.keys {
+		w := &t.keys[i]
+		if w.keep && (commitErr != nil || !locked(w.key)) {
+			w.keep = false
+		}
+	}
+	return t.keys
 }
 
 func (t *txn) releaseLocks() {
