@@ -15,7 +15,8 @@
 #   compare  for each op, $ROUNDS rounds of: for each client count, nimbus://9870, webhdfs://9870 and
 #            webhdfs://9871 back to back, then NNThroughputBenchmark for the matching op at that thread
 #            count (stat=fileStatus, read=open, create, mkdir=mkdirs, delete, rename; ls and chmod have no
-#            NNThroughputBenchmark op). The four figures of one ratio are taken within ~30 s of each
+#            NNThroughputBenchmark op: for those bench/hdfs/rpcbench.sh, a closed-loop driver of the
+#            NameNode's ClientProtocol like NNThroughputBenchmark, runs instead). The four figures of one ratio are taken within ~30 s of each
 #            other, and each system's best round is kept (raw runs in $OUT/raw/): on a shared 2-core VM
 #            the noise between runs minutes apart is larger than most differences worth measuring.
 #   hot      create with --hot-dir (every client in one directory) on the three targets
@@ -147,6 +148,26 @@ nnthroughput() {
   fi
 }
 
+# rpcbench OP THREADS ROUND: bench/hdfs/rpcbench.sh (ls, chmod over Hadoop RPC) for $DURATION, one JSON
+# line appended to $OUT/rpcbench-OP.jsonl
+rpcbench() {
+  local op="$1" t="$2" round="$3"
+  local out="$OUT/rpcbench-$op.jsonl"
+  if [[ -z "${FORCE:-}" && -s "$out" ]] && grep -q "\"threads\":$t,.*\"round\":$round}" "$out"; then
+    log "skip RpcBench $op $t round $round"; return 0
+  fi
+  local before; before="$(load)"
+  log "run RpcBench $op $t threads (round $round)"
+  local line rc=0
+  line="$(bench/hdfs/rpcbench.sh "$op" "$t" "${DURATION%s}" /bench 2>>"$OUT/rpcbench.log" | tail -1)" || rc=$?
+  echo "$(date -u +%FT%TZ) rpcbench-$op-$t-r$round load_before=[$before] load_after=[$(load)] rc=$rc" >>"$LOAD_LOG"
+  if [[ $rc == 0 && -n "$line" ]]; then
+    echo "${line%\}},\"bench_op\":\"$op\",\"loadavg_before\":\"$before\",\"round\":$round}" | tee -a "$out"
+  else
+    log "WARN: RpcBench $op $t failed (see $OUT/rpcbench.log)"
+  fi
+}
+
 # best_of OP: merge $OUT/raw/micro-OP-SYSTEM-cN-rR.json into $OUT/micro-OP-SYSTEM.json, keeping for
 # each client count the round with the highest throughput (all rounds listed in "rounds_ops_s").
 best_of() {
@@ -212,7 +233,7 @@ for stage in build servers prepare echo compare hot issue2 bigdir plot report st
               run "$name" "$BIN" bench micro --target "$t" --root "$root" --op "$op" --clients "$c" \
                 --duration "$DURATION" --no-echo --json "$OUT/$name.json"
             done
-            nnthroughput "$op" "$c" "$round"
+            case "$op" in ls|chmod) rpcbench "$op" "$c" "$round" ;; *) nnthroughput "$op" "$c" "$round" ;; esac
           done
         done
         best_of "$op"
@@ -244,6 +265,7 @@ D = sys.argv[1] if len(sys.argv) > 1 else "docs/bench"
 SYS = ["nimbus-rpc", "nimbus-webhdfs", "hdfs-webhdfs"]
 OPS = ["stat", "read", "ls", "create", "mkdir", "delete", "rename", "chmod"]
 NNT = {"stat": "fileStatus", "read": "open", "create": "create", "mkdir": "mkdirs", "delete": "delete", "rename": "rename"}
+RPCBENCH = {"ls": "getListing", "chmod": "setPermission"}
 TARGET_RPC = {"stat": 3, "read": 3, "ls": 3, "create": 2, "mkdir": 2, "delete": 2, "rename": 2}
 
 def load(path):
@@ -259,9 +281,10 @@ echo = {s: by_clients(load(f"{D}/echo-{s}.json"), "echo") for s in SYS}
 echo_http = by_clients(load(f"{D}/echo-nimbus-rpc.json"), "echo-http")
 
 def nnt(op):
-    # the best round per thread count, as for the other systems (see best_of)
+    # the best round per thread count, as for the other systems (see best_of); ls and chmod, which
+    # NNThroughputBenchmark lacks, come from bench/hdfs/rpcbench.sh
     out = {}
-    p = f"{D}/nnthroughput-{op}.jsonl"
+    p = f"{D}/nnthroughput-{op}.jsonl" if op in NNT else f"{D}/rpcbench-{op}.jsonl"
     if os.path.exists(p):
         for line in open(p):
             line = line.strip()
@@ -293,7 +316,8 @@ for op in OPS:
         continue
     print(f"### {op}\n")
     print("Throughput, ops/s (errors in brackets when not 0); ratios at the same client count:\n")
-    print("| clients | Nimbus RPC | Nimbus WebHDFS | HDFS WebHDFS | HDFS RPC (NNThroughput" + (f" `{NNT[op]}`" if op in NNT else ", no such op") + ") | Nimbus RPC / HDFS RPC | Nimbus WebHDFS / HDFS WebHDFS |")
+    peer = f"NNThroughput `{NNT[op]}`" if op in NNT else (f"RpcBench `{RPCBENCH[op]}`" if op in RPCBENCH else "not measured")
+    print(f"| clients | Nimbus RPC | Nimbus WebHDFS | HDFS WebHDFS | HDFS RPC ({peer}) | Nimbus RPC / HDFS RPC | Nimbus WebHDFS / HDFS WebHDFS |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
     rr, rw = [], []
     for c in clients:
@@ -337,7 +361,7 @@ print("| op | Nimbus RPC / HDFS RPC, per client count | target | met? | Nimbus W
 print("|---|---|---:|---|---|---:|---|")
 for op, rr, rw, res, nn in summary:
     tr = TARGET_RPC.get(op)
-    srr = ", ".join(f"{c}: {a:.2f}" for c, a in rr) or "not measurable (no NNThroughputBenchmark op)"
+    srr = ", ".join(f"{c}: {a:.2f}" for c, a in rr) or "not measured"
     srw = ", ".join(f"{c}: {a:.2f}" for c, a in rw) or "–"
     def met(lst, tgt):
         if tgt is None or not lst: return "–"

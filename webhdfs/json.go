@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/nimbus-fs/nimbus/meta"
 )
@@ -113,9 +114,37 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 	return nil
 }
 
+var (
+	trueBody  = []byte("{\"boolean\":true}\n")
+	falseBody = []byte("{\"boolean\":false}\n")
+)
+
 // writeBoolean sends {"boolean": b}.
 func writeBoolean(w http.ResponseWriter, b bool) error {
-	return writeJSON(w, http.StatusOK, map[string]bool{"boolean": b})
+	if b {
+		return writeBody(w, trueBody)
+	}
+	return writeBody(w, falseBody)
+}
+
+// writeBody sends 200 with the JSON body b.
+func writeBody(w http.ResponseWriter, b []byte) error {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+	return nil
+}
+
+// bodyPool recycles response buffers of listings and statuses.
+var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
+
+// putBody returns a buffer to bodyPool unless a huge listing grew it.
+func putBody(bp *[]byte) {
+	if cap(*bp) <= 1<<20 {
+		bodyPool.Put(bp)
+	}
 }
 
 // writeEmpty sends 200 with no body, as Hadoop does for SETPERMISSION and
@@ -125,13 +154,4 @@ func writeEmpty(w http.ResponseWriter) error {
 	w.Header().Set("Content-Length", "0")
 	w.WriteHeader(http.StatusOK)
 	return nil
-}
-
-// appendJSON appends v's encoding to b.
-func appendJSON(b []byte, v any) ([]byte, error) {
-	e, err := json.Marshal(v)
-	if err != nil {
-		return b, meta.Errorf("webhdfs", "", meta.ErrInternal, "encoding response: %v", err)
-	}
-	return append(b, e...), nil
 }

@@ -18,7 +18,13 @@ func (h *Handler) getFileStatus(rq *request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(rq.w, http.StatusOK, wire.FileStatusReply{FileStatus: wire.FileStatusOf(st, "")})
+	f := wire.FileStatusOf(st, "")
+	bp := bodyPool.Get().(*[]byte)
+	defer putBody(bp)
+	b := append((*bp)[:0], `{"FileStatus":`...)
+	b = append(f.AppendJSON(b), "}\n"...)
+	*bp = b
+	return writeBody(rq.w, b)
 }
 
 func (h *Handler) getFileLinkStatus(rq *request) error { return h.getFileStatus(rq) }
@@ -51,37 +57,45 @@ func (h *Handler) listStatus(rq *request) error {
 		return err
 	}
 	w := rq.w
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	if _, err := w.Write([]byte(`{"FileStatuses":{"FileStatus":[`)); err != nil {
-		return nil // the client went away
-	}
+	bp := bodyPool.Get().(*[]byte)
+	defer putBody(bp)
+	b := append((*bp)[:0], `{"FileStatuses":{"FileStatus":[`...)
 	first := true
+	streaming := false
 	for {
-		var b []byte
 		for i := range page.Entries {
 			e := &page.Entries[i]
 			if !first {
 				b = append(b, ',')
 			}
 			first = false
-			b, err = appendJSON(b, wire.FileStatusOf(e, suffix(rq.path, e)))
-			if err != nil {
-				return err
-			}
-		}
-		if _, err := w.Write(b); err != nil {
-			return nil
+			f := wire.FileStatusOf(e, suffix(rq.path, e))
+			b = f.AppendJSON(b)
 		}
 		if page.Remaining <= 0 || len(page.Entries) == 0 {
 			break
 		}
+		// More than a page: stream (chunked), one page of memory at a time.
+		if !streaming {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			streaming = true
+		}
+		if _, err := w.Write(b); err != nil {
+			return nil // the client went away
+		}
+		b = b[:0]
 		last := page.Entries[len(page.Entries)-1].Name()
 		if page, err = h.fs.List(rq.ctx(), rq.user, rq.path, last, h.cfg.ListBatch); err != nil {
 			return err
 		}
 	}
-	_, _ = w.Write([]byte("]}}\n"))
+	b = append(b, "]}}\n"...)
+	*bp = b
+	if !streaming {
+		return writeBody(w, b) // one page: with a Content-Length, in one write
+	}
+	_, _ = w.Write(b)
 	return nil
 }
 

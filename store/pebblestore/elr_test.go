@@ -145,3 +145,66 @@ func TestReadOnlyWaitsOnlyWhenNeeded(t *testing.T) {
 		t.Fatalf("20 read-only transactions with no commit under way made %d WAL syncs", after-before)
 	}
 }
+
+// TestUnrelatedReadDoesNotWait: while a commit waits for its WAL sync, a
+// transaction that reads another row ends at once, and one that reads the
+// committed row waits for the sync.
+func TestUnrelatedReadDoesNotWait(t *testing.T) {
+	st := openTest(t, t.TempDir(), DefaultOptions())
+	w0, _ := st.Begin(bg)
+	w0.Put([]byte("other"), []byte("x"))
+	if err := w0.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	entered := make(chan struct{}, 100)
+	walSyncHook = func() { entered <- struct{}{}; <-gate }
+	defer func() { walSyncHook = nil }()
+	released := false
+	defer func() {
+		if !released {
+			close(gate)
+		}
+	}()
+	committed := make(chan error, 1)
+	go func() {
+		w, _ := st.Begin(bg)
+		w.Put([]byte("k"), []byte("new"))
+		committed <- w.Commit(bg)
+	}()
+	<-entered
+	read := func(key string) chan error {
+		done := make(chan error, 1)
+		go func() {
+			r, _ := st.Begin(bg)
+			if _, err := r.Read(bg, []store.ReadReq{{Key: []byte(key)}}); err != nil {
+				done <- err
+				return
+			}
+			done <- r.Commit(bg)
+		}()
+		return done
+	}
+	select {
+	case err := <-read("other"):
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a read of an unrelated row waited for another commit's sync")
+	}
+	related := read("k")
+	select {
+	case err := <-related:
+		t.Fatalf("a read of the unsynced row ended (%v) before its sync", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	released = true
+	close(gate)
+	if err := <-committed; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-related; err != nil {
+		t.Fatal(err)
+	}
+}

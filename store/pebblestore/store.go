@@ -45,7 +45,8 @@ type Store struct {
 
 	// unsynced counts commits whose batch may be visible but not yet
 	// synced (early lock release, txn.go).
-	unsynced atomic.Int64
+	unsynced    atomic.Int64
+	pendingKeys *unsyncedKeys // the keys of those commits
 	commits  atomic.Uint64 // transactions that wrote and synced
 	walSyncs atomic.Uint64 // counted by walCountingFS
 }
@@ -73,7 +74,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref() // the DB holds its own reference
-	s := &Store{dir: dir, locks: locks, log: log, opts: opts, rows: newRowCache(opts.RowCacheEntries)}
+	s := &Store{dir: dir, locks: locks, log: log, opts: opts, rows: newRowCache(opts.RowCacheEntries), pendingKeys: newUnsyncedKeys()}
 	db, err := pebble.Open(dir, pebbleOptions(opts, cache, log, &s.walSyncs))
 	if err != nil {
 		locks.Unregister()

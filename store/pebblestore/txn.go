@@ -23,9 +23,9 @@ type txn struct {
 	keys  []written      // the rows written, for the row cache
 	xkeys [][]byte       // keys read under an exclusive lock (row cache only)
 	done  bool
-	// observed is set once the transaction has read something: it must
-	// not end before what it may have seen is durable (see waitDurable).
-	observed bool
+	// mustSync is set once the transaction may have read something that
+	// is not durable yet: it must not end before it is (see waitDurable).
+	mustSync bool
 }
 
 func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) {
@@ -56,8 +56,8 @@ func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) 
 		return nil, err
 	}
 	defer t.s.release()
-	t.observed = true
 	vals := make([][]byte, len(reqs))
+	defer t.noteUnsynced(reqs)
 	if t.s.rows != nil {
 		return vals, t.readCached(ctx, reqs, vals)
 	}
@@ -94,7 +94,13 @@ func (t *txn) Scan(ctx context.Context, start, end []byte, limit int, fn func(k,
 		return err
 	}
 	defer t.s.release()
-	t.observed = true
+	// A scan cannot tell which rows an unsynced commit removed from its
+	// range, so it waits whenever a commit was unsynced when it ended.
+	defer func() {
+		if t.s.unsynced.Load() > 0 {
+			t.mustSync = true
+		}
+	}()
 	it, err := t.s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: start, UpperBound: end})
 	if err != nil {
 		return fmt.Errorf("pebblestore: scan: %w", err)
@@ -123,6 +129,22 @@ func (t *txn) Scan(ctx context.Context, start, end []byte, limit int, fn func(k,
 	return nil
 }
 
+// noteUnsynced, after a read of reqs, sets mustSync if one of their keys
+// was written by a commit that is visible but not synced. Checked after the
+// read: a commit that synced in between is durable, one still unsynced is
+// still in the set.
+func (t *txn) noteUnsynced(reqs []store.ReadReq) {
+	if t.mustSync || t.s.unsynced.Load() == 0 {
+		return
+	}
+	for i := range reqs {
+		if t.s.pendingKeys.has(reqs[i].Key) {
+			t.mustSync = true
+			return
+		}
+	}
+}
+
 // Put buffers a write; after Commit or Rollback it is ignored.
 func (t *txn) Put(key, value []byte) {
 	if t.done {
@@ -132,16 +154,16 @@ func (t *txn) Put(key, value []byte) {
 		t.batch = t.s.db.NewBatch()
 	}
 	_ = t.batch.Set(key, value, nil) // copies; a batch Set only fails on a closed batch
+	w := written{key: bytes.Clone(key)}
 	if t.s.rows != nil {
-		w := written{key: bytes.Clone(key)}
 		if len(value) <= maxCachedValue {
 			w.row, w.keep = cachedRow{v: bytes.Clone(value), present: true}, true
 			if w.row.v == nil {
 				w.row.v = []byte{}
 			}
 		}
-		t.keys = append(t.keys, w)
 	}
+	t.keys = append(t.keys, w)
 }
 
 // Delete buffers a deletion; after Commit or Rollback it is ignored.
@@ -153,9 +175,7 @@ func (t *txn) Delete(key []byte) {
 		t.batch = t.s.db.NewBatch()
 	}
 	_ = t.batch.Delete(key, nil)
-	if t.s.rows != nil {
-		t.keys = append(t.keys, written{key: bytes.Clone(key), keep: true})
-	}
+	t.keys = append(t.keys, written{key: bytes.Clone(key), keep: t.s.rows != nil})
 }
 
 func (t *txn) Commit(ctx context.Context) error {
@@ -190,6 +210,7 @@ func (t *txn) Commit(ctx context.Context) error {
 	// fsync: writers of the same directory no longer queue behind each
 	// other's syncs, they share them.
 	t.s.unsynced.Add(1) // before the batch can be seen
+	t.s.pendingKeys.add(t.keys)
 	if t.s.rows != nil {
 		t.s.rows.beginCommit(t.keys)
 	}
@@ -198,11 +219,13 @@ func (t *txn) Commit(ctx context.Context) error {
 		t.s.rows.endCommit(t.installable(err))
 	}
 	if err != nil {
+		t.s.pendingKeys.remove(t.keys)
 		t.s.unsynced.Add(-1)
 		return fmt.Errorf("pebblestore: commit: %w", err)
 	}
 	t.releaseLocks()
 	err = t.batch.SyncWait()
+	t.s.pendingKeys.remove(t.keys)
 	t.s.unsynced.Add(-1)
 	if err != nil {
 		return fmt.Errorf("pebblestore: commit: wal sync: %w", err)
@@ -215,6 +238,12 @@ func (t *txn) Commit(ctx context.Context) error {
 // commitHoldingLocks is the strict two-phase commit (Options.HoldLocksThroughSync):
 // the locks are released by finish, after the batch is durable.
 func (t *txn) commitHoldingLocks(start time.Time) error {
+	// Pebble makes the batch visible before its sync here too: readers
+	// without locks (read-committed, scans) wait as under early release.
+	t.s.unsynced.Add(1)
+	t.s.pendingKeys.add(t.keys)
+	defer t.s.unsynced.Add(-1)
+	defer t.s.pendingKeys.remove(t.keys)
 	if t.s.rows != nil {
 		// Before and after the batch becomes visible: see rowCache.
 		t.s.rows.beginCommit(t.keys)
@@ -245,12 +274,13 @@ func (t *txn) Rollback() {
 // waitDurable returns once everything this transaction may have read is
 // durable. A row becomes visible before its commit's WAL sync (always in
 // Pebble, and here before the locks go); every such commit counts itself in
-// unsynced from before it is visible until its sync returns. If none is
-// under way, everything visible is durable. Otherwise a log-only record is
-// committed with a sync: it lands in the WAL after every batch already
-// visible, so its sync covers them (and it joins the same group commit).
+// unsynced, and its keys in pendingKeys, from before it is visible until its
+// sync returns. A transaction that read one of those keys (or scanned while
+// any commit was unsynced) commits a log-only record with a sync: it lands
+// in the WAL after every batch already visible, so its sync covers them
+// (and it joins the same group commit). The others return at once.
 func (t *txn) waitDurable() error {
-	if !t.observed || t.s.unsynced.Load() == 0 {
+	if !t.mustSync || t.s.unsynced.Load() == 0 {
 		return nil
 	}
 	if err := t.s.acquire(); err != nil {
@@ -327,7 +357,11 @@ func (t *txn) readBatch(ctx context.Context, reqs []store.ReadReq, vals [][]byte
 	var slab []byte
 	for _, i := range order {
 		k := reqs[i].Key
-		if !it.SeekGE(k) || !bytes.Equal(it.Key(), k) {
+		// SeekPrefixGE, not SeekGE: the whole key is the prefix (the
+		// default comparer's Split), so the tables' bloom filters skip
+		// every level that lacks it (an absent rename target, a cold
+		// file row) instead of seeking through their indexes.
+		if !it.SeekPrefixGE(k) || !bytes.Equal(it.Key(), k) {
 			continue
 		}
 		v, err := it.ValueAndErr()
