@@ -47,8 +47,8 @@ type Store struct {
 	// synced (early lock release, txn.go).
 	unsynced    atomic.Int64
 	pendingKeys *unsyncedKeys // the keys of those commits
-	commits  atomic.Uint64 // transactions that wrote and synced
-	walSyncs atomic.Uint64 // counted by walCountingFS
+	commits     atomic.Uint64 // transactions that wrote and synced
+	walSyncs    atomic.Uint64 // counted by walCountingFS
 }
 
 // counter is the in-memory position of one id counter: ids in [next, limit)
