@@ -104,14 +104,15 @@ func (h *Handler) listStatusBatch(rq *request) error {
 	if err != nil {
 		return err
 	}
-	var r wire.DirectoryListingReply
 	entries := make([]wire.FileStatus, len(page.Entries))
 	for i := range page.Entries {
 		entries[i] = wire.FileStatusOf(&page.Entries[i], suffix(rq.path, &page.Entries[i]))
 	}
-	r.DirectoryListing.PartialListing.FileStatuses.FileStatus = entries
-	r.DirectoryListing.RemainingEntries = page.Remaining
-	return writeJSON(rq.w, http.StatusOK, r)
+	bp := bodyPool.Get().(*[]byte)
+	defer putBody(bp)
+	b := append(wire.AppendDirectoryListing((*bp)[:0], entries, page.Remaining), '\n')
+	*bp = b
+	return writeBody(rq.w, b)
 }
 
 func (h *Handler) getContentSummary(rq *request) error {

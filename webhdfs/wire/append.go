@@ -100,3 +100,19 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, s[start:]...)
 	return append(b, '"')
 }
+
+// AppendDirectoryListing appends the LISTSTATUS_BATCH answer for entries
+// and remaining: what encoding/json writes for the DirectoryListingReply
+// holding them (entries non-nil).
+func AppendDirectoryListing(b []byte, entries []FileStatus, remaining int64) []byte {
+	b = append(b, `{"DirectoryListing":{"partialListing":{"FileStatuses":{"FileStatus":[`...)
+	for i := range entries {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = entries[i].AppendJSON(b)
+	}
+	b = append(b, `]}},"remainingEntries":`...)
+	b = strconv.AppendInt(b, remaining, 10)
+	return append(b, "}}"...)
+}

@@ -36,3 +36,22 @@ func FuzzAppendJSON(f *testing.F) {
 			Replication: repl, StoragePolicy: policy, Symlink: symlink, Type: typ})
 	})
 }
+
+func TestAppendDirectoryListing(t *testing.T) {
+	for _, entries := range [][]FileStatus{
+		{},
+		{{PathSuffix: "a", Type: "FILE", Permission: "644"}},
+		{{PathSuffix: "a", Type: "FILE"}, {PathSuffix: "d<>", Type: "DIRECTORY", ChildrenNum: 7}, {PathSuffix: "l", Symlink: "/t", Type: "SYMLINK"}},
+	} {
+		var r DirectoryListingReply
+		r.DirectoryListing.PartialListing.FileStatuses.FileStatus = entries
+		r.DirectoryListing.RemainingEntries = int64(len(entries)) * 1000
+		want, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendDirectoryListing(nil, entries, r.DirectoryListing.RemainingEntries); !bytes.Equal(got, want) {
+			t.Fatalf("AppendDirectoryListing differs from encoding/json:\n got %s\nwant %s", got, want)
+		}
+	}
+}
