@@ -224,6 +224,8 @@ for stage in build servers prepare echo compare hot issue2 bigdir plot report st
       need_servers
       mkdir -p "$OUT/raw"
       for op in $OPS; do
+        # a forced rerun replaces the peer's rounds too (the report keeps the best of what is there)
+        [[ -n "${FORCE:-}" ]] && rm -f "$OUT/nnthroughput-$op.jsonl" "$OUT/rpcbench-$op.jsonl"
         for round in $(seq 1 "$ROUNDS"); do
           for c in ${CLIENTS//,/ }; do
             for t in "${TARGETS[@]}"; do
