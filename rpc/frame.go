@@ -107,30 +107,46 @@ func ReadFrame(r *bufio.Reader, buf []byte, max int) ([]byte, error) {
 	return buf, nil
 }
 
-// peekRequestID returns field 1 (request_id) of an encoded Request or Response
-// without decoding the rest, so a connection's reader can route a frame to its
-// caller and leave the full decode to the caller's goroutine.
-func peekRequestID(b []byte) (uint64, bool) {
+// walkFields calls fn with each top-level field of the encoded message b
+// (its number, wire type and encoded value) until fn returns false. It
+// reports false if b is malformed before fn stopped. The frame peeks below
+// use it to look at a field or two without decoding the message.
+func walkFields(b []byte, fn func(num protowire.Number, typ protowire.Type, v []byte) bool) bool {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return 0, false
+			return false
 		}
 		b = b[n:]
-		if num == 1 && typ == protowire.VarintType {
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return 0, false
-			}
-			return v, true
-		}
 		n = protowire.ConsumeFieldValue(num, typ, b)
 		if n < 0 {
-			return 0, false
+			return false
+		}
+		if !fn(num, typ, b[:n]) {
+			return true
 		}
 		b = b[n:]
 	}
-	return 0, true // proto3 omits a zero request_id
+	return true
+}
+
+// peekRequestID returns field 1 (request_id) of an encoded Request or Response
+// without decoding the rest, so a connection's reader can route a frame to its
+// caller and leave the full decode to the caller's goroutine. proto3 omits a
+// zero request_id, so a well-formed frame without field 1 gives 0, true.
+func peekRequestID(b []byte) (uint64, bool) {
+	var id uint64
+	ok := walkFields(b, func(num protowire.Number, typ protowire.Type, v []byte) bool {
+		if num == 1 && typ == protowire.VarintType {
+			id, _ = protowire.ConsumeVarint(v)
+			return false
+		}
+		return true
+	})
+	if !ok {
+		return 0, false
+	}
+	return id, true
 }
 
 // readUvarint reads the length prefix. Unlike binary.ReadUvarint it tells a
@@ -177,55 +193,37 @@ const quickReadLimit = 128 << 10
 // the body's field number is looked at (and a read's length); a frame that
 // does not parse is not quick, and the worker that takes it reports why.
 func isQuick(b []byte) bool {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return false
+	quick := false
+	walkFields(b, func(num protowire.Number, typ protowire.Type, v []byte) bool {
+		if num < 10 {
+			return true // the envelope's own fields
 		}
-		b = b[n:]
-		if num >= 10 {
-			switch num {
-			case fieldStat, fieldList, fieldDefaults, fieldEcho:
-				return typ == protowire.BytesType
-			case fieldRead:
-				body, n := protowire.ConsumeBytes(b)
-				return n >= 0 && typ == protowire.BytesType && readLength(body) <= quickReadLimit
-			}
-			return false
+		switch num {
+		case fieldStat, fieldList, fieldDefaults, fieldEcho:
+			quick = typ == protowire.BytesType
+		case fieldRead:
+			body, n := protowire.ConsumeBytes(v)
+			quick = n >= 0 && typ == protowire.BytesType && readLength(body) <= quickReadLimit
 		}
-		n = protowire.ConsumeFieldValue(num, typ, b)
-		if n < 0 {
-			return false
-		}
-		b = b[n:]
-	}
-	return false
+		return false
+	})
+	return quick
 }
 
 // readLength returns the length field of an encoded ReadRequest, or a value
 // above quickReadLimit when it is absent (0 means "to the end") or invalid.
 func readLength(b []byte) int64 {
-	length := int64(quickReadLimit + 1)
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return quickReadLimit + 1
-		}
-		b = b[n:]
+	const tooLong = quickReadLimit + 1
+	length := int64(tooLong)
+	ok := walkFields(b, func(num protowire.Number, typ protowire.Type, v []byte) bool {
 		if num == 3 && typ == protowire.VarintType {
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 || int64(v) <= 0 {
-				return quickReadLimit + 1
-			}
-			length = int64(v)
-			b = b[n:]
-			continue
+			x, _ := protowire.ConsumeVarint(v)
+			length = int64(x)
 		}
-		n = protowire.ConsumeFieldValue(num, typ, b)
-		if n < 0 {
-			return quickReadLimit + 1
-		}
-		b = b[n:]
+		return length > 0
+	})
+	if !ok || length <= 0 {
+		return tooLong
 	}
 	return length
 }

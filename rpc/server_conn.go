@@ -69,7 +69,7 @@ type serverConn struct {
 	s      *Server
 	nc     net.Conn
 	br     *bufio.Reader
-	w      *frameWriter // responses, written by the goroutine that made them
+	w      *frameWriter // responses, written by the goroutine that made them; a write error ends the connection
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // request goroutines
@@ -213,7 +213,7 @@ func (c *serverConn) run(bp *[]byte, n int) {
 	putBuf(bp)
 	<-c.s.sem
 	*ob = out
-	c.send(ob)
+	c.w.send(ob)
 	if !ok {
 		c.s.log.Warn("rpc: closing connection after an undecodable frame", "remote", c.nc.RemoteAddr().String())
 		c.stopReading()
@@ -225,10 +225,5 @@ func (c *serverConn) sendError(kind api.Kind, detail string) {
 	ob := getBuf()
 	out, _ := AppendFrame((*ob)[:0], &api.Response{Error: &api.Error{Kind: kind, Op: "rpc", Detail: detail}}, 0)
 	*ob = out
-	c.send(ob)
+	c.w.send(ob)
 }
-
-// send writes one encoded response and recycles its buffer. The first
-// write error ends the connection: requests in flight are cancelled, the
-// reader stops and the responses still to come are dropped.
-func (c *serverConn) send(ob *[]byte) { c.w.send(ob) }
