@@ -8,6 +8,31 @@ import (
 	"github.com/nimbus-fs/nimbus/store"
 )
 
+// walGate holds every WAL sync back until release (called at the latest
+// when the test ends): entered receives when a sync starts waiting, synced
+// when one is let through.
+type walGate struct {
+	entered, synced chan struct{}
+	release         func()
+}
+
+func holdWALSyncs(t *testing.T) *walGate {
+	g := &walGate{entered: make(chan struct{}, 100), synced: make(chan struct{}, 100)}
+	open := make(chan struct{})
+	var once sync.Once
+	g.release = func() { once.Do(func() { close(open) }) }
+	walSyncHook = func() {
+		g.entered <- struct{}{}
+		<-open
+		g.synced <- struct{}{}
+	}
+	t.Cleanup(func() {
+		g.release()
+		walSyncHook = nil
+	})
+	return g
+}
+
 // TestEarlyLockRelease holds the WAL sync of a commit back and checks both
 // halves of early lock release: another transaction gets the row lock and
 // sees the new row before the sync, and yet neither the committer nor that
@@ -20,31 +45,7 @@ func TestEarlyLockRelease(t *testing.T) {
 			st := openTest(t, t.TempDir(), opts)
 			key := []byte("k")
 
-			var gateMu sync.Mutex
-			gate := make(chan struct{})
-			synced := make(chan struct{}, 100)
-			entered := make(chan struct{}, 100)
-			walSyncHook = func() {
-				entered <- struct{}{}
-				gateMu.Lock()
-				g := gate
-				gateMu.Unlock()
-				<-g
-				synced <- struct{}{}
-			}
-			defer func() { walSyncHook = nil }()
-			open := func() {
-				gateMu.Lock()
-				close(gate)
-				gateMu.Unlock()
-			}
-			defer func() {
-				select {
-				case <-gate:
-				default:
-					open()
-				}
-			}()
+			gate := holdWALSyncs(t)
 
 			committed := make(chan error, 1)
 			go func() {
@@ -60,7 +61,7 @@ func TestEarlyLockRelease(t *testing.T) {
 			// The reader asks for the same row, exclusively.
 			read := make(chan []byte, 1)
 			readerDone := make(chan error, 1)
-			<-entered // the writer's batch is applied and its sync has begun
+			<-gate.entered // the writer's batch is applied and its sync has begun
 			go func() {
 				r, _ := st.Begin(bg)
 				vals, err := r.Read(bg, []store.ReadReq{{Key: key, Mode: store.Exclusive}})
@@ -98,7 +99,7 @@ func TestEarlyLockRelease(t *testing.T) {
 				case <-time.After(100 * time.Millisecond):
 				}
 			}
-			open()
+			gate.release()
 			if err := <-committed; err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +111,7 @@ func TestEarlyLockRelease(t *testing.T) {
 			if err := <-readerDone; err != nil {
 				t.Fatal(err)
 			}
-			if len(synced) == 0 {
+			if len(gate.synced) == 0 {
 				t.Fatal("no WAL sync happened")
 			}
 		})
@@ -156,23 +157,14 @@ func TestUnrelatedReadDoesNotWait(t *testing.T) {
 	if err := w0.Commit(bg); err != nil {
 		t.Fatal(err)
 	}
-	gate := make(chan struct{})
-	entered := make(chan struct{}, 100)
-	walSyncHook = func() { entered <- struct{}{}; <-gate }
-	defer func() { walSyncHook = nil }()
-	released := false
-	defer func() {
-		if !released {
-			close(gate)
-		}
-	}()
+	gate := holdWALSyncs(t)
 	committed := make(chan error, 1)
 	go func() {
 		w, _ := st.Begin(bg)
 		w.Put([]byte("k"), []byte("new"))
 		committed <- w.Commit(bg)
 	}()
-	<-entered
+	<-gate.entered
 	read := func(key string) chan error {
 		done := make(chan error, 1)
 		go func() {
@@ -199,8 +191,7 @@ func TestUnrelatedReadDoesNotWait(t *testing.T) {
 		t.Fatalf("a read of the unsynced row ended (%v) before its sync", err)
 	case <-time.After(100 * time.Millisecond):
 	}
-	released = true
-	close(gate)
+	gate.release()
 	if err := <-committed; err != nil {
 		t.Fatal(err)
 	}

@@ -197,63 +197,45 @@ func (t *txn) Commit(ctx context.Context) error {
 	}
 	defer t.s.release()
 	start := time.Now()
-	if t.s.opts.HoldLocksThroughSync {
-		return t.commitHoldingLocks(start)
-	}
-	// Early lock release. The batch goes to the WAL and becomes visible,
-	// the locks are released, and only then does the commit wait for the
-	// WAL fsync. A transaction that takes the released locks and reads the
-	// new rows either commits after this one in the WAL (so its own sync
-	// covers this one) or ends without writing, and then waitDurable makes
-	// it wait for the sync too. So no caller is ever told anything that a
-	// crash could take back, while the locks are not held through the
-	// fsync: writers of the same directory no longer queue behind each
-	// other's syncs, they share them.
-	t.s.unsynced.Add(1) // before the batch can be seen
-	t.s.pendingKeys.add(t.keys)
-	if t.s.rows != nil {
-		t.s.rows.beginCommit(t.keys)
-	}
-	err := t.s.db.ApplyNoSyncWait(t.batch, pebble.Sync)
-	if t.s.rows != nil {
-		t.s.rows.endCommit(t.installable(err))
-	}
-	if err != nil {
-		t.s.pendingKeys.remove(t.keys)
-		t.s.unsynced.Add(-1)
-		return fmt.Errorf("pebblestore: commit: %w", err)
-	}
-	t.releaseLocks()
-	err = t.batch.SyncWait()
-	t.s.pendingKeys.remove(t.keys)
-	t.s.unsynced.Add(-1)
-	if err != nil {
-		return fmt.Errorf("pebblestore: commit: wal sync: %w", err)
-	}
-	t.s.commits.Add(1)
-	t.s.metrics.commitSeconds.Observe(time.Since(start).Seconds())
-	return nil
-}
-
-// commitHoldingLocks is the strict two-phase commit (Options.HoldLocksThroughSync):
-// the locks are released by finish, after the batch is durable.
-func (t *txn) commitHoldingLocks(start time.Time) error {
-	// Pebble makes the batch visible before its sync here too: readers
-	// without locks (read-committed, scans) wait as under early release.
+	// Early lock release (unless Options.HoldLocksThroughSync). The batch
+	// goes to the WAL and becomes visible, the locks are released, and only
+	// then does the commit wait for the WAL fsync. A transaction that takes
+	// the released locks and reads the new rows either commits after this
+	// one in the WAL (so its own sync covers this one) or ends without
+	// writing, and then waitDurable makes it wait for the sync too. So no
+	// caller is ever told anything that a crash could take back, while the
+	// locks are not held through the fsync: writers of the same directory
+	// no longer queue behind each other's syncs, they share them.
+	//
+	// Pebble makes a batch visible before its sync in both modes, so both
+	// count it as unsynced, from before it can be seen until it is synced.
+	early := !t.s.opts.HoldLocksThroughSync
 	t.s.unsynced.Add(1)
 	t.s.pendingKeys.add(t.keys)
-	defer t.s.unsynced.Add(-1)
-	defer t.s.pendingKeys.remove(t.keys)
+	defer func() {
+		t.s.pendingKeys.remove(t.keys)
+		t.s.unsynced.Add(-1)
+	}()
 	if t.s.rows != nil {
-		// Before and after the batch becomes visible: see rowCache.
-		t.s.rows.beginCommit(t.keys)
+		t.s.rows.beginCommit(t.keys) // before and after the batch becomes visible: see rowCache
 	}
-	err := t.batch.Commit(pebble.Sync)
+	var err error
+	if early {
+		err = t.s.db.ApplyNoSyncWait(t.batch, pebble.Sync)
+	} else {
+		err = t.batch.Commit(pebble.Sync)
+	}
 	if t.s.rows != nil {
 		t.s.rows.endCommit(t.installable(err))
 	}
 	if err != nil {
 		return fmt.Errorf("pebblestore: commit: %w", err)
+	}
+	if early {
+		t.releaseLocks()
+		if err := t.batch.SyncWait(); err != nil {
+			return fmt.Errorf("pebblestore: commit: wal sync: %w", err)
+		}
 	}
 	t.s.commits.Add(1)
 	t.s.metrics.commitSeconds.Observe(time.Since(start).Seconds())
