@@ -105,13 +105,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 	if err != nil {
 		return meta.Errorf("webhdfs", "", meta.ErrInternal, "encoding response: %v", err)
 	}
-	b = append(b, '\n')
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
-	return nil
+	return writeBody(w, status, append(b, '\n'))
 }
 
 var (
@@ -122,19 +116,29 @@ var (
 // writeBoolean sends {"boolean": b}.
 func writeBoolean(w http.ResponseWriter, b bool) error {
 	if b {
-		return writeBody(w, trueBody)
+		return writeBody(w, http.StatusOK, trueBody)
 	}
-	return writeBody(w, falseBody)
+	return writeBody(w, http.StatusOK, falseBody)
 }
 
-// writeBody sends 200 with the JSON body b.
-func writeBody(w http.ResponseWriter, b []byte) error {
+// writeBody sends status with the JSON body b, in one write with its length.
+func writeBody(w http.ResponseWriter, status int, b []byte) error {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(status)
 	_, _ = w.Write(b)
 	return nil
+}
+
+// writeBuilt sends 200 with the JSON body build appends to a pooled buffer.
+func writeBuilt(w http.ResponseWriter, build func(b []byte) []byte) error {
+	bp := bodyPool.Get().(*[]byte)
+	b := build((*bp)[:0])
+	err := writeBody(w, http.StatusOK, b)
+	*bp = b
+	putBody(bp)
+	return err
 }
 
 // bodyPool recycles response buffers of listings and statuses.

@@ -19,12 +19,9 @@ func (h *Handler) getFileStatus(rq *request) error {
 		return err
 	}
 	f := wire.FileStatusOf(st, "")
-	bp := bodyPool.Get().(*[]byte)
-	defer putBody(bp)
-	b := append((*bp)[:0], `{"FileStatus":`...)
-	b = append(f.AppendJSON(b), "}\n"...)
-	*bp = b
-	return writeBody(rq.w, b)
+	return writeBuilt(rq.w, func(b []byte) []byte {
+		return append(f.AppendJSON(append(b, `{"FileStatus":`...)), "}\n"...)
+	})
 }
 
 func (h *Handler) getFileLinkStatus(rq *request) error { return h.getFileStatus(rq) }
@@ -93,7 +90,7 @@ func (h *Handler) listStatus(rq *request) error {
 	b = append(b, "]}}\n"...)
 	*bp = b
 	if !streaming {
-		return writeBody(w, b) // one page: with a Content-Length, in one write
+		return writeBody(w, http.StatusOK, b) // one page: with a Content-Length, in one write
 	}
 	_, _ = w.Write(b)
 	return nil
@@ -108,11 +105,9 @@ func (h *Handler) listStatusBatch(rq *request) error {
 	for i := range page.Entries {
 		entries[i] = wire.FileStatusOf(&page.Entries[i], suffix(rq.path, &page.Entries[i]))
 	}
-	bp := bodyPool.Get().(*[]byte)
-	defer putBody(bp)
-	b := append(wire.AppendDirectoryListing((*bp)[:0], entries, page.Remaining), '\n')
-	*bp = b
-	return writeBody(rq.w, b)
+	return writeBuilt(rq.w, func(b []byte) []byte {
+		return append(wire.AppendDirectoryListing(b, entries, page.Remaining), '\n')
+	})
 }
 
 func (h *Handler) getContentSummary(rq *request) error {
