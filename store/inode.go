@@ -231,31 +231,29 @@ func (d *decoder) varint() int64 {
 	return v
 }
 
-// name reads a string that is likely to repeat (a user or group name).
-func (d *decoder) name() string {
+// lengthPrefixed reads a uvarint length and that many bytes (nil after an
+// error).
+func (d *decoder) lengthPrefixed() []byte {
 	l := d.uvarint()
 	if d.err != nil {
-		return ""
+		return nil
 	}
 	if l > uint64(len(d.b)) {
 		d.err = errShort
-		return ""
+		return nil
 	}
-	s := internBytes(d.b[:l])
+	b := d.b[:l]
 	d.b = d.b[l:]
-	return s
+	return b
 }
 
-func (d *decoder) string() string {
-	l := d.uvarint()
+// name reads a string that is likely to repeat (a user or group name).
+func (d *decoder) name() string {
+	b := d.lengthPrefixed()
 	if d.err != nil {
 		return ""
 	}
-	if l > uint64(len(d.b)) {
-		d.err = errShort
-		return ""
-	}
-	s := string(d.b[:l])
-	d.b = d.b[l:]
-	return s
+	return internBytes(b)
 }
+
+func (d *decoder) string() string { return string(d.lengthPrefixed()) }
