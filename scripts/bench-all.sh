@@ -127,45 +127,60 @@ nnt_op() {
   esac
 }
 nnt_files() { case "$1" in 1) echo "$NNT_FILES_1" ;; 4) echo "$NNT_FILES_4" ;; *) echo "$NNT_FILES_N" ;; esac; }
-# NNThroughputBenchmark for one op at one thread count, round R: one JSON line appended to
-# $OUT/nnthroughput-OP.jsonl (skipped when that line exists, unless FORCE)
-nnthroughput() {
-  local op="$1" t="$2" round="$3" nop; nop="$(nnt_op "$op")"; [[ -n "$nop" ]] || return 0
-  local out="$OUT/nnthroughput-$op.jsonl"
+# peer OP THREADS ROUND: HDFS over Hadoop RPC for OP at THREADS threads, round R: NNThroughputBenchmark
+# (nnt_op), or bench/hdfs/rpcbench.sh for $DURATION for ls and chmod, which it lacks. One JSON line is
+# appended to $OUT/TOOL-OP.jsonl (skipped when that line exists, unless FORCE).
+peer() {
+  local op="$1" t="$2" round="$3" tool nop cmd
+  nop="$(nnt_op "$op")"
+  case "$op" in
+    ls|chmod) tool=rpcbench; cmd=(bench/hdfs/rpcbench.sh "$op" "$t" "${DURATION%s}" /bench) ;;
+    *) [[ -n "$nop" ]] || return 0
+       tool=nnthroughput; cmd=(bench/hdfs/nnthroughput.sh "$nop" "$t" "$(nnt_files "$t")") ;;
+  esac
+  local out="$OUT/$tool-$op.jsonl"
   if [[ -z "${FORCE:-}" && -s "$out" ]] && grep -q "\"threads\":$t,.*\"round\":$round}" "$out"; then
-    log "skip NNThroughputBenchmark $nop $t round $round"; return 0
+    log "skip ${cmd[*]} round $round"; return 0
   fi
   local before; before="$(load)"
-  local f; f="$(nnt_files "$t")"
-  log "run NNThroughputBenchmark -op $nop -threads $t -files $f (round $round)"
+  log "run ${cmd[*]} (round $round)"
   local line rc=0
-  line="$(bench/hdfs/nnthroughput.sh "$nop" "$t" "$f" 2>>"$OUT/nnthroughput.log" | tail -1)" || rc=$?
-  echo "$(date -u +%FT%TZ) nnthroughput-$op-$t-r$round load_before=[$before] load_after=[$(load)] rc=$rc" >>"$LOAD_LOG"
+  line="$("${cmd[@]}" 2>>"$OUT/$tool.log" | tail -1)" || rc=$?
+  echo "$(date -u +%FT%TZ) $tool-$op-$t-r$round load_before=[$before] load_after=[$(load)] rc=$rc" >>"$LOAD_LOG"
   if [[ $rc == 0 && -n "$line" ]]; then
     echo "${line%\}},\"bench_op\":\"$op\",\"loadavg_before\":\"$before\",\"loadavg_after\":\"$(load)\",\"round\":$round}" | tee -a "$out"
   else
-    log "WARN: NNThroughputBenchmark $nop $t failed (see $OUT/nnthroughput.log)"
+    log "WARN: ${cmd[*]} failed (see $OUT/$tool.log)"
   fi
 }
 
-# rpcbench OP THREADS ROUND: bench/hdfs/rpcbench.sh (ls, chmod over Hadoop RPC) for $DURATION, one JSON
-# line appended to $OUT/rpcbench-OP.jsonl
-rpcbench() {
-  local op="$1" t="$2" round="$3"
-  local out="$OUT/rpcbench-$op.jsonl"
-  if [[ -z "${FORCE:-}" && -s "$out" ]] && grep -q "\"threads\":$t,.*\"round\":$round}" "$out"; then
-    log "skip RpcBench $op $t round $round"; return 0
-  fi
-  local before; before="$(load)"
-  log "run RpcBench $op $t threads (round $round)"
-  local line rc=0
-  line="$(bench/hdfs/rpcbench.sh "$op" "$t" "${DURATION%s}" /bench 2>>"$OUT/rpcbench.log" | tail -1)" || rc=$?
-  echo "$(date -u +%FT%TZ) rpcbench-$op-$t-r$round load_before=[$before] load_after=[$(load)] rc=$rc" >>"$LOAD_LOG"
-  if [[ $rc == 0 && -n "$line" ]]; then
-    echo "${line%\}},\"bench_op\":\"$op\",\"loadavg_before\":\"$before\",\"round\":$round}" | tee -a "$out"
-  else
-    log "WARN: RpcBench $op $t failed (see $OUT/rpcbench.log)"
-  fi
+# peer_doc: the best round per op and thread count of $OUT/{nnthroughput,rpcbench}-*.jsonl as a results
+# document, $OUT/peer-hdfs-rpc.json (system hdfs-rpc; throughput only: those tools report no
+# percentiles), which the plot draws and the report reads.
+peer_doc() {
+  python3 - "$OUT" <<'PY'
+import glob, json, sys
+out = sys.argv[1]
+results = []
+for p in sorted(glob.glob(f"{out}/nnthroughput-*.jsonl") + glob.glob(f"{out}/rpcbench-*.jsonl")):
+    best = {}
+    for line in open(p):
+        if line.strip():
+            j = json.loads(line)
+            if j["threads"] not in best or float(j["ops_per_s"]) > float(best[j["threads"]]["ops_per_s"]):
+                best[j["threads"]] = j
+    for t, j in sorted(best.items()):
+        n = int(j["operations"])
+        results.append({"workload": "micro", "op": j["bench_op"], "target": j["target"], "system": "hdfs-rpc",
+                        "clients": t, "throughput_ops_s": float(j["ops_per_s"]),
+                        "latency_ms": {"p50": 0, "p90": 0, "p99": 0, "p999": 0, "max": 0, "mean": 0},
+                        "ops": n, "errors": int(j.get("errors", 0)), "duration_s": int(j["elapsed_ms"]) / 1000,
+                        "series": [{"t": 0, "ops": n, "errors": 0}]})
+if results:
+    doc = {"schema": 1, "tool": "NNThroughputBenchmark and RpcBench via scripts/bench-all.sh", "command": ["peer", "hdfs-rpc"],
+           "started": "1970-01-01T00:00:00Z", "host": {}, "results": results}
+    json.dump(doc, open(f"{out}/peer-hdfs-rpc.json", "w"), indent=1)
+PY
 }
 
 # best_of OP: merge $OUT/raw/micro-OP-SYSTEM-cN-rR.json into $OUT/micro-OP-SYSTEM.json, keeping for
@@ -235,7 +250,7 @@ for stage in build servers prepare echo compare hot issue2 bigdir plot report st
               run "$name" "$BIN" bench micro --target "$t" --root "$root" --op "$op" --clients "$c" \
                 --duration "$DURATION" --no-echo --json "$OUT/$name.json"
             done
-            case "$op" in ls|chmod) rpcbench "$op" "$c" "$round" ;; *) nnthroughput "$op" "$c" "$round" ;; esac
+            peer "$op" "$c" "$round"
           done
         done
         best_of "$op"
@@ -256,35 +271,12 @@ for stage in build servers prepare echo compare hot issue2 bigdir plot report st
       run bigdir-nimbus-rpc "$BIN" bench bigdir --target "$NIMBUS_RPC" --entries "$BIGDIR" --json "$OUT/bigdir-nimbus-rpc.json"
       run bigdir-nimbus-webhdfs "$BIN" bench bigdir --target "$NIMBUS_WEB" --entries "$BIGDIR" --json "$OUT/bigdir-nimbus-webhdfs.json" ;;
     plot)
-      # HDFS over Hadoop RPC as a fourth line: the best NNThroughputBenchmark / RpcBench round per
-      # thread count, as a results document (throughput only: those tools report no percentiles)
-      python3 - "$OUT" <<'PY'
-import glob, json, os, sys
-out = sys.argv[1]
-results = []
-for p in sorted(glob.glob(f"{out}/nnthroughput-*.jsonl") + glob.glob(f"{out}/rpcbench-*.jsonl")):
-    best = {}
-    for line in open(p):
-        if line.strip():
-            j = json.loads(line)
-            if j["threads"] not in best or float(j["ops_per_s"]) > float(best[j["threads"]]["ops_per_s"]):
-                best[j["threads"]] = j
-    for t, j in sorted(best.items()):
-        n = int(j["operations"])
-        results.append({"workload": "micro", "op": j["bench_op"], "target": j["target"], "system": "hdfs-rpc",
-                        "clients": t, "throughput_ops_s": float(j["ops_per_s"]),
-                        "latency_ms": {"p50": 0, "p90": 0, "p99": 0, "p999": 0, "max": 0, "mean": 0},
-                        "ops": n, "errors": int(j.get("errors", 0)), "duration_s": int(j["elapsed_ms"]) / 1000,
-                        "series": [{"t": 0, "ops": n, "errors": 0}]})
-if results:
-    doc = {"schema": 1, "tool": j["tool"] + " via scripts/bench-all.sh", "command": ["peer", "hdfs-rpc"],
-           "started": "1970-01-01T00:00:00Z", "host": {}, "results": results}
-    json.dump(doc, open(f"{out}/peer-hdfs-rpc.json", "w"), indent=1)
-PY
+      peer_doc # HDFS over Hadoop RPC as a fourth line
       # the sweeps only: issue 2's single points and the prepare runs would add stray points
       peer=(); [[ -s "$OUT/peer-hdfs-rpc.json" ]] && peer=("$OUT/peer-hdfs-rpc.json")
       "$BIN" bench plot "$OUT"/echo-*.json "$OUT"/micro-*.json "$OUT"/hot-*.json "$OUT"/bigdir-*.json "${peer[@]}" --out "$OUT/" ;;
     report)
+      peer_doc
       python3 - "$OUT" >"$OUT/tables.md" <<'PY'
 #!/usr/bin/env python3
 # Markdown tables of docs/BENCHMARKS.md from the JSON of scripts/bench-all.sh.
@@ -309,19 +301,8 @@ echo = {s: by_clients(load(f"{D}/echo-{s}.json"), "echo") for s in SYS}
 echo_http = by_clients(load(f"{D}/echo-nimbus-rpc.json"), "echo-http")
 
 def nnt(op):
-    # the best round per thread count, as for the other systems (see best_of); ls and chmod, which
-    # NNThroughputBenchmark lacks, come from bench/hdfs/rpcbench.sh
-    out = {}
-    p = f"{D}/nnthroughput-{op}.jsonl" if op in NNT else f"{D}/rpcbench-{op}.jsonl"
-    if os.path.exists(p):
-        for line in open(p):
-            line = line.strip()
-            if line:
-                j = json.loads(line)
-                t = j["threads"]
-                if t not in out or float(j["ops_per_s"]) > float(out[t]["ops_per_s"]):
-                    out[t] = j
-    return out
+    # HDFS over Hadoop RPC: the best round per thread count (peer_doc), as for the other systems
+    return {r["clients"]: {"ops_per_s": r["throughput_ops_s"]} for r in load(f"{D}/peer-hdfs-rpc.json") if r["op"] == op}
 
 def f0(x): return "–" if x is None else f"{x:,.0f}"
 def f2(x): return "–" if x is None else (f"{x:.2f}" if x < 10 else f"{x:.1f}")

@@ -15,24 +15,14 @@ OP="${1:?usage: $0 OP THREADS FILES [extra args]}"
 THREADS="${2:?usage: $0 OP THREADS FILES}"
 FILES="${3:?usage: $0 OP THREADS FILES}"
 shift 3
-NN_URI="${NN_URI:-hdfs://127.0.0.1:${NN_RPC_PORT:-8020}}"
-PEER_DIR="${HDFS_PEER_DIR:-/tmp/nimbus-hdfs-peer}"
-CONF="$PEER_DIR/conf"
-LIB="$HERE/lib"
-[[ -d "$LIB" ]] || "$HERE/hdfs-peer.sh" install
-[[ -f "$CONF/core-site.xml" ]] || { echo "nnthroughput: no $CONF/core-site.xml; run bench/hdfs/hdfs-peer.sh start" >&2; exit 1; }
+NAME=nnthroughput
+source "$HERE/client-env.sh"
 
 # mkdirs counts directories (-dirs N); every other op counts files (-files N).
 COUNT_FLAG=-files; [[ "$OP" == mkdirs ]] && COUNT_FLAG=-dirs
 out="$(mktemp)"; trap 'rm -f "$out"' EXIT
 set +e
-java -Xmx"${BENCH_HEAP:-512m}" \
-  --add-opens java.base/java.lang=ALL-UNNAMED --add-opens java.base/java.util=ALL-UNNAMED \
-  --add-opens java.base/java.net=ALL-UNNAMED --add-opens java.base/java.nio=ALL-UNNAMED \
-  --add-opens java.base/sun.nio.ch=ALL-UNNAMED \
-  -Dlog4j.configuration="file:$CONF/log4j.properties" -Dhadoop.root.logger=INFO,console \
-  -Dhadoop.log.dir="$PEER_DIR/logs" -Dhadoop.log.file=nnthroughput.log \
-  -cp "$CONF:$LIB/*" org.apache.hadoop.hdfs.server.namenode.NNThroughputBenchmark \
+client_java INFO "" org.apache.hadoop.hdfs.server.namenode.NNThroughputBenchmark \
   -fs "$NN_URI" -op "$OP" -threads "$THREADS" "$COUNT_FLAG" "$FILES" "$@" 2>&1 | tee "$out" \
   | grep -E -- '---|# operations|Elapsed Time|Ops per sec|Average Time|nrFiles|nrThreads|nrFilesPerDir|Exception|ERROR' >&2
 rc=${PIPESTATUS[0]}
