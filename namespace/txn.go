@@ -471,7 +471,6 @@ func (t *tx) flush() error {
 // or lives in a directory that is (locked exclusive, or itself new and
 // allowed by this rule).
 func (t *tx) checkWriteLocks() error {
-	var bad []byte
 	var xdirs map[uint64]bool
 	for key := range t.dirty {
 		if t.lockedExclusive([]byte(key)) {
@@ -497,12 +496,8 @@ func (t *tx) checkWriteLocks() error {
 			}
 		}
 		if parent, _, ok := store.DecodeInodeKey([]byte(key)); !ok || !xdirs[parent] {
-			bad = []byte(key)
-			break
+			return meta.Errorf("commit", "", meta.ErrInternal, "inode row %s written without an exclusive lock on it or its directory", store.FormatKey([]byte(key)))
 		}
-	}
-	if bad != nil {
-		return meta.Errorf("commit", "", meta.ErrInternal, "inode row %s written without an exclusive lock on it or its directory", store.FormatKey(bad))
 	}
 	return nil
 }
