@@ -30,7 +30,9 @@
 //     before it ends (early lock release, txn.go; Options.HoldLocksThroughSync
 //     turns it off). Pebble's commit pipeline groups concurrent syncing
 //     batches into one WAL fsync, so N concurrent committers pay far fewer
-//     than N fsyncs; Stats reports commits and WAL syncs to check it.
+//     than N fsyncs; Stats reports commits and WAL syncs to check it. The
+//     log is kept written with zeros a few megabytes past its end
+//     (walprefill.go), so that those fsyncs overwrite and do not grow it.
 //   - AllocateIDs: a counter row per name, advanced under a mutex. The store
 //     durably reserves Options.IDPrefetch ids beyond what it hands out, so
 //     most calls touch no disk; a crash loses at most the reserved, unused

@@ -32,6 +32,10 @@ type Options struct {
 	// guarantees to callers, without queueing writers of one row behind
 	// each other's fsyncs. Kept for measurement.
 	HoldLocksThroughSync bool
+	// WALPrefill is how many bytes past the end of the write-ahead log are
+	// kept written (zeros) and synced ahead of the log's writer, so that a
+	// commit's fsync does not grow the file (walprefill.go). 0 disables it.
+	WALPrefill int64
 	// Logger receives Pebble's log and the store's own events. Nil: discarded.
 	Logger *slog.Logger
 	// Registerer receives the store's metrics (metrics.go) and the lock
@@ -40,7 +44,8 @@ type Options struct {
 }
 
 // DefaultOptions returns a 256 MB block cache, 64 MB memtables, a 10 s lock
-// wait limit, 64 lock shards and an id prefetch of 1024.
+// wait limit, 64 lock shards, an id prefetch of 1024 and 4 MB of
+// write-ahead log prefilled.
 func DefaultOptions() Options {
 	return Options{
 		CacheSize:       256 << 20,
@@ -49,6 +54,7 @@ func DefaultOptions() Options {
 		LockShards:      64,
 		IDPrefetch:      1024,
 		RowCacheEntries: 1 << 20,
+		WALPrefill:      4 << 20,
 	}
 }
 
@@ -64,6 +70,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: MemTableSize = %d, want [1 MB, 4 GB)", ErrOptions, o.MemTableSize)
 	case o.LockWaitMax <= 0:
 		return fmt.Errorf("%w: LockWaitMax = %v, want > 0", ErrOptions, o.LockWaitMax)
+	case o.WALPrefill < 0:
+		return fmt.Errorf("%w: WALPrefill = %d, want >= 0", ErrOptions, o.WALPrefill)
 	case o.LockShards <= 0 || o.LockShards&(o.LockShards-1) != 0:
 		return fmt.Errorf("%w: LockShards = %d, want a power of two", ErrOptions, o.LockShards)
 	}

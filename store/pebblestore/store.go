@@ -97,7 +97,7 @@ func Open(dir string, opts Options) (*Store, error) {
 // (docs/STORE.md has the measured footprint).
 func pebbleOptions(opts Options, cache *pebble.Cache, log *slog.Logger, walSyncs *atomic.Uint64) *pebble.Options {
 	po := &pebble.Options{
-		FS:                 walCountingFS{FS: vfs.Default, syncs: walSyncs},
+		FS:                 walCountingFS{FS: vfs.Default, syncs: walSyncs, prefill: opts.WALPrefill},
 		Cache:              cache,
 		MemTableSize:       opts.MemTableSize,
 		FormatMajorVersion: pebble.FormatNewest,

@@ -11,9 +11,13 @@ import (
 // taken when the sync returns, before Pebble wakes the committers that
 // waited for it, so Stats().WALSyncs is exact at every acknowledged commit
 // (Pebble's own fsync histogram is updated after the wake-up).
+//
+// With prefill > 0 it also keeps that many zero bytes written and synced
+// ahead of the end of every log it creates (walprefill.go).
 type walCountingFS struct {
 	vfs.FS
-	syncs *atomic.Uint64
+	syncs   *atomic.Uint64
+	prefill int64
 }
 
 func isWAL(name string) bool { return strings.HasSuffix(name, ".log") }
@@ -25,14 +29,30 @@ func (fs walCountingFS) wrap(name string, f vfs.File, err error) (vfs.File, erro
 	return walFile{File: f, syncs: fs.syncs}, nil
 }
 
+// wrapForWrite wraps a log about to be written from its start; size is
+// what the file already holds.
+func (fs walCountingFS) wrapForWrite(name string, f vfs.File, err error) (vfs.File, error) {
+	if err != nil || !isWAL(name) {
+		return f, err
+	}
+	if fs.prefill > 0 {
+		var size int64
+		if fi, err := f.Stat(); err == nil {
+			size = fi.Size()
+		}
+		f = newPrefillFile(f, size, fs.prefill)
+	}
+	return walFile{File: f, syncs: fs.syncs}, nil
+}
+
 func (fs walCountingFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := fs.FS.Create(name, c)
-	return fs.wrap(name, f, err)
+	return fs.wrapForWrite(name, f, err)
 }
 
 func (fs walCountingFS) ReuseForWrite(oldname, newname string, c vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := fs.FS.ReuseForWrite(oldname, newname, c)
-	return fs.wrap(newname, f, err)
+	return fs.wrapForWrite(newname, f, err)
 }
 
 func (fs walCountingFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
