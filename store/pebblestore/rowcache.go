@@ -30,11 +30,20 @@ type rowCache struct {
 	shards   [64]rowShard
 }
 
+// A shard maps the 64-bit hash of a key (which also picked the shard) to
+// the key and its row: one hash per lookup and a uint64 map key. Two keys
+// with one hash share a slot: the later evicts the earlier, and a lookup
+// whose key differs from the slot's is a miss.
 type rowShard struct {
 	mu      sync.RWMutex
 	gen     uint64
 	pending int // commits between their two marks
-	m       map[string]cachedRow
+	m       map[uint64]slot
+}
+
+type slot struct {
+	key string
+	row cachedRow
 }
 
 type cachedRow struct {
@@ -52,24 +61,28 @@ func newRowCache(entries int) *rowCache {
 	}
 	c := &rowCache{seed: maphash.MakeSeed(), perShard: entries/64 + 1}
 	for i := range c.shards {
-		c.shards[i].m = make(map[string]cachedRow)
+		c.shards[i].m = make(map[uint64]slot)
 	}
 	return c
 }
 
-func (c *rowCache) shard(k []byte) *rowShard {
-	return &c.shards[maphash.Bytes(c.seed, k)%uint64(len(c.shards))]
+func (c *rowCache) shard(k []byte) (*rowShard, uint64) {
+	x := maphash.Bytes(c.seed, k)
+	return &c.shards[x%uint64(len(c.shards))], x
 }
 
 // get returns the cached row of k, and the shard's generation to pass to
 // fill on a miss.
 func (c *rowCache) get(k []byte) (row cachedRow, hit bool, gen uint64) {
-	s := c.shard(k)
+	s, x := c.shard(k)
 	s.mu.RLock()
-	row, hit = s.m[string(k)]
+	e, ok := s.m[x]
 	gen = s.gen
 	s.mu.RUnlock()
-	return row, hit, gen
+	if !ok || e.key != string(k) {
+		return cachedRow{}, false, gen
+	}
+	return e.row, true, gen
 }
 
 // fill installs v (nil: absent) for k, read at generation gen.
@@ -77,7 +90,7 @@ func (c *rowCache) fill(k, v []byte, gen uint64) {
 	if len(v) > maxCachedValue {
 		return
 	}
-	s := c.shard(k)
+	s, x := c.shard(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.gen != gen || s.pending > 0 {
@@ -93,7 +106,7 @@ func (c *rowCache) fill(k, v []byte, gen uint64) {
 	if v != nil {
 		row.v = append([]byte(nil), v...)
 	}
-	s.m[string(k)] = row
+	s.m[x] = slot{string(k), row}
 }
 
 // written is a row a transaction wrote: its new value (or absence), and
@@ -108,11 +121,11 @@ type written struct {
 // is installed in their shards until endCommit.
 func (c *rowCache) beginCommit(keys []written) {
 	for _, w := range keys {
-		s := c.shard(w.key)
+		s, x := c.shard(w.key)
 		s.mu.Lock()
 		s.gen++
 		s.pending++
-		delete(s.m, string(w.key))
+		delete(s.m, x) // whichever key holds the slot: dropping is always safe
 		s.mu.Unlock()
 	}
 }
@@ -124,14 +137,14 @@ func (c *rowCache) beginCommit(keys []written) {
 // generation changed and drops its fill. The rows not kept are dropped.
 func (c *rowCache) endCommit(keys []written) {
 	for _, w := range keys {
-		s := c.shard(w.key)
+		s, x := c.shard(w.key)
 		s.mu.Lock()
 		s.gen++
 		s.pending--
 		if w.keep && len(s.m) < c.perShard {
-			s.m[string(w.key)] = w.row
+			s.m[x] = slot{string(w.key), w.row}
 		} else {
-			delete(s.m, string(w.key))
+			delete(s.m, x)
 		}
 		s.mu.Unlock()
 	}
