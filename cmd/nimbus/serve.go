@@ -27,6 +27,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fl.DurationVar(&cfg.Namespace.LeaseSoftLimit, "lease-soft-limit", cfg.Namespace.LeaseSoftLimit, "after this silence another client may take over a file being written")
 	fl.DurationVar(&cfg.Namespace.LeaseHardLimit, "lease-hard-limit", cfg.Namespace.LeaseHardLimit, "after this silence the server recovers and closes a file being written")
 	cacheMB := fl.Int64("cache-mb", cfg.Store.CacheSize>>20, "store block cache, in MiB")
+	memtableMB := fl.Uint64("memtable-mb", cfg.Store.MemTableSize>>20, "size of one store memtable (and of its write-ahead log), in MiB")
 	level := fl.String("log-level", "info", "log level: debug, info, warn, error")
 	grace := fl.Duration("shutdown-timeout", 30*time.Second, "how long in-flight requests may take on shutdown")
 	if err := fl.Parse(args); err != nil {
@@ -42,6 +43,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 	cfg.Store.CacheSize = *cacheMB << 20
+	cfg.Store.MemTableSize = *memtableMB << 20
 	if cfg.Namespace.LeaseSoftLimit > cfg.Namespace.LeaseHardLimit {
 		cfg.Namespace.LeaseSoftLimit = cfg.Namespace.LeaseHardLimit
 	}
