@@ -3,7 +3,6 @@ package webhdfs
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/nimbus-fs/nimbus/meta"
@@ -23,25 +22,25 @@ var statusKinds = map[int]error{
 
 // decodeError turns an error response into an *meta.OpError of the kind the
 // exception names; the server's message is kept as the detail.
-func decodeError(op, path string, resp *http.Response) error {
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+func decodeError(op, path string, status int, body []byte) error {
+	body = body[:min(len(body), 64<<10)]
 	var re wire.RemoteException
 	if json.Unmarshal(body, &re) == nil && re.RemoteException.Exception != "" {
 		ex := re.RemoteException
 		sentinel, ok := wire.SentinelOf(ex.Exception)
 		if !ok {
 			sentinel = meta.ErrInternal
-			if s, found := statusKinds[resp.StatusCode]; found {
+			if s, found := statusKinds[status]; found {
 				sentinel = s
 			}
 		}
 		return &meta.OpError{Op: op, Path: path, Err: sentinel, Detail: ex.Exception + ": " + ex.Message}
 	}
-	sentinel, ok := statusKinds[resp.StatusCode]
+	sentinel, ok := statusKinds[status]
 	if !ok {
 		sentinel = meta.ErrInternal
 	}
-	detail := resp.Status
+	detail := fmt.Sprintf("%d %s", status, http.StatusText(status))
 	if len(body) > 0 {
 		detail += ": " + string(body[:min(len(body), 200)])
 	}

@@ -2,7 +2,6 @@ package webhdfs
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -143,21 +142,19 @@ func (c *Client) Complete(ctx context.Context, u meta.User, path, _ string) (*me
 // DataNode.
 func (c *Client) Read(ctx context.Context, u meta.User, path string, offset, length int64) ([]byte, error) {
 	const op = "OPEN"
-	resp, err := c.do(ctx, http.MethodGet, c.opURL(path, op, u.Name, "offset", itoa(offset), "length", itoa(length)), nil, op, path)
+	var b []byte
+	keep := func(body []byte) error {
+		b = append([]byte(nil), body[:min(int64(len(body)), max(length, 0))]...)
+		return nil
+	}
+	resp, err := c.do(ctx, http.MethodGet, c.opURL(path, op, u.Name, "offset", itoa(offset), "length", itoa(length)), nil, op, path, keep)
 	if err != nil {
 		return nil, err
 	}
-	if resp.StatusCode == http.StatusTemporaryRedirect {
-		loc := resp.Header.Get("Location")
-		drain(resp)
-		if resp, err = c.do(ctx, http.MethodGet, loc, nil, op, path); err != nil {
+	if resp.status == http.StatusTemporaryRedirect {
+		if _, err := c.do(ctx, http.MethodGet, resp.location, nil, op, path, keep); err != nil {
 			return nil, err
 		}
-	}
-	defer drain(resp)
-	b, err := io.ReadAll(io.LimitReader(resp.Body, length))
-	if err != nil {
-		return nil, opErr(op, path, err)
 	}
 	return b, nil
 }
