@@ -522,16 +522,17 @@ func (t *tx) needExclusive(key []byte) error {
 	return errRetry
 }
 
-// children scans the entries of directory dir (unlocked, one snapshot).
+// children scans the entries of directory dir (unlocked, one snapshot). The
+// inode passed to fn is reused for the next entry: fn copies what it keeps.
 func (t *tx) children(ctx context.Context, dir uint64, startAfter string, limit int, fn func(n *store.Inode) bool) error {
 	start, end := store.ChildrenRange(dir, startAfter)
 	var decErr error
+	var n store.Inode // one for the whole scan: fn must not keep it
 	err := t.st.Scan(ctx, start, end, limit, func(k, v []byte) bool {
-		n := new(store.Inode)
-		if decErr = store.DecodeInode(k, v, n); decErr != nil {
+		if decErr = store.DecodeInode(k, v, &n); decErr != nil {
 			return false
 		}
-		return fn(n)
+		return fn(&n)
 	})
 	if err != nil {
 		return err

@@ -14,24 +14,31 @@ func StatusToProto(s *meta.FileStatus) *api.FileStatus {
 	if s == nil {
 		return nil
 	}
-	return &api.FileStatus{
-		Path:              s.Path,
-		FileId:            s.FileID,
-		Type:              uint32(s.Type),
-		Perm:              uint32(s.Perm),
-		Owner:             s.Owner,
-		Group:             s.Group,
-		Length:            s.Length,
-		Replication:       uint32(s.Replication),
-		BlockSize:         s.BlockSize,
-		Mtime:             s.Mtime,
-		Atime:             s.Atime,
-		ChildrenNum:       s.ChildrenNum,
-		Symlink:           s.Symlink,
-		UnderConstruction: s.UnderConstruction,
-		NsQuota:           s.NsQuota,
-		SpaceQuota:        s.SpaceQuota,
-	}
+	p := &api.FileStatus{}
+	statusToProto(s, p)
+	return p
+}
+
+// statusToProto fills p, which is zero, from s. The fields are set one by
+// one: api.FileStatus holds a lock-free internal state that must not be
+// copied.
+func statusToProto(s *meta.FileStatus, p *api.FileStatus) {
+	p.Path = s.Path
+	p.FileId = s.FileID
+	p.Type = uint32(s.Type)
+	p.Perm = uint32(s.Perm)
+	p.Owner = s.Owner
+	p.Group = s.Group
+	p.Length = s.Length
+	p.Replication = uint32(s.Replication)
+	p.BlockSize = s.BlockSize
+	p.Mtime = s.Mtime
+	p.Atime = s.Atime
+	p.ChildrenNum = s.ChildrenNum
+	p.Symlink = s.Symlink
+	p.UnderConstruction = s.UnderConstruction
+	p.NsQuota = s.NsQuota
+	p.SpaceQuota = s.SpaceQuota
 }
 
 // StatusFromProto converts a wire FileStatus into dst.
@@ -62,8 +69,10 @@ func ListingToProto(l *meta.Listing) *api.Listing {
 		return &api.Listing{}
 	}
 	out := &api.Listing{Remaining: l.Remaining, Entries: make([]*api.FileStatus, len(l.Entries))}
+	statuses := make([]api.FileStatus, len(l.Entries)) // one allocation for the page
 	for i := range l.Entries {
-		out.Entries[i] = StatusToProto(&l.Entries[i])
+		statusToProto(&l.Entries[i], &statuses[i])
+		out.Entries[i] = &statuses[i]
 	}
 	return out
 }
