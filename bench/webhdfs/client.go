@@ -123,7 +123,6 @@ func (c *Client) opURL(path, op, user string, kv ...string) string {
 type response struct {
 	status   int
 	location string // of a redirect
-	body     []byte // owned by the caller
 }
 
 // do sends one request and returns the answer when its status is 2xx or
