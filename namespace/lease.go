@@ -203,11 +203,11 @@ func (e *Engine) recoverLease(ctx context.Context, l store.Lease) error {
 		if err != nil {
 			return err
 		}
-		t.modes[hintKey{l.Parent, l.Name}] = store.Exclusive
+		t.rows.setMode(hintKey{l.Parent, l.Name}, store.Exclusive)
 		if err := t.cacheRow(key, vals[0]); err != nil {
 			return err
 		}
-		n := t.rows[hintKey{l.Parent, l.Name}]
+		n := t.rows.get(hintKey{l.Parent, l.Name})
 		if n == nil || n.ID != l.ID || n.LeaseHolder != l.Holder {
 			return nil // closed, renamed or deleted meanwhile: its own transaction fixed the lease row
 		}

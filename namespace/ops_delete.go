@@ -112,8 +112,8 @@ func (t *tx) lockSubtree(ctx context.Context, op, path string, n *store.Inode, m
 				return nil, use, err
 			}
 			parent, name, _ := store.DecodeInodeKey(r.Key)
-			c := t.rows[hintKey{parent, name}]
-			t.modes[hintKey{parent, name}] = mode
+			c := t.rows.get(hintKey{parent, name})
+			t.rows.setMode(hintKey{parent, name}, mode)
 			nodes = append(nodes, c)
 			use.add(c)
 			if c.Type == meta.TypeDir {

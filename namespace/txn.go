@@ -35,12 +35,12 @@ type tx struct {
 	super  bool
 	now    int64 // ms, one clock reading per attempt
 
-	rows   map[hintKey]*store.Inode // every row read or written, by key (nil: absent)
-	modes  map[hintKey]store.Mode   // the mode each key was locked in
-	dirty  map[string]*store.Inode  // rows to write at commit (nil: delete)
-	chunks map[string][]byte        // content chunks written by this transaction
-	after  []func()                 // run once the transaction committed
-	undo   []func()                 // run if it did not
+	rows   rowTable                // every row read or written, and its lock mode
+	rowBuf [12]rowEntry            // rows' first entries, without an allocation of their own
+	dirty  map[string]*store.Inode // rows to write at commit (nil: delete)
+	chunks map[string][]byte       // content chunks written by this transaction
+	after  []func()                // run once the transaction committed
+	undo   []func()                // run if it did not
 }
 
 // run executes fn as one transaction, restarting it when it asks for a retry
@@ -81,8 +81,8 @@ func (e *Engine) attempt(ctx context.Context, op *opState, user string, groups [
 	}
 	defer st.Rollback()
 	t := &tx{e: e, st: st, op: op, user: user, groups: groups, super: super,
-		now: e.cfg.Now().UnixMilli(), rows: make(map[hintKey]*store.Inode, 8),
-		modes: make(map[hintKey]store.Mode, 8)}
+		now: e.cfg.Now().UnixMilli()}
+	t.rows.list = t.rowBuf[:0]
 	err = fn(t)
 	if err == nil && len(t.dirty) > 0 {
 		if err = t.flush(); err == nil {
@@ -259,7 +259,7 @@ func (t *tx) resolve(ctx context.Context, wants ...want) ([]*resolved, error) {
 		return nil, err
 	}
 	for i, k := range ks {
-		t.modes[k.hk] = k.req.Mode
+		t.rows.setMode(k.hk, k.req.Mode)
 		if err := t.cacheRowAt(k.hk, vals[i]); err != nil {
 			return nil, err
 		}
@@ -338,14 +338,14 @@ func (t *tx) guess(ctx context.Context, w want) (plan, error) {
 func (t *tx) validate(p *plan) (*resolved, error) {
 	n := len(p.comps)
 	r := &resolved{path: p.w.path, comps: p.comps, chain: make([]*store.Inode, n+1)}
-	root := t.rows[hintKey{parent: store.RootParentID}]
+	root := t.rows.get(hintKey{parent: store.RootParentID})
 	if root == nil {
 		return nil, meta.Errorf("resolve", "/", meta.ErrInternal, "the root inode is missing")
 	}
 	r.chain[0] = root
 	last := len(p.keys) - 1
 	for k := 1; k <= last; k++ {
-		row := t.rows[hintKey{binary.BigEndian.Uint64(p.keys[k][1:9]), p.comps[k-1]}]
+		row := t.rows.get(hintKey{binary.BigEndian.Uint64(p.keys[k][1:9]), p.comps[k-1]})
 		r.end = k
 		if row == nil {
 			if k < last {
@@ -390,14 +390,14 @@ func (t *tx) cacheRow(key, val []byte) error {
 
 func (t *tx) cacheRowAt(hk hintKey, val []byte) error {
 	if val == nil {
-		t.rows[hk] = nil
+		t.rows.set(hk, nil)
 		return nil
 	}
 	n := new(store.Inode)
 	if err := store.DecodeInodeValue(hk.parent, hk.name, val, n); err != nil {
 		return err
 	}
-	t.rows[hk] = n
+	t.rows.set(hk, n)
 	if n.Type == meta.TypeDir {
 		t.e.hints.put(n.Parent, n.Name, n.ID)
 	}
@@ -411,7 +411,7 @@ func (t *tx) put(n *store.Inode) {
 		t.dirty = make(map[string]*store.Inode, 4)
 	}
 	t.dirty[string(n.Key())] = n
-	t.rows[hintKey{n.Parent, n.Name}] = n
+	t.rows.set(hintKey{n.Parent, n.Name}, n)
 }
 
 // del records n's row to be deleted at commit.
@@ -420,7 +420,7 @@ func (t *tx) del(n *store.Inode) {
 		t.dirty = make(map[string]*store.Inode, 4)
 	}
 	t.dirty[string(n.Key())] = nil
-	t.rows[hintKey{n.Parent, n.Name}] = nil
+	t.rows.set(hintKey{n.Parent, n.Name}, nil)
 	t.e.hints.drop(n.Parent, n.Name)
 }
 
@@ -478,9 +478,9 @@ func (t *tx) checkWriteLocks() error {
 		}
 		if xdirs == nil {
 			xdirs = make(map[uint64]bool)
-			for hk, row := range t.rows {
-				if row != nil && t.modes[hk] == store.Exclusive {
-					xdirs[row.ID] = true
+			for _, r := range t.rows.list {
+				if r.n != nil && r.mode == store.Exclusive {
+					xdirs[r.n.ID] = true
 				}
 			}
 			for grew := true; grew; { // new directories below those, level by level
@@ -506,11 +506,11 @@ func (t *tx) checkWriteLocks() error {
 // exclusively.
 func (t *tx) lockedExclusive(key []byte) bool {
 	parent, name, ok := store.DecodeInodeKey(key)
-	return ok && t.modes[hintKey{parent, name}] == store.Exclusive
+	return ok && t.rows.mode(hintKey{parent, name}) == store.Exclusive
 }
 
 // mode returns the lock mode key was read in (ReadCommitted if not read).
-func (t *tx) mode(n *store.Inode) store.Mode { return t.modes[hintKey{n.Parent, n.Name}] }
+func (t *tx) mode(n *store.Inode) store.Mode { return t.rows.mode(hintKey{n.Parent, n.Name}) }
 
 // needExclusive records that key must be locked exclusive from the start and
 // restarts the operation: HopsFS never upgrades a lock in place.

@@ -1,0 +1,78 @@
+package namespace
+
+import "github.com/nimbus-fs/nimbus/store"
+
+// rowTable is a transaction's view of the inode rows it touched: each row
+// read or written (nil: absent) and the lock mode it was read in. An
+// operation touches a handful of rows (a rename of two depth-7 paths, about
+// ten), which a short slice finds faster than a map hashes a (parent, name)
+// key; past rowTableLinear rows (a recursive delete, a content summary) an
+// index takes over.
+type rowTable struct {
+	list []rowEntry
+	idx  map[hintKey]int // nil until the list outgrows rowTableLinear
+}
+
+type rowEntry struct {
+	hk   hintKey
+	n    *store.Inode // nil: absent, or only locked so far
+	mode store.Mode   // ReadCommitted when never locked
+}
+
+const rowTableLinear = 16
+
+func (r *rowTable) find(hk hintKey) int {
+	if r.idx != nil {
+		if i, ok := r.idx[hk]; ok {
+			return i
+		}
+		return -1
+	}
+	for i := range r.list {
+		if r.list[i].hk.parent == hk.parent && r.list[i].hk.name == hk.name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (r *rowTable) entry(hk hintKey) *rowEntry {
+	if i := r.find(hk); i >= 0 {
+		return &r.list[i]
+	}
+	r.list = append(r.list, rowEntry{hk: hk})
+	switch {
+	case r.idx != nil:
+		r.idx[hk] = len(r.list) - 1
+	case len(r.list) > rowTableLinear:
+		r.idx = make(map[hintKey]int, 2*len(r.list))
+		for i := range r.list {
+			r.idx[r.list[i].hk] = i
+		}
+	}
+	return &r.list[len(r.list)-1]
+}
+
+// get returns the row of hk (nil if absent or never read).
+func (r *rowTable) get(hk hintKey) *store.Inode {
+	if i := r.find(hk); i >= 0 {
+		return r.list[i].n
+	}
+	return nil
+}
+
+// set records n (nil: absent) as hk's row.
+func (r *rowTable) set(hk hintKey, n *store.Inode) {
+	r.entry(hk).n = n
+}
+
+// mode returns the mode hk was locked in (ReadCommitted if never).
+func (r *rowTable) mode(hk hintKey) store.Mode {
+	if i := r.find(hk); i >= 0 {
+		return r.list[i].mode
+	}
+	return store.ReadCommitted
+}
+
+// setMode records that hk is locked in m.
+func (r *rowTable) setMode(hk hintKey, m store.Mode) { r.entry(hk).mode = m }
