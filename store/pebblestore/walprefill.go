@@ -61,8 +61,13 @@ func (p *prefillFile) Write(b []byte) (int, error) {
 	}
 	p.written = end
 	p.filled = max(p.filled, end)
+	// Wake the filler only when the lead fell under its mark: a wake-up per
+	// write would cost a goroutine switch per WAL write for nothing.
+	wake := !p.filling && p.filled-p.written < p.ahead
 	p.mu.Unlock()
-	p.cond.Broadcast() // the filler may be waiting for room
+	if wake {
+		p.cond.Broadcast()
+	}
 	return p.File.Write(b)
 }
 
