@@ -235,8 +235,7 @@ for stage in build servers prepare echo compare hot issue2 bigdir plot report st
     echo)
       need_servers
       # A server started a minute ago (HDFS's JIT, Nimbus's caches) is not the server the later stages
-      # measure: warm each target up with ${WARMUP} of stats first, unmeasured. (The third run, whose
-      # figures docs/BENCHMARKS.md shows, had no warm-up: HDFS's echo at 1-4 clients was understated.)
+      # measure: warm each target up with ${WARMUP} of stats first, unmeasured (from the fourth run on).
       for t in "${TARGETS[@]}"; do
         [[ -s "$OUT/echo-$(tname "$t").json" && -z "${FORCE:-}" ]] && continue
         log "warm-up $t: stat, 16 clients, $WARMUP"
