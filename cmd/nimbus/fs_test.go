@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -147,4 +148,24 @@ func FuzzParseInvocation(f *testing.F) {
 			t.Fatalf("%q: %d arguments for %s", line, n, inv.cmd.name)
 		}
 	})
+}
+
+// TestServeRejectsBadStoreSizes: a store size flag out of range is a usage
+// error naming the flag, before anything is opened.
+func TestServeRejectsBadStoreSizes(t *testing.T) {
+	for _, args := range [][]string{
+		{"--memtable-mb", "0"},
+		{"--memtable-mb", "4096"},
+		{"--cache-mb", "-1"},
+	} {
+		var stdout, stderr bytes.Buffer
+		dir := t.TempDir()
+		code := cmdServe(context.Background(), append([]string{"--data", dir}, args...), &stdout, &stderr)
+		if code != 2 || !strings.Contains(stderr.String(), args[0]) {
+			t.Errorf("serve %v: exit %d, stderr %q; want 2 and a message naming %s", args, code, stderr.String(), args[0])
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Errorf("serve %v created %d entries in its data directory", args, len(entries))
+		}
+	}
 }

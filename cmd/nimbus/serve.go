@@ -42,6 +42,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "nimbus serve: bad -log-level %q\n", *level)
 		return 2
 	}
+	if *cacheMB < 0 {
+		fmt.Fprintf(stderr, "nimbus serve: bad --cache-mb %d: want 0 or more\n", *cacheMB)
+		return 2
+	}
+	if *memtableMB < 1 || *memtableMB >= 4<<10 {
+		fmt.Fprintf(stderr, "nimbus serve: bad --memtable-mb %d: want 1 to 4095\n", *memtableMB)
+		return 2
+	}
 	cfg.Store.CacheSize = *cacheMB << 20
 	cfg.Store.MemTableSize = *memtableMB << 20
 	if cfg.Namespace.LeaseSoftLimit > cfg.Namespace.LeaseHardLimit {
