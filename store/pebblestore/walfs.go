@@ -29,20 +29,17 @@ func (fs walCountingFS) wrap(name string, f vfs.File, err error) (vfs.File, erro
 	return walFile{File: f, syncs: fs.syncs}, nil
 }
 
-// wrapForWrite wraps a log about to be written from its start; size is
-// what the file already holds.
+// wrapForWrite wraps a file about to be written from its start: a log is
+// prefilled (when prefill > 0) under the sync counting of wrap.
 func (fs walCountingFS) wrapForWrite(name string, f vfs.File, err error) (vfs.File, error) {
-	if err != nil || !isWAL(name) {
-		return f, err
-	}
-	if fs.prefill > 0 {
-		var size int64
+	if err == nil && fs.prefill > 0 && isWAL(name) {
+		var size int64 // what the file already holds (a recycled log)
 		if fi, err := f.Stat(); err == nil {
 			size = fi.Size()
 		}
 		f = newPrefillFile(f, size, fs.prefill)
 	}
-	return walFile{File: f, syncs: fs.syncs}, nil
+	return fs.wrap(name, f, err)
 }
 
 func (fs walCountingFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
