@@ -11,6 +11,7 @@ import "github.com/nimbus-fs/nimbus/store"
 type rowTable struct {
 	list []rowEntry
 	idx  map[hintKey]int // nil until the list outgrows rowTableLinear
+	buf  [12]rowEntry    // the list's first entries, without an allocation of their own
 }
 
 type rowEntry struct {
@@ -29,7 +30,7 @@ func (r *rowTable) find(hk hintKey) int {
 		return -1
 	}
 	for i := range r.list {
-		if r.list[i].hk.parent == hk.parent && r.list[i].hk.name == hk.name {
+		if r.list[i].hk == hk {
 			return i
 		}
 	}
@@ -39,6 +40,9 @@ func (r *rowTable) find(hk hintKey) int {
 func (r *rowTable) entry(hk hintKey) *rowEntry {
 	if i := r.find(hk); i >= 0 {
 		return &r.list[i]
+	}
+	if r.list == nil {
+		r.list = r.buf[:0]
 	}
 	r.list = append(r.list, rowEntry{hk: hk})
 	switch {

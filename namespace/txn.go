@@ -36,7 +36,6 @@ type tx struct {
 	now    int64 // ms, one clock reading per attempt
 
 	rows   rowTable                // every row read or written, and its lock mode
-	rowBuf [12]rowEntry            // rows' first entries, without an allocation of their own
 	dirty  map[string]*store.Inode // rows to write at commit (nil: delete)
 	chunks map[string][]byte       // content chunks written by this transaction
 	after  []func()                // run once the transaction committed
@@ -82,7 +81,6 @@ func (e *Engine) attempt(ctx context.Context, op *opState, user string, groups [
 	defer st.Rollback()
 	t := &tx{e: e, st: st, op: op, user: user, groups: groups, super: super,
 		now: e.cfg.Now().UnixMilli()}
-	t.rows.list = t.rowBuf[:0]
 	err = fn(t)
 	if err == nil && len(t.dirty) > 0 {
 		if err = t.flush(); err == nil {
