@@ -14,6 +14,7 @@ type metrics struct {
 
 	rowCacheHits, rowCacheMisses prometheus.Counter
 	durableWaits                 prometheus.Counter
+	scanSkipped, scanFlushes     prometheus.Counter
 }
 
 func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
@@ -37,6 +38,14 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "nimbus", Subsystem: "pebblestore", Name: "durable_waits_total",
 			Help: "Transactions that wrote nothing but waited for a WAL sync, because a commit they may have read from was not synced yet.",
 		}),
+		scanSkipped: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "pebblestore", Name: "scan_skipped_entries_total",
+			Help: "Entries scans stepped over without returning them (tombstones, overwritten versions).",
+		}),
+		scanFlushes: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "pebblestore", Name: "scan_flushes_total",
+			Help: "Memtable flushes started because a scan stepped over too many dead entries.",
+		}),
 	}
 	if reg != nil {
 		for i, c := range m.collectors() {
@@ -52,7 +61,7 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.commitSeconds, m.pebble, m.rowCacheHits, m.rowCacheMisses, m.durableWaits}
+	return []prometheus.Collector{m.commitSeconds, m.pebble, m.rowCacheHits, m.rowCacheMisses, m.durableWaits, m.scanSkipped, m.scanFlushes}
 }
 
 func (m *metrics) unregister() {

@@ -36,6 +36,10 @@ type Options struct {
 	// kept written (zeros) and synced ahead of the log's writer, so that a
 	// commit's fsync does not grow the file (walprefill.go). 0 disables it.
 	WALPrefill int64
+	// ScanFlushTrigger: a scan that steps over this many dead entries
+	// (tombstones, overwritten versions) makes the store flush its
+	// memtables, rate-limited (scanwaste.go). 0 disables it.
+	ScanFlushTrigger int
 	// Logger receives Pebble's log and the store's own events. Nil: discarded.
 	Logger *slog.Logger
 	// Registerer receives the store's metrics (metrics.go) and the lock
@@ -48,13 +52,14 @@ type Options struct {
 // write-ahead log prefilled.
 func DefaultOptions() Options {
 	return Options{
-		CacheSize:       256 << 20,
-		MemTableSize:    64 << 20,
-		LockWaitMax:     10 * time.Second,
-		LockShards:      64,
-		IDPrefetch:      1024,
-		RowCacheEntries: 1 << 20,
-		WALPrefill:      4 << 20,
+		CacheSize:        256 << 20,
+		MemTableSize:     64 << 20,
+		LockWaitMax:      10 * time.Second,
+		LockShards:       64,
+		IDPrefetch:       1024,
+		RowCacheEntries:  1 << 20,
+		WALPrefill:       4 << 20,
+		ScanFlushTrigger: 1024,
 	}
 }
 
@@ -70,6 +75,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: MemTableSize = %d, want [1 MB, 4 GB)", ErrOptions, o.MemTableSize)
 	case o.LockWaitMax <= 0:
 		return fmt.Errorf("%w: LockWaitMax = %v, want > 0", ErrOptions, o.LockWaitMax)
+	case o.ScanFlushTrigger < 0:
+		return fmt.Errorf("%w: ScanFlushTrigger = %d, want >= 0", ErrOptions, o.ScanFlushTrigger)
 	case o.WALPrefill < 0:
 		return fmt.Errorf("%w: WALPrefill = %d, want >= 0", ErrOptions, o.WALPrefill)
 	case o.LockShards <= 0 || o.LockShards&(o.LockShards-1) != 0:

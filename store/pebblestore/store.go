@@ -49,6 +49,11 @@ type Store struct {
 	pendingKeys *unsyncedKeys // the keys of those commits
 	commits     atomic.Uint64 // transactions that wrote and synced
 	walSyncs    atomic.Uint64 // counted by walCountingFS
+
+	scanFlush struct { // scanwaste.go
+		last      atomic.Int64  // unix ns of the last flush a scan asked for
+		writtenAt atomic.Uint64 // WAL bytes in when that flush started
+	}
 }
 
 // counter is the in-memory position of one id counter: ids in [next, limit)

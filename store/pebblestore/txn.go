@@ -123,6 +123,7 @@ func (t *txn) Scan(ctx context.Context, start, end []byte, limit int, fn func(k,
 			break
 		}
 	}
+	t.s.noteScanWaste(it)
 	if err := it.Close(); err != nil {
 		return fmt.Errorf("pebblestore: scan: %w", err)
 	}
