@@ -64,8 +64,8 @@ func (c MicroConfig) Validate() error {
 	return nil
 }
 
-func (c MicroConfig) run(clients int) RunConfig {
-	return RunConfig{Clients: clients, Duration: c.Duration, OpsPerClient: c.OpsPerClient}
+func (c MicroConfig) runOn(env *Env, clients int) RunConfig {
+	return RunConfig{Clients: clients, Duration: c.Duration, OpsPerClient: c.OpsPerClient, Probe: env.serverProbe()}
 }
 
 // LoadTree rebuilds the tree prepared under root from its manifest. The error
@@ -100,7 +100,7 @@ func Micro(ctx context.Context, env *Env, cfg MicroConfig, tree *Tree, progress 
 	for _, clients := range cfg.Clients {
 		var echo float64
 		if cfg.Echo {
-			m, err := Run(ctx, cfg.run(clients), func(int) Op { return OpFunc(env.FS.Echo) })
+			m, err := Run(ctx, cfg.runOn(env, clients), func(int) Op { return OpFunc(env.FS.Echo) })
 			if err != nil {
 				return results, err
 			}
@@ -128,7 +128,7 @@ func microRun(ctx context.Context, env *Env, cfg MicroConfig, tree *Tree, client
 	switch cfg.Op {
 	case "stat", "read", "chmod":
 		pool := filePool(tree, cfg.PoolSize, seed)
-		m, err = Run(ctx, cfg.run(clients), func(i int) Op {
+		m, err = Run(ctx, cfg.runOn(env, clients), func(i int) Op {
 			return &randomFileOp{env: env, op: cfg.Op, pool: pool, rng: rngFor(i), readSize: cfg.ReadSize}
 		})
 	case "ls":
@@ -137,7 +137,7 @@ func microRun(ctx context.Context, env *Env, cfg MicroConfig, tree *Tree, client
 		for i := 0; i < tree.NumDirs(); i++ {
 			dirs = append(dirs, tree.DirPath(i))
 		}
-		m, err = Run(ctx, cfg.run(clients), func(i int) Op {
+		m, err = Run(ctx, cfg.runOn(env, clients), func(i int) Op {
 			return &listOp{env: env, dirs: dirs, rng: rngFor(i), limit: cfg.ListLimit}
 		})
 	case "create", "mkdir":
@@ -156,7 +156,7 @@ func microRun(ctx context.Context, env *Env, cfg MicroConfig, tree *Tree, client
 				break
 			}
 		}
-		m, err = Run(ctx, cfg.run(clients), func(i int) Op {
+		m, err = Run(ctx, cfg.runOn(env, clients), func(i int) Op {
 			return &newEntryOp{env: env, mkdir: cfg.Op == "mkdir", dir: dirOf(i), prefix: "n" + strconv.Itoa(i) + "-"}
 		})
 		if !cfg.Keep {
@@ -167,7 +167,7 @@ func microRun(ctx context.Context, env *Env, cfg MicroConfig, tree *Tree, client
 	case "delete", "rename":
 		perm := rand.New(rand.NewPCG(seed, 0)).Perm(tree.NumFiles())
 		ops := make([]*treeChangeOp, clients)
-		m, err = Run(ctx, cfg.run(clients), func(i int) Op {
+		m, err = Run(ctx, cfg.runOn(env, clients), func(i int) Op {
 			var part []int32
 			for j := i; j < len(perm); j += clients {
 				part = append(part, int32(perm[j]))
@@ -416,6 +416,7 @@ func Echo(ctx context.Context, env *Env, run RunConfig, clients []int, warm time
 		return nil, err
 	}
 	var results []Result
+	run.Probe = env.serverProbe()
 	for _, n := range clients {
 		run.Clients = n
 		m, err := Run(ctx, run, func(int) Op { return OpFunc(env.FS.Echo) })

@@ -53,6 +53,12 @@ type Result struct {
 	ErrorSamples   []string      `json:"error_samples,omitempty"` // up to five distinct errors
 	Files          int           `json:"files,omitempty"`         // size of the prepared tree used
 	Bigdir         *BigdirStats  `json:"bigdir,omitempty"`        // bigdir only
+	// The driver's own CPU (this process, all clients) per successful
+	// operation, and what the server counted over the same run when its
+	// metrics endpoint is known (ServerStats).
+	DriverCPUUsPerOp float64      `json:"driver_cpu_us_per_op,omitempty"`
+	Server           *ServerStats `json:"server,omitempty"`
+	ServerError      string       `json:"server_error,omitempty"`
 }
 
 // LatencyMs are latency percentiles in milliseconds, from an HDR histogram
@@ -97,6 +103,14 @@ func NewResult(workload, op string, env *Env, m *Measurement) Result {
 		DurationS:      m.Duration.Seconds(),
 		Series:         m.Series,
 		ErrorSamples:   m.ErrorSamples,
+		Server:         m.Server,
+		ServerError:    m.ServerError,
+	}
+	if m.Ops > 0 {
+		r.DriverCPUUsPerOp = float64(m.DriverCPU.Microseconds()) / float64(m.Ops)
+	}
+	if r.Server != nil && env.Target == "embedded" {
+		r.Server.SharedProcess = true
 	}
 	if r.Series == nil {
 		r.Series = []SecondPoint{}

@@ -38,6 +38,9 @@ type RunConfig struct {
 	OpsPerClient int64
 	// Unbounded runs until every client's Op runs out (prepare, restores).
 	Unbounded bool
+	// Probe, when set, reads the server's counters just before the clients
+	// start and just after they stop (Measurement.Server).
+	Probe *ServerProbe
 }
 
 // Validate reports a run with no bound or no clients.
@@ -71,6 +74,12 @@ type Measurement struct {
 	Series   []SecondPoint           // one point per second of the run
 	// ErrorSamples holds up to five distinct error messages.
 	ErrorSamples []string
+	// DriverCPU is this process's CPU time over the run (all its clients).
+	DriverCPU time.Duration
+	// Server is what RunConfig.Probe read (nil without one, or when a
+	// reading failed: ServerError says why).
+	Server      *ServerStats
+	ServerError string
 }
 
 // Throughput is successful operations per second.
@@ -154,11 +163,22 @@ func Run(ctx context.Context, cfg RunConfig, ops func(client int) Op) (*Measurem
 			}
 		}(clients[i], &stats[i])
 	}
+	var before counters
+	var probeErr error
+	if cfg.Probe != nil {
+		before, probeErr = cfg.Probe.read(ctx)
+	}
+	cpu0 := processCPU()
 	t0 = time.Now()
 	deadline = t0.Add(cfg.Duration)
 	close(start)
 	wg.Wait()
-	m := &Measurement{Clients: cfg.Clients, Duration: time.Since(t0), Hist: hdrhistogram.New(histMinUs, histMaxUs, histSig)}
+	m := &Measurement{Clients: cfg.Clients, Duration: time.Since(t0), Hist: hdrhistogram.New(histMinUs, histMaxUs, histSig),
+		DriverCPU: processCPU() - cpu0}
+	var after counters
+	if cfg.Probe != nil && probeErr == nil {
+		after, probeErr = cfg.Probe.read(ctx)
+	}
 	seen := map[string]bool{}
 	for i := range stats {
 		st := &stats[i]
@@ -178,6 +198,12 @@ func Run(ctx context.Context, cfg RunConfig, ops func(client int) Op) (*Measurem
 				m.ErrorSamples = append(m.ErrorSamples, e)
 			}
 		}
+	}
+	switch {
+	case probeErr != nil:
+		m.ServerError = probeErr.Error()
+	case cfg.Probe != nil:
+		m.Server = cfg.Probe.stats(before, after, m.Ops)
 	}
 	if err := ctx.Err(); err != nil {
 		return m, fmt.Errorf("bench: run interrupted: %w", err)

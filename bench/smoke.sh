@@ -60,6 +60,14 @@ for op in ops:
     assert all(r["ops"] > 0 for r in got), f"{op}: no operations"
     if workload == "micro" and op != "echo":
         assert all(r.get("echo_fraction", 0) > 0 for r in got), f"{op}: no echo_fraction"
+    if workload in ("micro", "echo"):
+        for r in got:
+            assert r.get("driver_cpu_us_per_op", 0) > 0, f"{op}: no driver_cpu_us_per_op"
+            srv = r.get("server")
+            assert srv and srv["cpu_s"] >= 0 and not r.get("server_error"), f"{op}: server counters: {srv} {r.get('server_error')}"
+            # the embedded target is a real Nimbus with its store (a TARGET may be the fake server)
+            if op in ("create", "mkdir", "delete", "rename", "chmod") and r["target"] == "embedded":
+                assert srv.get("commits", 0) > 0 and srv.get("log_syncs", 0) > 0 and srv.get("commit_ms_mean", 0) > 0, f"{op}: no commits counted: {srv}"
     if workload == "bigdir":
         b = got[0]["bigdir"]
         assert b["entries"] > 0 and b["first_page_ms"] >= 0 and b["total_s"] > 0, f"bigdir stats {b}"

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/nimbus-fs/nimbus/meta"
 )
@@ -35,6 +36,16 @@ type Env struct {
 	MetricsURL string    // Prometheus text endpoint of the server, or a JMX /jmx URL; "" when unknown
 	User       meta.User // the caller of every operation
 	Client     string    // lease holder name passed to Create
+
+	probe     *ServerProbe
+	probeOnce sync.Once
+}
+
+// serverProbe reads the server's counters around measured runs (nil when
+// MetricsURL is empty).
+func (e *Env) serverProbe() *ServerProbe {
+	e.probeOnce.Do(func() { e.probe = NewServerProbe(e.MetricsURL) })
+	return e.probe
 }
 
 // Validate reports a missing field.
