@@ -372,6 +372,23 @@ for op in OPS:
                 lat.append("–"); frac.append("–")
         print(f"| {c} | {' | '.join(lat)} | {' | '.join(frac)} |")
     print()
+    if any(r.get("server") for v in res.values() for r in v.values()):
+        print("CPU per operation, µs, from each server's own counters over the same runs (HDFS: the NameNode's"
+              + (", without the DataNode that serves the bytes" if op == "read" else "")
+              + "), and the driver's; Nimbus's durable commits per WAL fsync:\n")
+        print("| clients | Nimbus RPC server | Nimbus WebHDFS server | HDFS WebHDFS NameNode | driver (Nimbus RPC / WebHDFS / HDFS) | commits per fsync (RPC / WebHDFS) |")
+        print("|---:|---:|---:|---:|---:|---:|")
+        for c in clients:
+            srv, drv, cps = [], [], []
+            for s in SYS:
+                r = res[s].get(c) or {}
+                v = r.get("server") or {}
+                srv.append(f2(v.get("cpu_us_per_op")) if v.get("cpu_us_per_op") else "–")
+                drv.append(f2(r.get("driver_cpu_us_per_op")) if r.get("driver_cpu_us_per_op") else "–")
+                if s != "hdfs-webhdfs":
+                    cps.append(f"{v['commits']/v['log_syncs']:.1f}" if v.get("log_syncs") else "–")
+            print(f"| {c} | {' | '.join(srv)} | {' / '.join(drv)} | {' / '.join(cps)} |")
+        print()
     summary.append((op, rr, rw, res, nn))
 
 print("## Targets of issue 11\n")
