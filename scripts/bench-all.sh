@@ -406,6 +406,18 @@ for op, rr, rw, res, nn in summary:
         return f"**partly**: met at {', '.join(map(str, ok))}; not at {', '.join(str(c) for c, a in lst if a < tgt)}"
     print(f"| {op} | {srr} | {'≥ %d×' % tr if tr else '–'} | {met(rr, tr) if tr and rr else ('–' if not tr else 'not measured')} | {srw} | ≥ 1.5× | {met(rw, 1.5)} |")
 print()
+print("## One-client write ceilings: 1 / (echo round trip + mean durable commit), same run\n")
+print("| op | HDFS RPC, 1 client | 2× that | Nimbus RPC echo round trip | Nimbus mean durable commit | ceiling | Nimbus RPC measured |")
+print("|---|---:|---:|---:|---:|---:|---:|")
+e1 = echo["nimbus-rpc"].get(1, {}).get("throughput_ops_s")
+for op in ["create", "mkdir", "delete", "rename", "chmod"]:
+    r = by_clients(load(f"{D}/micro-{op}-nimbus-rpc.json")).get(1)
+    if not (e1 and r and (r.get("server") or {}).get("commit_ms_mean")):
+        continue
+    rtt, cm = 1e6 / e1, r["server"]["commit_ms_mean"] * 1000
+    h = nnt(op).get(1, {}).get("ops_per_s")
+    print(f"| {op} | {f0(h)} | {f0(2*h) if h else '–'} | {rtt:.0f} µs | {cm:.0f} µs | {f0(1e6/(rtt+cm))} | {f0(r['throughput_ops_s'])} |")
+print()
 print("## Hot directory: create, every client in one directory (ops/s, p50 / p99 ms)\n")
 hot = {s: by_clients(load(f"{D}/hot-create-{s}.json")) for s in SYS}
 cre = {s: by_clients(load(f"{D}/micro-create-{s}.json")) for s in SYS}
