@@ -23,18 +23,11 @@ type MemSample struct {
 // endpoint (/jmx?qry=java.lang:type=Memory: HeapMemoryUsage.used, the Java
 // heap, since the JVM publishes no resident set there).
 func SampleMemory(ctx context.Context, hc *http.Client, url string) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, fmt.Errorf("bench: memory sample: %w", err)
-	}
-	resp, err := hc.Do(req)
+	resp, err := getOK(ctx, hc, url)
 	if err != nil {
 		return 0, fmt.Errorf("bench: memory sample: %w", err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("bench: memory sample: %s answered %s", url, resp.Status)
-	}
 	if strings.Contains(url, "/jmx") {
 		var jmx struct {
 			Beans []struct {
@@ -115,4 +108,24 @@ func (s *memSampler) Stop() ([]MemSample, error) {
 	return s.samples, s.err
 }
 
+// httpClientForSamples reads servers' metrics endpoints (memory samples,
+// ServerProbe).
 var httpClientForSamples = &http.Client{Timeout: 5 * time.Second}
+
+// getOK GETs url and returns the response if it is 200 OK; the caller
+// closes its body.
+func getOK(ctx context.Context, hc *http.Client, url string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s answered %s", url, resp.Status)
+	}
+	return resp, nil
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net/http"
 	"strings"
 	"syscall"
 	"time"
@@ -43,7 +42,6 @@ type counters struct {
 // /jmx?... of the server: the OperatingSystem bean is read).
 type ServerProbe struct {
 	URL string
-	hc  *http.Client
 }
 
 // NewServerProbe returns nil for an empty URL: no probe. For a JMX URL it
@@ -55,32 +53,16 @@ func NewServerProbe(url string) *ServerProbe {
 	if base, _, ok := strings.Cut(url, "/jmx"); ok {
 		url = base + jmxOS
 	}
-	return &ServerProbe{URL: url, hc: &http.Client{Timeout: 5 * time.Second}}
+	return &ServerProbe{URL: url}
 }
 
 const jmxOS = "/jmx?qry=java.lang:type=OperatingSystem"
-
-func (p *ServerProbe) get(ctx context.Context, url string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := p.hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		return nil, fmt.Errorf("%s answered %s", url, resp.Status)
-	}
-	return resp, nil
-}
 
 func (p *ServerProbe) read(ctx context.Context) (counters, error) {
 	nan := math.NaN()
 	c := counters{nan, nan, nan, nan, nan}
 	if strings.HasSuffix(p.URL, jmxOS) {
-		resp, err := p.get(ctx, p.URL)
+		resp, err := getOK(ctx, httpClientForSamples, p.URL)
 		if err != nil {
 			return c, fmt.Errorf("bench: server counters: %w", err)
 		}
@@ -101,7 +83,7 @@ func (p *ServerProbe) read(ctx context.Context) (counters, error) {
 		}
 		return c, fmt.Errorf("bench: server counters: no ProcessCpuTime at %s", p.URL)
 	}
-	resp, err := p.get(ctx, p.URL)
+	resp, err := getOK(ctx, httpClientForSamples, p.URL)
 	if err != nil {
 		return c, fmt.Errorf("bench: server counters: %w", err)
 	}

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/nimbus-fs/nimbus/meta"
 )
@@ -36,17 +35,11 @@ type Env struct {
 	MetricsURL string    // Prometheus text endpoint of the server, or a JMX /jmx URL; "" when unknown
 	User       meta.User // the caller of every operation
 	Client     string    // lease holder name passed to Create
-
-	probe     *ServerProbe
-	probeOnce sync.Once
 }
 
 // serverProbe reads the server's counters around measured runs (nil when
 // MetricsURL is empty).
-func (e *Env) serverProbe() *ServerProbe {
-	e.probeOnce.Do(func() { e.probe = NewServerProbe(e.MetricsURL) })
-	return e.probe
-}
+func (e *Env) serverProbe() *ServerProbe { return NewServerProbe(e.MetricsURL) }
 
 // Validate reports a missing field.
 func (e *Env) Validate() error {
