@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -79,6 +80,66 @@ func ChildrenRange(dir uint64, startAfter string) (start, end []byte) {
 	end[0] = tableInode
 	binary.BigEndian.PutUint64(end[1:], dir+1)
 	return start, end
+}
+
+// PartitionID names a partition of the key space: a table byte and the
+// 8-byte id that leads that table's keys (an inode row's parent, a content
+// chunk's or a block's file). A partition's rows are one contiguous range
+// (a directory's entries, a file's chunks or blocks), read by one scan, as
+// an NDB partition-pruned index scan reads them in HopsFS.
+type PartitionID [9]byte
+
+// PartitionOf returns the partition of key k; ok is false for keys of the
+// tables not partitioned by id (counters, metadata, leases).
+func PartitionOf(k []byte) (p PartitionID, ok bool) {
+	if len(k) < len(p) {
+		return p, false
+	}
+	switch k[0] {
+	case tableInode, tableData, tableBlock:
+		copy(p[:], k)
+		return p, true
+	}
+	return p, false
+}
+
+// Covers reports whether every key in [start, end) lies in partition p:
+// start has p as its prefix and end is at most the partition's end.
+func (p PartitionID) Covers(start, end []byte) bool {
+	if len(start) < len(p) || [9]byte(start[:9]) != p {
+		return false
+	}
+	if len(end) == 0 {
+		return false // no upper bound
+	}
+	if len(end) >= len(p) && [9]byte(end[:9]) == p {
+		return true // ends inside the partition
+	}
+	var buf PartitionID
+	return bytes.Compare(end, p.end(&buf)) <= 0
+}
+
+// Whole reports whether [start, end) holds every key of partition p: start
+// is the partition's smallest key and end lies past its last. (With Covers,
+// the range is exactly the partition.)
+func (p PartitionID) Whole(start, end []byte) bool {
+	if len(start) != len(p) || [9]byte(start) != p || len(end) == 0 {
+		return false
+	}
+	return !(len(end) >= len(p) && [9]byte(end[:9]) == p) && bytes.Compare(end, start) > 0
+}
+
+// end returns the smallest key after every key of partition p, built in buf
+// (no allocation on the scan path).
+func (p PartitionID) end(buf *PartitionID) []byte {
+	id := binary.BigEndian.Uint64(p[1:])
+	if id == math.MaxUint64 {
+		buf[0] = p[0] + 1
+		return buf[:1]
+	}
+	buf[0] = p[0]
+	binary.BigEndian.PutUint64(buf[1:], id+1)
+	return buf[:]
 }
 
 // AllInodesRange covers the whole inode table.

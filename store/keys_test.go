@@ -148,3 +148,45 @@ func FuzzInodeKey(f *testing.F) {
 		}
 	})
 }
+
+// TestPartitions: which ranges lie inside one partition, and which are a
+// whole partition, including the last id (whose end is the next table).
+func TestPartitions(t *testing.T) {
+	if _, ok := PartitionOf(CounterKey("inode")); ok {
+		t.Fatal("a counter key has a partition")
+	}
+	if _, ok := PartitionOf([]byte{tableInode, 1}); ok {
+		t.Fatal("a key shorter than a partition id has a partition")
+	}
+	for _, c := range []struct {
+		dir           uint64
+		after         string
+		covers, whole bool
+	}{
+		{7, "", true, true},
+		{7, "x", true, false},
+		{math.MaxUint64, "", true, true},
+		{math.MaxUint64, "x", true, false},
+	} {
+		start, end := ChildrenRange(c.dir, c.after)
+		p, ok := PartitionOf(start)
+		if !ok || p != PartitionID(InodeKey(c.dir, "")) {
+			t.Fatalf("partition of %s: %v %v", FormatKey(start), p, ok)
+		}
+		if got := p.Covers(start, end); got != c.covers {
+			t.Errorf("dir %d after %q: Covers = %v", c.dir, c.after, got)
+		}
+		if got := p.Whole(start, end); got != c.whole {
+			t.Errorf("dir %d after %q: Whole = %v", c.dir, c.after, got)
+		}
+	}
+	p, _ := PartitionOf(InodeKey(7, ""))
+	for _, end := range [][]byte{nil, InodeKey(8, "a"), {tableInode + 1}} {
+		if p.Covers(InodeKey(7, ""), end) {
+			t.Errorf("Covers(%q) reaches past directory 7", end)
+		}
+	}
+	if !p.Covers(InodeKey(7, "a"), InodeKey(7, "m")) || p.Whole(InodeKey(7, "a"), InodeKey(7, "m")) {
+		t.Error("a range inside directory 7: want covered, not whole")
+	}
+}

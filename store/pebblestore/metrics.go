@@ -15,6 +15,7 @@ type metrics struct {
 	rowCacheHits, rowCacheMisses prometheus.Counter
 	durableWaits                 prometheus.Counter
 	scanSkipped, scanFlushes     prometheus.Counter
+	scanCacheHits, scanCacheMiss prometheus.Counter
 }
 
 func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
@@ -46,6 +47,14 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "nimbus", Subsystem: "pebblestore", Name: "scan_flushes_total",
 			Help: "Memtable flushes started because a scan stepped over too many dead entries.",
 		}),
+		scanCacheHits: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "pebblestore", Name: "scan_cache_hits_total",
+			Help: "Scans answered from the cached rows of a partition (a directory's entries, a file's chunks).",
+		}),
+		scanCacheMiss: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "pebblestore", Name: "scan_cache_misses_total",
+			Help: "Scans inside one partition that read Pebble because the partition was not cached.",
+		}),
 	}
 	if reg != nil {
 		for i, c := range m.collectors() {
@@ -61,7 +70,7 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.commitSeconds, m.pebble, m.rowCacheHits, m.rowCacheMisses, m.durableWaits, m.scanSkipped, m.scanFlushes}
+	return []prometheus.Collector{m.commitSeconds, m.pebble, m.rowCacheHits, m.rowCacheMisses, m.durableWaits, m.scanSkipped, m.scanFlushes, m.scanCacheHits, m.scanCacheMiss}
 }
 
 func (m *metrics) unregister() {

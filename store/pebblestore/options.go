@@ -22,6 +22,10 @@ type Options struct {
 	// RowCacheEntries bounds the rows (up to 1 KB each, absent rows
 	// included) kept in memory in front of Pebble; 0 disables the cache.
 	RowCacheEntries int
+	// ScanCacheBytes bounds the memory of the partitions (a directory's
+	// entries, a small file's content) kept in front of Pebble for scans
+	// (scancache.go); 0 disables the cache.
+	ScanCacheBytes int64
 	// IDPrefetch is how many ids AllocateIDs reserves durably ahead of what it
 	// hands out, so that most calls need no fsync. 0 syncs on every call.
 	IDPrefetch uint64
@@ -47,9 +51,10 @@ type Options struct {
 	Registerer prometheus.Registerer
 }
 
-// DefaultOptions returns a 256 MB block cache, 64 MB memtables, a 10 s lock
-// wait limit, 64 lock shards, an id prefetch of 1024 and 4 MB of
-// write-ahead log prefilled.
+// DefaultOptions returns a 256 MB block cache, 64 MB memtables, a row cache
+// of a million rows, 64 MB of cached partitions, a 10 s lock wait limit, 64
+// lock shards, an id prefetch of 1024 and 4 MB of write-ahead log
+// prefilled.
 func DefaultOptions() Options {
 	return Options{
 		CacheSize:        256 << 20,
@@ -58,6 +63,7 @@ func DefaultOptions() Options {
 		LockShards:       64,
 		IDPrefetch:       1024,
 		RowCacheEntries:  1 << 20,
+		ScanCacheBytes:   64 << 20,
 		WALPrefill:       4 << 20,
 		ScanFlushTrigger: 1024,
 	}
@@ -75,6 +81,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: MemTableSize = %d, want [1 MB, 4 GB)", ErrOptions, o.MemTableSize)
 	case o.LockWaitMax <= 0:
 		return fmt.Errorf("%w: LockWaitMax = %v, want > 0", ErrOptions, o.LockWaitMax)
+	case o.ScanCacheBytes < 0:
+		return fmt.Errorf("%w: ScanCacheBytes = %d, want >= 0", ErrOptions, o.ScanCacheBytes)
 	case o.ScanFlushTrigger < 0:
 		return fmt.Errorf("%w: ScanFlushTrigger = %d, want >= 0", ErrOptions, o.ScanFlushTrigger)
 	case o.WALPrefill < 0:

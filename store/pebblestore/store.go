@@ -41,7 +41,8 @@ type Store struct {
 		counters map[string]*counter
 	}
 
-	rows *rowCache // nil when Options.RowCacheEntries is 0
+	rows  *rowCache  // nil when Options.RowCacheEntries is 0
+	scans *scanCache // nil when Options.ScanCacheBytes is 0
 
 	// unsynced counts commits whose batch may be visible but not yet
 	// synced (early lock release, txn.go).
@@ -79,7 +80,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref() // the DB holds its own reference
-	s := &Store{dir: dir, locks: locks, log: log, opts: opts, rows: newRowCache(opts.RowCacheEntries), pendingKeys: newUnsyncedKeys()}
+	s := &Store{dir: dir, locks: locks, log: log, opts: opts, rows: newRowCache(opts.RowCacheEntries), scans: newScanCache(opts.ScanCacheBytes), pendingKeys: newUnsyncedKeys()}
 	db, err := pebble.Open(dir, pebbleOptions(opts, cache, log, &s.walSyncs))
 	if err != nil {
 		locks.Unregister()

@@ -101,12 +101,35 @@ func (t *txn) Scan(ctx context.Context, start, end []byte, limit int, fn func(k,
 			t.mustSync = true
 		}
 	}()
+	// A range inside one partition is answered from the scan cache when the
+	// partition is there; a scan of a whole partition fills it.
+	var (
+		pid     store.PartitionID
+		gen     uint64
+		builder *partitionBuilder
+	)
+	if c := t.s.scans; c != nil {
+		var ok bool
+		if pid, ok = store.PartitionOf(start); ok && pid.Covers(start, end) {
+			var part *partition
+			if part, gen = c.get(pid); part != nil {
+				t.s.metrics.scanCacheHits.Inc()
+				part.scan(start, end, limit, fn)
+				return nil
+			}
+			t.s.metrics.scanCacheMiss.Inc()
+			if pid.Whole(start, end) {
+				builder = &partitionBuilder{maxRows: c.maxRows}
+			}
+		}
+	}
 	it, err := t.s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: start, UpperBound: end})
 	if err != nil {
 		return fmt.Errorf("pebblestore: scan: %w", err)
 	}
 	n := 0
-	for valid := it.First(); valid; valid = it.Next() {
+	valid := it.First()
+	for ; valid; valid = it.Next() {
 		if n&255 == 255 {
 			if err := ctx.Err(); err != nil {
 				_ = it.Close()
@@ -119,6 +142,9 @@ func (t *txn) Scan(ctx context.Context, start, end []byte, limit int, fn func(k,
 			return fmt.Errorf("pebblestore: scan %s: %w", store.FormatKey(it.Key()), err)
 		}
 		n++
+		if builder != nil && !builder.add(it.Key(), v) {
+			builder = nil
+		}
 		if !fn(it.Key(), v) || (limit > 0 && n >= limit) {
 			break
 		}
@@ -126,6 +152,13 @@ func (t *txn) Scan(ctx context.Context, start, end []byte, limit int, fn func(k,
 	t.s.noteScanWaste(it)
 	if err := it.Close(); err != nil {
 		return fmt.Errorf("pebblestore: scan: %w", err)
+	}
+	// Installed only when the iterator ran off the partition's end: then
+	// the builder holds all of it.
+	if builder != nil && !valid {
+		if part := builder.finish(); part != nil {
+			t.s.scans.fill(pid, part, gen)
+		}
 	}
 	return nil
 }
@@ -220,6 +253,9 @@ func (t *txn) Commit(ctx context.Context) error {
 	if t.s.rows != nil {
 		t.s.rows.beginCommit(t.keys) // before and after the batch becomes visible: see rowCache
 	}
+	if t.s.scans != nil {
+		t.s.scans.beginCommit(t.keys) // likewise: see scanCache
+	}
 	var err error
 	if early {
 		err = t.s.db.ApplyNoSyncWait(t.batch, pebble.Sync)
@@ -228,6 +264,9 @@ func (t *txn) Commit(ctx context.Context) error {
 	}
 	if t.s.rows != nil {
 		t.s.rows.endCommit(t.installable(err))
+	}
+	if t.s.scans != nil {
+		t.s.scans.endCommit(t.keys)
 	}
 	if err != nil {
 		return fmt.Errorf("pebblestore: commit: %w", err)
