@@ -218,6 +218,7 @@ func (t *tx) resolve(ctx context.Context, wants ...want) ([]*resolved, error) {
 	type keyed struct {
 		req store.ReadReq
 		hk  hintKey
+		id  uint64 // the id the plan expects (0: unknown), whose hint is in place
 	}
 	ks := make([]keyed, 0, 2*len(plans[0].keys)+len(t.op.extraX))
 	for _, p := range plans {
@@ -234,12 +235,12 @@ func (t *tx) resolve(ctx context.Context, wants ...want) ([]*resolved, error) {
 			if k > 0 {
 				hk = hintKey{parent: binary.BigEndian.Uint64(key[1:9]), name: p.comps[k-1]}
 			}
-			ks = append(ks, keyed{store.ReadReq{Key: key, Mode: m}, hk})
+			ks = append(ks, keyed{store.ReadReq{Key: key, Mode: m}, hk, p.ids[k]})
 		}
 	}
 	for k := range t.op.extraX {
 		parent, name, _ := store.DecodeInodeKey([]byte(k))
-		ks = append(ks, keyed{store.ReadReq{Key: []byte(k), Mode: store.Exclusive}, hintKey{parent, name}})
+		ks = append(ks, keyed{store.ReadReq{Key: []byte(k), Mode: store.Exclusive}, hintKey{parent, name}, 0})
 	}
 	slices.SortFunc(ks, func(a, b keyed) int {
 		if c := bytes.Compare(a.req.Key, b.req.Key); c != 0 {
@@ -258,7 +259,7 @@ func (t *tx) resolve(ctx context.Context, wants ...want) ([]*resolved, error) {
 	}
 	for i, k := range ks {
 		t.rows.setMode(k.hk, k.req.Mode)
-		if err := t.cacheRowAt(k.hk, vals[i]); err != nil {
+		if err := t.cacheRowHinted(k.hk, vals[i], k.id); err != nil {
 			return nil, err
 		}
 	}
@@ -386,7 +387,12 @@ func (t *tx) cacheRow(key, val []byte) error {
 	return t.cacheRowAt(hintKey{parent, name}, val)
 }
 
-func (t *tx) cacheRowAt(hk hintKey, val []byte) error {
+func (t *tx) cacheRowAt(hk hintKey, val []byte) error { return t.cacheRowHinted(hk, val, 0) }
+
+// cacheRowHinted is cacheRowAt for a row whose directory id the hint cache
+// was just seen to hold (hinted, 0 if not): the hint is not put again when
+// the row confirms it, the common case on every path component.
+func (t *tx) cacheRowHinted(hk hintKey, val []byte, hinted uint64) error {
 	if val == nil {
 		t.rows.set(hk, nil)
 		return nil
@@ -396,7 +402,7 @@ func (t *tx) cacheRowAt(hk hintKey, val []byte) error {
 		return err
 	}
 	t.rows.set(hk, n)
-	if n.Type == meta.TypeDir {
+	if n.Type == meta.TypeDir && n.ID != hinted {
 		t.e.hints.put(n.Parent, n.Name, n.ID)
 	}
 	return nil
