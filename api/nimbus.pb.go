@@ -2299,9 +2299,12 @@ func (x *FileStatus) GetSpaceQuota() int64 {
 }
 
 type Listing struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Entries       []*FileStatus          `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
-	Remaining     int64                  `protobuf:"varint,2,opt,name=remaining,proto3" json:"remaining,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Each entry's path is its name relative to the listed path, as in HDFS's
+	// listings: "" for the listed path itself (the listing of a file), the
+	// child's name otherwise (since nimbus-rpc/2).
+	Entries       []*FileStatus `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	Remaining     int64         `protobuf:"varint,2,opt,name=remaining,proto3" json:"remaining,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }

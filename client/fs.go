@@ -110,7 +110,7 @@ func (c *Client) List(ctx context.Context, u meta.User, dir, startAfter string, 
 	if err != nil {
 		return nil, err
 	}
-	return rpc.ListingFromProto(resp.GetListing()), nil
+	return rpc.ListingFromProto(dir, resp.GetListing()), nil
 }
 
 // Delete implements meta.FileSystem.

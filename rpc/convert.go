@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/nimbus-fs/nimbus/api"
 	"github.com/nimbus-fs/nimbus/meta"
@@ -63,25 +64,54 @@ func StatusFromProto(p *api.FileStatus, dst *meta.FileStatus) {
 	}
 }
 
-// ListingToProto converts a listing page to its wire form.
-func ListingToProto(l *meta.Listing) *api.Listing {
+// ListingToProto converts a page of the listing of dir to its wire form.
+// Each entry's path goes as its name relative to dir, as HDFS sends a
+// listing's local names: "" for dir itself (the listing of a file), the
+// entry's name for a child, the full path for anything else (never sent by
+// this server). A page of a deep directory is then a fraction of the bytes.
+func ListingToProto(dir string, l *meta.Listing) *api.Listing {
 	if l == nil {
 		return &api.Listing{}
 	}
 	out := &api.Listing{Remaining: l.Remaining, Entries: make([]*api.FileStatus, len(l.Entries))}
 	statuses := make([]api.FileStatus, len(l.Entries)) // one allocation for the page
+	clean, err := meta.CleanPath("list", dir)
+	prefix := clean + meta.PathSep
+	if clean == meta.RootPath {
+		prefix = clean
+	}
 	for i := range l.Entries {
-		statusToProto(&l.Entries[i], &statuses[i])
-		out.Entries[i] = &statuses[i]
+		st := &statuses[i]
+		statusToProto(&l.Entries[i], st)
+		switch p := st.Path; {
+		case err != nil:
+		case p == clean:
+			st.Path = ""
+		case len(p) > len(prefix) && p[:len(prefix)] == prefix && !strings.Contains(p[len(prefix):], meta.PathSep):
+			st.Path = p[len(prefix):]
+		}
+		out.Entries[i] = st
 	}
 	return out
 }
 
-// ListingFromProto converts a wire listing page.
-func ListingFromProto(p *api.Listing) *meta.Listing {
+// ListingFromProto converts a wire page of the listing of dir, making each
+// entry's path whole again (see ListingToProto).
+func ListingFromProto(dir string, p *api.Listing) *meta.Listing {
 	out := &meta.Listing{Remaining: p.GetRemaining(), Entries: make([]meta.FileStatus, len(p.GetEntries()))}
+	clean, err := meta.CleanPath("list", dir)
+	if err != nil {
+		clean = dir
+	}
 	for i, e := range p.GetEntries() {
-		StatusFromProto(e, &out.Entries[i])
+		st := &out.Entries[i]
+		StatusFromProto(e, st)
+		switch name := st.Path; {
+		case name == "":
+			st.Path = clean
+		case name[0] != '/':
+			st.Path = meta.JoinPath(clean, name)
+		}
 	}
 	return out
 }

@@ -54,7 +54,7 @@ func (s *Server) dispatch(ctx context.Context, req *api.Request, m Method, path 
 		r := b.List
 		var l *meta.Listing
 		l, err = fs.List(ctx, u, r.GetPath(), r.GetStartAfter(), int(r.GetLimit()))
-		resp.Result = &api.Response_Listing{Listing: ListingToProto(l)}
+		resp.Result = &api.Response_Listing{Listing: ListingToProto(r.GetPath(), l)}
 	case *api.Request_Delete:
 		err = fs.Delete(ctx, u, b.Delete.GetPath(), b.Delete.GetRecursive())
 	case *api.Request_Rename:

@@ -8,7 +8,7 @@
 //
 //	GET /rpc/conn HTTP/1.1
 //	Connection: Upgrade
-//	Upgrade: nimbus-rpc/1
+//	Upgrade: nimbus-rpc/2
 //
 // The server answers 101 Switching Protocols and from then on both sides
 // exchange frames: a uvarint byte length followed by that many bytes of a

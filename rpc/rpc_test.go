@@ -11,8 +11,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -171,7 +173,7 @@ func TestEveryMethod(t *testing.T) {
 		t.Fatalf("read = %q", got)
 	}
 	ls := ok(&api.ListRequest{Path: "/a", Limit: 1}).GetListing()
-	if len(ls.GetEntries()) != 1 || ls.GetEntries()[0].GetPath() != "/a/b" || ls.GetRemaining() != 1 {
+	if len(ls.GetEntries()) != 1 || ls.GetEntries()[0].GetPath() != "b" || ls.GetRemaining() != 1 {
 		t.Fatalf("list = %v", ls)
 	}
 	ok(&api.SetPermissionRequest{Path: "/a/f", Perm: 0o600})
@@ -305,7 +307,7 @@ func rawConn(t *testing.T, e *env) (net.Conn, *bufio.Reader) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { nc.Close() })
-	fmt.Fprintf(nc, "GET /rpc/conn HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: nimbus-rpc/1\r\n\r\n")
+	fmt.Fprintf(nc, "GET /rpc/conn HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: nimbus-rpc/2\r\n\r\n")
 	br := bufio.NewReader(nc)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil || resp.StatusCode != 101 {
@@ -523,4 +525,96 @@ func TestShutdownBoundedByContext(t *testing.T) {
 		t.Fatalf("Shutdown = %v", err)
 	}
 	<-c.Done()
+}
+
+// TestListingNames: a listing goes over the wire with names relative to the
+// listed path and comes back with whole paths, for the root, a nested
+// directory named uncleanly, and a file (whose listing is itself).
+func TestListingNames(t *testing.T) {
+	for _, c := range []struct {
+		dir   string
+		paths []string
+		wire  []string
+	}{
+		{"/", []string{"/a", "/b"}, []string{"a", "b"}},
+		{"/x/y", []string{"/x/y/a", "/x/y/bc"}, []string{"a", "bc"}},
+		{"/x//y/", []string{"/x/y/a"}, []string{"a"}},
+		{"/x/f", []string{"/x/f"}, []string{""}},
+		{"/x", []string{"/elsewhere/z"}, []string{"/elsewhere/z"}}, // not a child: sent whole
+	} {
+		l := &meta.Listing{Remaining: 3}
+		for _, p := range c.paths {
+			l.Entries = append(l.Entries, meta.FileStatus{Path: p, FileID: 9})
+		}
+		w := rpc.ListingToProto(c.dir, l)
+		var wire []string
+		for _, e := range w.GetEntries() {
+			wire = append(wire, e.GetPath())
+		}
+		if !slices.Equal(wire, c.wire) {
+			t.Errorf("list %s: wire names %q, want %q", c.dir, wire, c.wire)
+		}
+		back := rpc.ListingFromProto(c.dir, w)
+		var got []string
+		for _, e := range back.Entries {
+			got = append(got, e.Path)
+		}
+		if !slices.Equal(got, c.paths) || back.Remaining != 3 || back.Entries[0].FileID != 9 {
+			t.Errorf("list %s: round trip %q (remaining %d), want %q", c.dir, got, back.Remaining, c.paths)
+		}
+	}
+}
+
+// TestBlockedWriteDoesNotStallConnection: while a write is blocked in the
+// file system, later requests on the same connection, a stat and another
+// write, are still read and answered.
+func TestBlockedWriteDoesNotStallConnection(t *testing.T) {
+	fs := metatest.NewMemFS()
+	arrived, release := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	fs.Hook = func(ctx context.Context, m string) error {
+		if m == "mkdirs" && first.CompareAndSwap(false, true) {
+			close(arrived)
+			<-release
+		}
+		return nil
+	}
+	e := start(t, fs, rpc.ServerOptions{})
+	c := dial(t, e)
+	blocked := make(chan *api.Response, 1)
+	go func() {
+		resp, err := c.Call(context.Background(), &api.Request{RequestId: 1, User: "u", Body: &api.Request_Mkdirs{Mkdirs: &api.MkdirsRequest{Path: "/x"}}})
+		if err != nil {
+			t.Error(err)
+		}
+		blocked <- resp
+	}()
+	<-arrived
+	for i, body := range []*api.Request{
+		{Body: &api.Request_Stat{Stat: &api.StatRequest{Path: "/"}}},
+		{Body: &api.Request_Mkdirs{Mkdirs: &api.MkdirsRequest{Path: "/y"}}},
+	} {
+		body.RequestId, body.User = uint64(10+i), "u"
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		resp, err := c.Call(ctx, body)
+		cancel()
+		if err != nil {
+			t.Fatalf("request %d behind the blocked write: %v (the connection stopped reading)", i, err)
+		}
+		mustOK(t, resp)
+	}
+	select {
+	case <-blocked:
+		t.Fatal("the blocked write answered before it was released")
+	default:
+	}
+	close(release)
+	if resp := <-blocked; resp.GetError() != nil {
+		t.Fatalf("blocked write: %v", resp.GetError())
+	}
+	for _, p := range []string{"/x", "/y"} {
+		if _, err := fs.Stat(context.Background(), meta.User{}, p); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+	}
 }

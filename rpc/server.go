@@ -19,7 +19,7 @@ const (
 	ConnPath = "/rpc/conn"
 	CallPath = "/rpc/call"
 	// UpgradeToken is the Upgrade header value of the multiplexed protocol.
-	UpgradeToken = "nimbus-rpc/1"
+	UpgradeToken = "nimbus-rpc/2"
 	// ContentType is the media type of a frame carried by POST /rpc/call.
 	ContentType = "application/x-nimbus-rpc"
 )
