@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 )
 
@@ -42,13 +43,40 @@ func usage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.usage)
 	}
-	fmt.Fprintln(w, "\nenvironment: NIMBUS_ADDR (default http://127.0.0.1:9870), NIMBUS_USER (default: the OS user)")
+	fmt.Fprintln(w, "\nenvironment: NIMBUS_ADDR (default http://127.0.0.1:9870), NIMBUS_USER (default: the OS user),")
+	fmt.Fprintln(w, "  NIMBUS_CPUPROFILE (write a CPU profile of the command to this file: the benchmark driver's cost)")
 }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(profiled(os.Getenv("NIMBUS_CPUPROFILE"), os.Stderr, func() int {
+		return run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	}))
+}
+
+// profiled runs f under a CPU profile written to file ("" : no profile).
+// The server has /debug/pprof; this is for the client side, the benchmark
+// driver above all.
+func profiled(file string, stderr io.Writer, f func() int) int {
+	if file == "" {
+		return f()
+	}
+	out, err := os.Create(file)
+	if err != nil {
+		fmt.Fprintln(stderr, "nimbus: NIMBUS_CPUPROFILE:", err)
+		return 2
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		fmt.Fprintln(stderr, "nimbus: NIMBUS_CPUPROFILE:", err)
+		return 2
+	}
+	code := f()
+	pprof.StopCPUProfile()
+	if err := out.Close(); err != nil {
+		fmt.Fprintln(stderr, "nimbus: NIMBUS_CPUPROFILE:", err)
+	}
+	return code
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
