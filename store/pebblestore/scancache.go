@@ -26,6 +26,13 @@ import (
 //
 // A cached partition is immutable: scans use it without the shard's lock,
 // and a commit replaces it (drops it) instead of changing it.
+//
+// Every commit marks the partitions of the rows it writes, so that lookup is
+// on the write path of every operation: a shard maps the 64-bit hash of a
+// partition id (which also picked the shard) to the partition, one hash per
+// lookup and a uint64 map key, as rowCache does. Two ids with one hash share
+// a slot: the later evicts the earlier, and a lookup whose id differs from
+// the slot's is a miss.
 type scanCache struct {
 	seed       maphash.Seed
 	maxRows    int   // a partition with more rows is not cached
@@ -38,19 +45,26 @@ type scanShard struct {
 	gen     uint64
 	pending int // commits between their two marks
 	bytes   int64
-	m       map[store.PartitionID]*partition
+	m       map[uint64]*partition
 }
 
 // partition is every row of one partition at one moment, in key order.
 // keys[i] and vals[i] are carved from one slab.
 type partition struct {
+	id         store.PartitionID
 	keys, vals [][]byte
 	size       int64
 }
 
-// partitionOverhead is what a cached row costs besides its bytes: two slice
-// headers.
-const partitionOverhead = 48
+// rowOverhead is what a cached row costs besides its bytes: two slice
+// headers. partitionOverhead is what a partition costs besides its rows (the
+// struct, its map slot, the slab's and the slices' headers): an empty
+// partition, such as the blocks of a small file, is not free, or a budget
+// in bytes would not bound how many of them the cache keeps.
+const (
+	rowOverhead       = 48
+	partitionOverhead = 160
+)
 
 // scanCacheMaxRows bounds the rows of a cached partition: a directory of a
 // million entries is listed page by page from Pebble and never copied here.
@@ -63,22 +77,26 @@ func newScanCache(bytes int64) *scanCache {
 	c := &scanCache{seed: maphash.MakeSeed(), maxRows: scanCacheMaxRows}
 	c.shardBytes = bytes / int64(len(c.shards))
 	for i := range c.shards {
-		c.shards[i].m = make(map[store.PartitionID]*partition)
+		c.shards[i].m = make(map[uint64]*partition)
 	}
 	return c
 }
 
-func (c *scanCache) shard(p store.PartitionID) *scanShard {
-	return &c.shards[maphash.Comparable(c.seed, p)%uint64(len(c.shards))]
+func (c *scanCache) shard(p *store.PartitionID) (*scanShard, uint64) {
+	x := maphash.Bytes(c.seed, p[:])
+	return &c.shards[x%uint64(len(c.shards))], x
 }
 
 // get returns the cached rows of p, and the shard's generation to pass to
 // fill on a miss.
 func (c *scanCache) get(p store.PartitionID) (part *partition, gen uint64) {
-	s := c.shard(p)
+	s, x := c.shard(&p)
 	s.mu.RLock()
-	part, gen = s.m[p], s.gen
+	part, gen = s.m[x], s.gen
 	s.mu.RUnlock()
+	if part != nil && part.id != p {
+		part = nil // another partition holds the slot
+	}
 	return part, gen
 }
 
@@ -87,13 +105,15 @@ func (c *scanCache) fill(p store.PartitionID, part *partition, gen uint64) {
 	if part.size > c.shardBytes {
 		return
 	}
-	s := c.shard(p)
+	part.id = p
+	s, x := c.shard(&p)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.gen != gen || s.pending > 0 {
 		return // a commit touched the shard since the scan began, or is under way
 	}
-	if old := s.m[p]; old != nil {
+	if old := s.m[x]; old != nil {
+		delete(s.m, x)
 		s.bytes -= old.size
 	}
 	for q, old := range s.m { // evict arbitrary partitions until it fits
@@ -103,17 +123,17 @@ func (c *scanCache) fill(p store.PartitionID, part *partition, gen uint64) {
 		delete(s.m, q)
 		s.bytes -= old.size
 	}
-	s.m[p] = part
+	s.m[x] = part
 	s.bytes += part.size
 }
 
 // beginCommit drops the partitions of keys and keeps fills out of their
 // shards until endCommit.
 func (c *scanCache) beginCommit(keys []written) {
-	c.mark(keys, func(s *scanShard, p store.PartitionID) {
+	c.mark(keys, func(s *scanShard, x uint64) {
 		s.pending++
-		if old := s.m[p]; old != nil {
-			delete(s.m, p)
+		if old := s.m[x]; old != nil { // whichever partition holds the slot: dropping is always safe
+			delete(s.m, x)
 			s.bytes -= old.size
 		}
 	})
@@ -122,21 +142,21 @@ func (c *scanCache) beginCommit(keys []written) {
 // endCommit ends what beginCommit started, once the batch is visible (or
 // failed).
 func (c *scanCache) endCommit(keys []written) {
-	c.mark(keys, func(s *scanShard, p store.PartitionID) { s.pending-- })
+	c.mark(keys, func(s *scanShard, _ uint64) { s.pending-- })
 }
 
 // mark bumps the generation of the shard of each partitioned key and runs f
 // on it under the shard's lock.
-func (c *scanCache) mark(keys []written, f func(s *scanShard, p store.PartitionID)) {
+func (c *scanCache) mark(keys []written, f func(s *scanShard, x uint64)) {
 	for _, w := range keys {
 		p, ok := store.PartitionOf(w.key)
 		if !ok {
 			continue
 		}
-		s := c.shard(p)
+		s, x := c.shard(&p)
 		s.mu.Lock()
 		s.gen++
-		f(s, p)
+		f(s, x)
 		s.mu.Unlock()
 	}
 }
@@ -196,6 +216,6 @@ func (b *partitionBuilder) finish() *partition {
 		p.vals[i] = slab[ke:ve:ve]
 		at = ve
 	}
-	p.size = int64(len(slab)) + int64(rows)*partitionOverhead
+	p.size = partitionOverhead + int64(len(slab)) + int64(rows)*rowOverhead
 	return p
 }

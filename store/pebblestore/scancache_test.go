@@ -137,6 +137,41 @@ func TestScanCacheSkipsBigPartitions(t *testing.T) {
 	}
 }
 
+// TestScanCacheBoundsEmptyPartitions: scans of empty partitions (the
+// blocks of files that have none, directories without entries) are cached,
+// but each costs its share of the budget, so that a stream of them cannot
+// grow the cache past its bound.
+func TestScanCacheBoundsEmptyPartitions(t *testing.T) {
+	opts := DefaultOptions()
+	opts.ScanCacheBytes = 64 * 100 * partitionOverhead // room for about 100 per shard
+	st := openTest(t, t.TempDir(), opts)
+	for id := uint64(1); id <= 20000; id++ {
+		start, end := store.BlocksRange(id)
+		if k, _ := scanAll(t, st, start, end, 0); len(k) != 0 {
+			t.Fatalf("blocks of %d: %q", id, k)
+		}
+	}
+	cached, bytes := 0, int64(0)
+	for i := range st.scans.shards {
+		s := &st.scans.shards[i]
+		cached += len(s.m)
+		bytes += s.bytes
+		if s.bytes > st.scans.shardBytes {
+			t.Fatalf("shard %d holds %d bytes, over its budget of %d", i, s.bytes, st.scans.shardBytes)
+		}
+	}
+	if cached == 0 || cached > 64*100 || bytes != int64(cached)*partitionOverhead {
+		t.Fatalf("%d empty partitions cached in %d bytes, want 1..%d at %d bytes each", cached, bytes, 64*100, partitionOverhead)
+	}
+	// The latest is cached and answers the next scan.
+	h := counterValue(st.metrics.scanCacheHits)
+	start, end := store.BlocksRange(20000)
+	scanAll(t, st, start, end, 0)
+	if counterValue(st.metrics.scanCacheHits) != h+1 {
+		t.Fatal("the last empty partition scanned was not cached")
+	}
+}
+
 // TestScanCacheNeverStale: writers add rows to one directory while readers
 // list it. A listing that starts after a Commit returned holds that row, and
 // a reader's listings never shrink (rows are only added), whatever the cache
