@@ -17,35 +17,37 @@ type hintKey struct {
 // lock phase detects that when the row it names is missing or carries another
 // id, and the operation then drops the hint and resolves from the store.
 // Safe for concurrent use.
+//
+// Since a wrong hint costs a retry and nothing else, the cache keeps no keys:
+// a shard maps the 64-bit hash of (parent, name), which also picked the
+// shard, to the id. Two keys with one hash share a slot, and the later one's
+// id is what the other is told; the lock phase catches that as it catches any
+// stale hint (validate: every key after the first is built from an id that
+// the row before it was checked to carry). In exchange an entry is 16 bytes
+// without a pointer: a lookup does not chase a pointer to the name, which on
+// a cache of a million entries is a CPU cache miss on every path component,
+// and the collector does not scan the cache.
 type hints struct {
 	seed   maphash.Seed
 	max    int // entries per shard
 	shards [64]hintShard
 }
 
-// A shard maps the 64-bit hash of a key to the key and its id: one hash
-// per lookup (it also picks the shard), and a uint64 map key. Two keys with
-// one hash share a slot; the second evicts the first, which is a miss.
 type hintShard struct {
 	mu sync.RWMutex
-	m  map[uint64]hintEntry
-}
-
-type hintEntry struct {
-	hintKey
-	id uint64
+	m  map[uint64]uint64
 }
 
 func newHints(maxEntries int) *hints {
 	h := &hints{seed: maphash.MakeSeed(), max: maxEntries/64 + 1}
 	for i := range h.shards {
-		h.shards[i].m = make(map[uint64]hintEntry)
+		h.shards[i].m = make(map[uint64]uint64)
 	}
 	return h
 }
 
-func (h *hints) hash(k hintKey) uint64 {
-	x := maphash.String(h.seed, k.name) ^ k.parent*0x9e3779b97f4a7c15
+func (h *hints) hash(parent uint64, name string) uint64 {
+	x := maphash.String(h.seed, name) ^ parent*0x9e3779b97f4a7c15
 	x ^= x >> 31 // the shard comes from the low bits: mix the parent's into them
 	return x
 }
@@ -53,26 +55,21 @@ func (h *hints) hash(k hintKey) uint64 {
 func (h *hints) shard(x uint64) *hintShard { return &h.shards[x%uint64(len(h.shards))] }
 
 func (h *hints) get(parent uint64, name string) (uint64, bool) {
-	k := hintKey{parent, name}
-	x := h.hash(k)
+	x := h.hash(parent, name)
 	s := h.shard(x)
 	s.mu.RLock()
-	e, ok := s.m[x]
+	id, ok := s.m[x]
 	s.mu.RUnlock()
-	if !ok || e.hintKey != k {
-		return 0, false
-	}
-	return e.id, true
+	return id, ok
 }
 
 func (h *hints) put(parent uint64, name string, id uint64) {
-	k := hintKey{parent, name}
-	x := h.hash(k)
+	x := h.hash(parent, name)
 	s := h.shard(x)
 	s.mu.RLock()
 	cur, ok := s.m[x]
 	s.mu.RUnlock()
-	if ok && cur.hintKey == k && cur.id == id {
+	if ok && cur == id {
 		return // the common case: every read of a directory confirms its hint
 	}
 	s.mu.Lock()
@@ -82,17 +79,15 @@ func (h *hints) put(parent uint64, name string, id uint64) {
 			break
 		}
 	}
-	s.m[x] = hintEntry{k, id}
+	s.m[x] = id
 	s.mu.Unlock()
 }
 
+// drop forgets the hint of (parent, name), or whichever key shares its slot.
 func (h *hints) drop(parent uint64, name string) {
-	k := hintKey{parent, name}
-	x := h.hash(k)
+	x := h.hash(parent, name)
 	s := h.shard(x)
 	s.mu.Lock()
-	if e, ok := s.m[x]; ok && e.hintKey == k {
-		delete(s.m, x)
-	}
+	delete(s.m, x)
 	s.mu.Unlock()
 }

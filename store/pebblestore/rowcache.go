@@ -41,9 +41,32 @@ type rowShard struct {
 	m       map[uint64]slot
 }
 
+// A slot holds the key and the value in one allocation, key first: one
+// pointer for the collector to follow instead of two, and the compare of
+// the key brings the start of the value into the CPU cache with it.
 type slot struct {
-	key string
-	row cachedRow
+	kv      []byte // the key, then the value (nothing when absent)
+	klen    uint32
+	present bool
+}
+
+func (e *slot) key() []byte { return e.kv[:e.klen] }
+
+func (e *slot) row() cachedRow {
+	if !e.present {
+		return cachedRow{}
+	}
+	// Non-nil even when empty (an empty value is a row), and capped, so that
+	// an append by a careless caller cannot write into the slab.
+	return cachedRow{v: e.kv[e.klen:len(e.kv):len(e.kv)], present: true}
+}
+
+// newSlot copies k and v (nil: absent) into one slab.
+func newSlot(k, v []byte, present bool) slot {
+	kv := make([]byte, len(k)+len(v))
+	copy(kv, k)
+	copy(kv[len(k):], v)
+	return slot{kv: kv, klen: uint32(len(k)), present: present}
 }
 
 type cachedRow struct {
@@ -79,10 +102,10 @@ func (c *rowCache) get(k []byte) (row cachedRow, hit bool, gen uint64) {
 	e, ok := s.m[x]
 	gen = s.gen
 	s.mu.RUnlock()
-	if !ok || e.key != string(k) {
+	if !ok || string(e.key()) != string(k) {
 		return cachedRow{}, false, gen
 	}
-	return e.row, true, gen
+	return e.row(), true, gen
 }
 
 // fill installs v (nil: absent) for k, read at generation gen.
@@ -102,19 +125,23 @@ func (c *rowCache) fill(k, v []byte, gen uint64) {
 			break
 		}
 	}
-	row := cachedRow{present: v != nil}
-	if v != nil {
-		row.v = append([]byte(nil), v...)
-	}
-	s.m[x] = slot{string(k), row}
+	s.m[x] = newSlot(k, v, v != nil)
 }
 
-// written is a row a transaction wrote: its new value (or absence), and
-// whether endCommit may install it in the cache.
+// written is a row a transaction wrote: its key, the slot endCommit may
+// install in the cache (its new value, or absence), and whether it may.
+// key is the slot's own key, so that a write costs one copy of its key and
+// value, shared by the transaction and the cache.
 type written struct {
 	key  []byte
-	row  cachedRow
+	slot slot
 	keep bool
+}
+
+// newWritten records a write of k: v is its value, or nil for a deletion.
+func newWritten(k, v []byte, deleted bool) written {
+	e := newSlot(k, v, !deleted)
+	return written{key: e.key(), slot: e}
 }
 
 // beginCommit marks keys as being committed: they are dropped and no fill
@@ -142,7 +169,7 @@ func (c *rowCache) endCommit(keys []written) {
 		s.gen++
 		s.pending--
 		if w.keep && len(s.m) < c.perShard {
-			s.m[x] = slot{string(w.key), w.row}
+			s.m[x] = w.slot
 		} else {
 			delete(s.m, x)
 		}

@@ -3,9 +3,13 @@ package pebblestore
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/nimbus-fs/nimbus/store"
 )
@@ -133,4 +137,38 @@ func TestRowCacheWriteThrough(t *testing.T) {
 			t.Fatalf("step %d: the read after the commit missed the cache: %v, want %v", i, missed, step.miss)
 		}
 	}
+}
+
+// BenchmarkRowCacheGet1M reads random rows of a full cache of a million
+// inode rows (a depth-7 namespace's worth), from GOMAXPROCS goroutines: the
+// probe every path component of every operation pays, and on a cache this
+// size a miss of the CPU's caches more often than not.
+func BenchmarkRowCacheGet1M(b *testing.B) {
+	const n = 1 << 20
+	c := newRowCache(2 * n) // room to spare: shards fill unevenly
+	keys := make([][]byte, n)
+	val := make([]byte, 90) // about an encoded inode
+	for i := range keys {
+		keys[i] = store.InodeKey(uint64(i/16+2), fmt.Sprintf("part-%05d-3f2a9c1e-77b4-4d0e", i%16))
+		_, _, gen := c.get(keys[i])
+		c.fill(keys[i], val, gen)
+	}
+	runtime.GC()
+	// What a full collection costs with the cache full: the collector
+	// follows every pointer the cache holds.
+	gcStart := time.Now()
+	runtime.GC()
+	gcMS := float64(time.Since(gcStart).Microseconds()) / 1000
+	defer func() { b.ReportMetric(gcMS, "gc-ms") }() // after ResetTimer, which drops metrics
+	var seed atomic.Uint64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		r := rand.New(rand.NewPCG(seed.Add(1), 0))
+		for pb.Next() {
+			if row, hit, _ := c.get(keys[r.IntN(n)]); !hit || len(row.v) != len(val) {
+				b.Fatal("miss in a full cache")
+			}
+		}
+	})
 }

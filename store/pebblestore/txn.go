@@ -188,14 +188,12 @@ func (t *txn) Put(key, value []byte) {
 		t.batch = t.s.db.NewBatch()
 	}
 	_ = t.batch.Set(key, value, nil) // copies; a batch Set only fails on a closed batch
-	w := written{key: bytes.Clone(key)}
-	if t.s.rows != nil {
-		if len(value) <= maxCachedValue {
-			w.row, w.keep = cachedRow{v: bytes.Clone(value), present: true}, true
-			if w.row.v == nil {
-				w.row.v = []byte{}
-			}
-		}
+	var w written
+	if t.s.rows != nil && len(value) <= maxCachedValue {
+		w = newWritten(key, value, false)
+		w.keep = true
+	} else {
+		w = newWritten(key, nil, false) // the key only: never installed
 	}
 	t.keys = append(t.keys, w)
 }
@@ -209,7 +207,9 @@ func (t *txn) Delete(key []byte) {
 		t.batch = t.s.db.NewBatch()
 	}
 	_ = t.batch.Delete(key, nil)
-	t.keys = append(t.keys, written{key: bytes.Clone(key), keep: t.s.rows != nil})
+	w := newWritten(key, nil, true)
+	w.keep = t.s.rows != nil
+	t.keys = append(t.keys, w)
 }
 
 func (t *txn) Commit(ctx context.Context) error {
