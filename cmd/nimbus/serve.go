@@ -29,6 +29,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fl.DurationVar(&cfg.Namespace.LeaseHardLimit, "lease-hard-limit", cfg.Namespace.LeaseHardLimit, "after this silence the server recovers and closes a file being written")
 	cacheMB := fl.Int64("cache-mb", cfg.Store.CacheSize>>20, "store block cache, in MiB")
 	memtableMB := fl.Uint64("memtable-mb", cfg.Store.MemTableSize>>20, "size of one store memtable (and of its write-ahead log), in MiB")
+	fl.IntVar(&cfg.Store.RowCacheEntries, "row-cache-rows", cfg.Store.RowCacheEntries, "rows (up to 1 KB each) the store keeps in memory in front of Pebble, 0 for none")
+	fl.IntVar(&cfg.Namespace.HintCacheEntries, "hint-cache-entries", cfg.Namespace.HintCacheEntries, "directories whose ids the namespace keeps to build keys without reading")
 	memLimitMB := fl.Int64("memory-limit-mb", -1, "soft limit of the server's Go memory, in MiB, 0 for none (default: 2048 + the block cache + two memtables, unless GOMEMLIMIT is set)")
 	level := fl.String("log-level", "info", "log level: debug, info, warn, error")
 	grace := fl.Duration("shutdown-timeout", 30*time.Second, "how long in-flight requests may take on shutdown")
@@ -50,6 +52,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if *memtableMB < 1 || *memtableMB >= 4<<10 {
 		fmt.Fprintf(stderr, "nimbus serve: bad --memtable-mb %d: want 1 to 4095\n", *memtableMB)
+		return 2
+	}
+	if cfg.Store.RowCacheEntries < 0 || cfg.Namespace.HintCacheEntries < 1 {
+		fmt.Fprintf(stderr, "nimbus serve: bad --row-cache-rows %d or --hint-cache-entries %d: want 0 or more, 1 or more\n", cfg.Store.RowCacheEntries, cfg.Namespace.HintCacheEntries)
 		return 2
 	}
 	if *memLimitMB < -1 {
