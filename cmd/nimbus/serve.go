@@ -54,8 +54,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "nimbus serve: bad --memtable-mb %d: want 1 to 4095\n", *memtableMB)
 		return 2
 	}
-	if cfg.Store.RowCacheEntries < 0 || cfg.Namespace.HintCacheEntries < 1 {
-		fmt.Fprintf(stderr, "nimbus serve: bad --row-cache-rows %d or --hint-cache-entries %d: want 0 or more, 1 or more\n", cfg.Store.RowCacheEntries, cfg.Namespace.HintCacheEntries)
+	if cfg.Store.RowCacheEntries < 0 {
+		fmt.Fprintf(stderr, "nimbus serve: bad --row-cache-rows %d: want 0 (no cache) or more\n", cfg.Store.RowCacheEntries)
+		return 2
+	}
+	if cfg.Namespace.HintCacheEntries < 1 {
+		fmt.Fprintf(stderr, "nimbus serve: bad --hint-cache-entries %d: want 1 or more\n", cfg.Namespace.HintCacheEntries)
 		return 2
 	}
 	if *memLimitMB < -1 {
