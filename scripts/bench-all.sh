@@ -21,7 +21,9 @@
 #            other, and each system's best round is kept (raw runs in $OUT/raw/): on a shared 2-core VM
 #            the noise between runs minutes apart is larger than most differences worth measuring.
 #   hot      create with --hot-dir (every client in one directory) on the three targets
-#   issue2   issue 2's reference points: stat and create at 32 clients over Nimbus's RPC
+#   issue2   issue 2's reference points: stat and create at 32 clients over Nimbus's RPC (with a CPU
+#            profile of the server over the stat point, issue2-stat-32.cpu.pprof, and its /metrics
+#            before and after)
 #   bigdir   nimbus bench bigdir --entries $BIGDIR on Nimbus (RPC), and over its WebHDFS gateway
 #   plot     nimbus bench plot docs/bench/{echo,micro,hot,bigdir}-*.json --out docs/bench/
 #   report   the Markdown tables of docs/BENCHMARKS.md from the JSON, into docs/bench/tables.md
@@ -272,8 +274,21 @@ for stage in build servers prepare echo compare hot issue2 bigdir plot report st
       done ;;
     issue2)
       need_servers
+      # A CPU profile of the server over this point (its echo, then its stats) and the server's
+      # /metrics around it: it runs at the end of a long run, where a server's cost per operation
+      # was seen to grow (docs/BENCHMARKS.md, "Where Nimbus is behind").
+      prof=""
+      if [[ ! -s "$OUT/issue2-stat-32.json" || -n "${FORCE:-}" ]]; then
+        curl -fsS -o "$OUT/issue2-stat-32.metrics-before.txt" http://127.0.0.1:9870/metrics || true
+        curl -fsS -o "$OUT/issue2-stat-32.cpu.pprof" "http://127.0.0.1:9870/debug/pprof/profile?seconds=12" &
+        prof=$!
+      fi
       # with its own echo at 32 clients (echo_fraction in the JSON)
       run issue2-stat-32 "$BIN" bench micro --target "$NIMBUS_RPC" --op stat --clients 32 --duration "$DURATION" --json "$OUT/issue2-stat-32.json"
+      if [[ -n "$prof" ]]; then
+        wait "$prof" || log "WARN: no CPU profile of the issue2 stat point"
+        curl -fsS -o "$OUT/issue2-stat-32.metrics-after.txt" http://127.0.0.1:9870/metrics || true
+      fi
       run issue2-create-32 "$BIN" bench micro --target "$NIMBUS_RPC" --op create --clients 32 --duration "$DURATION" --json "$OUT/issue2-create-32.json" ;;
     bigdir)
       need_servers
