@@ -138,10 +138,11 @@ type written struct {
 	keep bool
 }
 
-// newWritten records a write of k: v is its value, or nil for a deletion.
-func newWritten(k, v []byte, deleted bool) written {
-	e := newSlot(k, v, !deleted)
-	return written{key: e.key(), slot: e}
+// newWritten records a write of k: present with value v, or a deletion;
+// keep says whether endCommit may install it.
+func newWritten(k, v []byte, present, keep bool) written {
+	e := newSlot(k, v, present)
+	return written{key: e.key(), slot: e, keep: keep}
 }
 
 // beginCommit marks keys as being committed: they are dropped and no fill

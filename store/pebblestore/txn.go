@@ -188,14 +188,11 @@ func (t *txn) Put(key, value []byte) {
 		t.batch = t.s.db.NewBatch()
 	}
 	_ = t.batch.Set(key, value, nil) // copies; a batch Set only fails on a closed batch
-	var w written
-	if t.s.rows != nil && len(value) <= maxCachedValue {
-		w = newWritten(key, value, false)
-		w.keep = true
-	} else {
-		w = newWritten(key, nil, false) // the key only: never installed
+	keep := t.s.rows != nil && len(value) <= maxCachedValue
+	if !keep {
+		value = nil // the key only: never installed
 	}
-	t.keys = append(t.keys, w)
+	t.keys = append(t.keys, newWritten(key, value, true, keep))
 }
 
 // Delete buffers a deletion; after Commit or Rollback it is ignored.
@@ -207,9 +204,7 @@ func (t *txn) Delete(key []byte) {
 		t.batch = t.s.db.NewBatch()
 	}
 	_ = t.batch.Delete(key, nil)
-	w := newWritten(key, nil, true)
-	w.keep = t.s.rows != nil
-	t.keys = append(t.keys, w)
+	t.keys = append(t.keys, newWritten(key, nil, false, t.s.rows != nil))
 }
 
 func (t *txn) Commit(ctx context.Context) error {
