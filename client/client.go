@@ -243,6 +243,26 @@ func (c *Client) pick(ctx context.Context) (*rpc.Conn, error) {
 // call sends req and returns its response, or an *meta.OpError naming op and
 // path. It applies the retry rules of the package documentation.
 func (c *Client) call(ctx context.Context, m rpc.Method, path string, u meta.User, req *api.Request) (*api.Response, error) {
+	return c.exchange(ctx, m, path, u, req, nil)
+}
+
+// callView is call for a response read in place (rpc.Conn.CallView): it is
+// decoded into resp, and got sees it only until it returns, with strings that
+// alias the received frame, so got copies what it keeps.
+func (c *Client) callView(ctx context.Context, m rpc.Method, path string, u meta.User, req *api.Request, resp *api.Response, got func()) error {
+	_, err := c.exchange(ctx, m, path, u, req, &viewCall{resp, got})
+	return err
+}
+
+// A viewCall is where callView decodes and what it calls.
+type viewCall struct {
+	resp *api.Response
+	got  func()
+}
+
+// exchange runs call, or callView when view is not nil (it then returns no
+// response).
+func (c *Client) exchange(ctx context.Context, m rpc.Method, path string, u meta.User, req *api.Request, view *viewCall) (*api.Response, error) {
 	op := m.String()
 	if c.closed.Load() {
 		return nil, &meta.OpError{Op: op, Path: path, Err: ErrClosed}
@@ -264,12 +284,27 @@ func (c *Client) call(ctx context.Context, m rpc.Method, path string, u meta.Use
 			}
 			return nil, meta.Errorf(op, path, meta.ErrBusy, "cannot reach the server at %s: %v", c.addr, err)
 		}
-		resp, err := conn.Call(ctx, req)
-		if err == nil {
-			if e := resp.GetError(); e != nil {
-				return nil, rpc.ErrorFromProto(e)
+		if view == nil {
+			var resp *api.Response
+			if resp, err = conn.Call(ctx, req); err == nil {
+				if e := resp.GetError(); e != nil {
+					return nil, rpc.ErrorFromProto(e)
+				}
+				return resp, nil
 			}
-			return resp, nil
+		} else {
+			var opErr error // the operation's own, sent back in the response
+			err = conn.CallView(ctx, req, view.resp, func(resp *api.Response) error {
+				if e := resp.GetError(); e != nil {
+					opErr = rpc.ErrorFromProto(e)
+				} else {
+					view.got()
+				}
+				return nil
+			})
+			if err == nil {
+				return nil, opErr
+			}
 		}
 		switch {
 		case ctx.Err() != nil:

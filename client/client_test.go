@@ -275,3 +275,52 @@ func TestConcurrentClients(t *testing.T) {
 		t.Fatalf("%d files, want 320", len(l.Entries))
 	}
 }
+
+// TestListingsOutliveFrames: a listing page is decoded in place, its strings
+// aliasing the received frame, and that frame and the pooled page are reused
+// by the next calls. A listing kept by the caller must not change when they
+// are; it would if the conversion kept an alias (owner, group, symlink or
+// path) instead of a copy.
+func TestListingsOutliveFrames(t *testing.T) {
+	e := engine(t)
+	c := dial(t, serve(t, e, nil), client.Options{Conns: 1})
+	ctx := context.Background()
+	const dirs = 8
+	want := make([]*meta.Listing, dirs)
+	for d := range dirs {
+		dir := fmt.Sprintf("/d%d", d)
+		must(t, c.Mkdirs(ctx, root, dir, 0o755))
+		for i := range 20 {
+			p := fmt.Sprintf("%s/entry-%d-%02d", dir, d, i)
+			must(t, c.WriteFile(ctx, root, p, nil, meta.CreateOptions{}))
+			must(t, c.SetOwner(ctx, root, p, fmt.Sprintf("owner%d", d), fmt.Sprintf("group%d", d)))
+		}
+		must(t, c.CreateSymlink(ctx, root, fmt.Sprintf("/target-of-dir-%d", d), dir+"/zlink", false))
+		l, err := c.List(ctx, root, dir, "", 0)
+		must(t, err)
+		want[d] = l
+	}
+	copies := make([]string, dirs)
+	for d, l := range want {
+		copies[d] = fmt.Sprint(l.Entries)
+	}
+	for range 50 { // reuse every frame buffer and pooled page many times
+		for d := range dirs {
+			if _, err := c.List(ctx, root, fmt.Sprintf("/d%d", (d+3)%dirs), "", 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for d, l := range want {
+		if got := fmt.Sprint(l.Entries); got != copies[d] {
+			t.Fatalf("listing of /d%d changed after later calls:\nwas %s\nnow %s", d, copies[d], got)
+		}
+		e := l.Entries[len(l.Entries)-1]
+		if e.Path != fmt.Sprintf("/d%d/zlink", d) || e.Symlink != fmt.Sprintf("/target-of-dir-%d", d) {
+			t.Fatalf("/d%d: last entry %s -> %q", d, e.Path, e.Symlink)
+		}
+		if l.Entries[0].Owner != fmt.Sprintf("owner%d", d) || l.Entries[0].Path != fmt.Sprintf("/d%d/entry-%d-00", d, d) {
+			t.Fatalf("/d%d: first entry %+v", d, l.Entries[0])
+		}
+	}
+}

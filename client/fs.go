@@ -106,11 +106,21 @@ func (c *Client) List(ctx context.Context, u meta.User, dir, startAfter string, 
 	if limit < 0 || limit > 1<<31-1 {
 		limit = 0
 	}
-	resp, err := c.call(ctx, rpc.MethodList, dir, u, &api.Request{Body: &api.Request_List{List: &api.ListRequest{Path: dir, StartAfter: startAfter, Limit: int32(limit)}}})
+	// The page is decoded in place into a pooled listing, whose entries and
+	// their memory are reused from page to page; the conversion copies what
+	// it keeps.
+	page := api.ListingFromVTPool()
+	defer page.ReturnToVTPool()
+	resp := &api.Response{Result: &api.Response_Listing{Listing: page}}
+	var l *meta.Listing
+	req := &api.Request{Body: &api.Request_List{List: &api.ListRequest{Path: dir, StartAfter: startAfter, Limit: int32(limit)}}}
+	err := c.callView(ctx, rpc.MethodList, dir, u, req, resp, func() {
+		l = rpc.ListingFromProto(dir, resp.GetListing())
+	})
 	if err != nil {
 		return nil, err
 	}
-	return rpc.ListingFromProto(dir, resp.GetListing()), nil
+	return l, nil
 }
 
 // Delete implements meta.FileSystem.

@@ -579,13 +579,16 @@ func (t *tx) needExclusive(key []byte) error {
 }
 
 // children scans the entries of directory dir (unlocked, one snapshot). The
-// inode passed to fn is reused for the next entry: fn copies what it keeps.
+// inode passed to fn is reused for the next entry, and its name is a view of
+// the scanned key: fn copies what it keeps.
 func (t *tx) children(ctx context.Context, dir uint64, startAfter string, limit int, fn func(n *store.Inode) bool) error {
 	start, end := store.ChildrenRange(dir, startAfter)
 	var decErr error
-	var n store.Inode // one for the whole scan: fn must not keep it
+	// One for the whole scan, its name a view of the scanned key: fn keeps
+	// neither n nor n.Name (it copies what it needs, into a path or a key).
+	var n store.Inode
 	err := t.st.Scan(ctx, start, end, limit, func(k, v []byte) bool {
-		if decErr = store.DecodeInode(k, v, &n); decErr != nil {
+		if decErr = store.DecodeInodeView(k, v, &n); decErr != nil {
 			return false
 		}
 		return fn(&n)

@@ -225,6 +225,28 @@ func (c *Conn) readLoop() {
 // big to send, or ctx's error; an error of the operation itself comes back
 // inside the response.
 func (c *Conn) Call(ctx context.Context, req *api.Request) (*api.Response, error) {
+	return c.call(ctx, req, nil)
+}
+
+// CallView is Call for a caller that reads the response in place. The
+// response is decoded into resp, merged into what it holds as proto's
+// UnmarshalMerge does, so that a caller may preset a message of its oneof to
+// reuse that message's memory (a pooled listing page). Its strings and bytes
+// alias the received frame and are valid only until fn returns: fn copies
+// whatever it keeps. CallView returns Call's errors, or fn's.
+func (c *Conn) CallView(ctx context.Context, req *api.Request, resp *api.Response, fn func(*api.Response) error) error {
+	_, err := c.call(ctx, req, &view{resp, fn})
+	return err
+}
+
+// A view is where CallView decodes and what it calls.
+type view struct {
+	resp *api.Response
+	fn   func(*api.Response) error
+}
+
+// call is Call, or CallView when v is not nil.
+func (c *Conn) call(ctx context.Context, req *api.Request, v *view) (*api.Response, error) {
 	id := req.GetRequestId()
 	if id == 0 {
 		return nil, errors.New("rpc: request id 0 is reserved")
@@ -256,20 +278,20 @@ func (c *Conn) Call(ctx context.Context, req *api.Request) (*api.Response, error
 
 	if err := ctx.Err(); err != nil {
 		putBuf(ob)
-		return c.finish(cl, id, err)
+		return c.finish(cl, id, err, v)
 	}
 	// A write error fails the connection, and with it this call.
 	c.w.send(ob)
 	select {
 	case <-cl.ch:
-		return c.decode(cl)
+		return c.decode(cl, v)
 	case <-ctx.Done():
-		return c.finish(cl, id, ctx.Err())
+		return c.finish(cl, id, ctx.Err(), v)
 	}
 }
 
 // finish abandons call id with err, unless its response raced in.
-func (c *Conn) finish(cl *call, id uint64, err error) (*api.Response, error) {
+func (c *Conn) finish(cl *call, id uint64, err error, v *view) (*api.Response, error) {
 	c.mu.Lock()
 	_, mine := c.mu.pending[id]
 	if mine {
@@ -282,21 +304,29 @@ func (c *Conn) finish(cl *call, id uint64, err error) (*api.Response, error) {
 	}
 	// The reader (or fail) took the call and is delivering to it.
 	<-cl.ch
-	return c.decode(cl)
+	return c.decode(cl, v)
 }
 
-func (c *Conn) decode(cl *call) (*api.Response, error) {
+// decode decodes the call's response frame and recycles it: into a response
+// of its own, or, for a view, in place and through the view's function
+// before the frame is reused.
+func (c *Conn) decode(cl *call, v *view) (*api.Response, error) {
 	bp, err := cl.frame, cl.err
 	cl.frame, cl.err = nil, nil
 	callPool.Put(cl)
 	if err != nil {
 		return nil, err
 	}
-	resp := &api.Response{}
-	err = unmarshal(*bp, resp)
-	putBuf(bp)
-	if err != nil {
+	defer putBuf(bp)
+	if v == nil {
+		resp := &api.Response{}
+		if err := unmarshal(*bp, resp); err != nil {
+			return nil, fmt.Errorf("%w: undecodable response: %v", ErrProtocol, err)
+		}
+		return resp, nil
+	}
+	if err := v.resp.UnmarshalVTUnsafe(*bp); err != nil {
 		return nil, fmt.Errorf("%w: undecodable response: %v", ErrProtocol, err)
 	}
-	return resp, nil
+	return nil, v.fn(v.resp)
 }

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/nimbus-fs/nimbus/api"
@@ -73,15 +74,21 @@ func ListingToProto(dir string, l *meta.Listing) *api.Listing {
 	if l == nil {
 		return &api.Listing{}
 	}
-	out := &api.Listing{Remaining: l.Remaining, Entries: make([]*api.FileStatus, len(l.Entries))}
-	statuses := make([]api.FileStatus, len(l.Entries)) // one allocation for the page
+	// From the pool, with the entries of an earlier page to reuse; the server
+	// returns it once the response is encoded.
+	out := api.ListingFromVTPool()
+	out.Remaining = l.Remaining
+	out.Entries = slices.Grow(out.Entries[:0], len(l.Entries))[:len(l.Entries)]
 	clean, err := meta.CleanPath("list", dir)
 	prefix := clean + meta.PathSep
 	if clean == meta.RootPath {
 		prefix = clean
 	}
 	for i := range l.Entries {
-		st := &statuses[i]
+		st := out.Entries[i]
+		if st == nil {
+			st = api.FileStatusFromVTPool()
+		}
 		statusToProto(&l.Entries[i], st)
 		switch p := st.Path; {
 		case err != nil:
@@ -96,13 +103,17 @@ func ListingToProto(dir string, l *meta.Listing) *api.Listing {
 }
 
 // ListingFromProto converts a wire page of the listing of dir, making each
-// entry's path whole again (see ListingToProto).
+// entry's path whole again (see ListingToProto). Every string it keeps is its
+// own copy, so p may alias a frame that is reused after the call (see
+// rpc.Conn.CallView); an owner or group equal to the previous entry's shares
+// that entry's copy.
 func ListingFromProto(dir string, p *api.Listing) *meta.Listing {
 	out := &meta.Listing{Remaining: p.GetRemaining(), Entries: make([]meta.FileStatus, len(p.GetEntries()))}
 	clean, err := meta.CleanPath("list", dir)
 	if err != nil {
-		clean = dir
+		clean = strings.Clone(dir)
 	}
+	var owner, group string
 	for i, e := range p.GetEntries() {
 		st := &out.Entries[i]
 		StatusFromProto(e, st)
@@ -111,6 +122,18 @@ func ListingFromProto(dir string, p *api.Listing) *meta.Listing {
 			st.Path = clean
 		case name[0] != '/':
 			st.Path = meta.JoinPath(clean, name)
+		default:
+			st.Path = strings.Clone(name)
+		}
+		if st.Owner != owner {
+			owner = strings.Clone(st.Owner)
+		}
+		if st.Group != group {
+			group = strings.Clone(st.Group)
+		}
+		st.Owner, st.Group = owner, group
+		if st.Symlink != "" {
+			st.Symlink = strings.Clone(st.Symlink)
 		}
 	}
 	return out
@@ -215,7 +238,8 @@ func (e *RemoteError) Error() string { return e.Msg }
 // sentinel of its kind (errors.Is(err, meta.ErrNotFound) works across the
 // wire). A kind unknown to this build wraps a *RemoteError with the detail.
 func ErrorFromProto(e *api.Error) *meta.OpError {
-	oe := &meta.OpError{Op: e.GetOp(), Path: e.GetPath(), Detail: e.GetDetail()}
+	// Copies: e may alias a frame that is reused (rpc.Conn.CallView).
+	oe := &meta.OpError{Op: strings.Clone(e.GetOp()), Path: strings.Clone(e.GetPath()), Detail: strings.Clone(e.GetDetail())}
 	if s := meta.Sentinel(meta.Kind(e.GetKind())); s != nil {
 		oe.Err = s
 	} else {

@@ -184,6 +184,9 @@ func (s *Server) handle(ctx context.Context, frame []byte, out []byte) (_ []byte
 	s.met.done(m, meta.Kind(resp.GetError().GetKind()), resp.Error != nil, time.Since(start))
 	n := len(out)
 	out, err := AppendFrame(out, resp, s.opts.MaxFrameSize)
+	if l := resp.GetListing(); l != nil {
+		l.ReturnToVTPool() // encoded: its entries serve the next page
+	}
 	if err != nil {
 		// The result is too big for one frame (a huge read or listing):
 		// tell the caller instead of breaking the connection.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/nimbus-fs/nimbus/meta"
 )
@@ -120,6 +121,21 @@ func DecodeInode(key, value []byte, n *Inode) error {
 		return fmt.Errorf("%w: %s is not an inode key", ErrCorrupt, FormatKey(key))
 	}
 	return DecodeInodeValue(parent, name, value, n)
+}
+
+// DecodeInodeView is DecodeInode without a copy of the name: n.Name aliases
+// key, so it is valid only as long as key's bytes are unchanged. It is for a
+// scan that looks at each row and moves on (a listing copies the names it
+// keeps into paths).
+func DecodeInodeView(key, value []byte, n *Inode) error {
+	if len(key) < 9 || key[0] != tableInode {
+		return fmt.Errorf("%w: %s is not an inode key", ErrCorrupt, FormatKey(key))
+	}
+	name := ""
+	if len(key) > 9 {
+		name = unsafe.String(&key[9], len(key)-9)
+	}
+	return DecodeInodeValue(binary.BigEndian.Uint64(key[1:9]), name, value, n)
 }
 
 // DecodeInodeValue decodes the value of the row keyed (parent, name) into n,
