@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"reflect"
 	"testing"
 
 	"github.com/nimbus-fs/nimbus/api"
@@ -21,6 +22,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add(seed(&api.Request{RequestId: 7, User: "u", Body: &api.Request_Stat{Stat: &api.StatRequest{Path: "/a"}}}))
 	f.Add(seed(&api.Request{RequestId: 1 << 50, Body: &api.Request_Concat{Concat: &api.ConcatRequest{Target: "/t", Srcs: []string{"/a", "/b"}}}}))
 	f.Add(seed(&api.Response{RequestId: 3, Error: &api.Error{Kind: 1, Op: "stat", Path: "/x"}}))
+	f.Add(seed(&api.Response{RequestId: 4, Result: &api.Response_Listing{Listing: &api.Listing{Remaining: 2, Entries: []*api.FileStatus{
+		{Path: "a", Owner: "o", Group: "g"}, {Path: "b", Owner: "o", Group: "h", Symlink: "/t"}, {Path: "/abs/c", Owner: "p"}, {Path: ""}}}}}))
 	f.Add(binary.AppendUvarint(nil, 1<<62))
 	f.Add([]byte{0x80, 0x80, 0x80})
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -33,6 +36,7 @@ func FuzzDecode(f *testing.F) {
 				}
 				return
 			}
+			checkResponseView(t, frame)
 			req := &api.Request{}
 			if proto.Unmarshal(frame, req) != nil {
 				continue
@@ -64,6 +68,36 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkResponseView decodes frame as a response both ways the client does:
+// in place (Conn.CallView) and by copy (Conn.Call, which also uses vtproto's
+// decoder). They must agree, and a
+// listing converted from the in-place decode must not change when the frame
+// is overwritten afterwards, as a reused frame buffer is.
+func checkResponseView(t *testing.T, frame []byte) {
+	safe := &api.Response{}
+	serr := unmarshal(frame, safe)
+	buf := bytes.Clone(frame)
+	view := &api.Response{Result: &api.Response_Listing{Listing: api.ListingFromVTPool()}} // as client.List
+	verr := view.UnmarshalVTUnsafe(buf)
+	if (serr == nil) != (verr == nil) {
+		t.Fatalf("UnmarshalVTUnsafe error %v, UnmarshalVT error %v", verr, serr)
+	}
+	if serr != nil || safe.GetListing() == nil {
+		return
+	}
+	if !proto.Equal(safe.GetListing(), view.GetListing()) {
+		t.Fatalf("listing decoded in place differs:\n%v\n%v", view.GetListing(), safe.GetListing())
+	}
+	got := ListingFromProto("/dir", view.GetListing())
+	for i := range buf {
+		buf[i] = 'X'
+	}
+	want := ListingFromProto("/dir", safe.GetListing())
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("listing converted from an in-place decode changed with its frame:\n%+v\n%+v", got, want)
+	}
 }
 
 func countField1(b []byte) int {

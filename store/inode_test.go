@@ -92,8 +92,13 @@ func FuzzDecodeInode(f *testing.F) {
 	}
 	f.Add([]byte("i"), []byte{})
 	f.Fuzz(func(t *testing.T, key, value []byte) {
-		var n Inode
-		if err := DecodeInode(key, value, &n); err != nil {
+		var n, view Inode
+		err := DecodeInode(key, value, &n)
+		// The view decoder agrees with the copying one, error for error.
+		if verr := DecodeInodeView(key, value, &view); (verr == nil) != (err == nil) || (err == nil && view != n) {
+			t.Fatalf("DecodeInodeView = %+v, %v; DecodeInode = %+v, %v", view, verr, n, err)
+		}
+		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("decode error does not wrap ErrCorrupt: %v", err)
 			}
