@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/nimbus-fs/nimbus/internal/cost"
 )
 
 // ServerStats are what the server counted itself over one measured run,
@@ -142,11 +143,8 @@ func (p *ServerProbe) stats(before, after counters, ops int64) *ServerStats {
 }
 
 // processCPU is this process's CPU time (user + system), for the driver's
-// own cost per operation.
+// own cost per operation; 0 if the kernel will not say.
 func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	d, _ := cost.ProcessCPU()
+	return d
 }

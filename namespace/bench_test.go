@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"runtime"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/nimbus-fs/nimbus/internal/cost"
 	"github.com/nimbus-fs/nimbus/meta"
 )
 
@@ -173,15 +173,15 @@ func BenchmarkRenameParallel(b *testing.B) {
 	})
 }
 
-// processCPU returns the CPU time (user and system) the process has used.
-// Wall time per operation of a workload that waits for fsyncs says little
-// about its cost on a noisy machine; CPU time per operation says more.
+// processCPU is cost.ProcessCPU for a benchmark. Wall time per operation
+// of a workload that waits for fsyncs says little about its cost on a noisy
+// machine; CPU time per operation says more.
 func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+	d, err := cost.ProcessCPU()
+	if err != nil {
 		b.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return d
 }
 
 // reportCPU reports cpu, spent over b.N operations, as cpu-µs/op.

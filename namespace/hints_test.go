@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/nimbus-fs/nimbus/internal/cost"
 	"github.com/nimbus-fs/nimbus/meta"
 )
 
@@ -100,12 +99,9 @@ func BenchmarkHintsGet1M(b *testing.B) {
 		names[i] = fmt.Sprintf("dir-%07d-3f2a9c1e-77b4", i)
 		h.put(uint64(i/2+2), names[i], uint64(i+100))
 	}
-	runtime.GC()
 	// What a full collection costs with the cache full: the collector
 	// follows every pointer the cache holds.
-	gcStart := time.Now()
-	runtime.GC()
-	gcMS := float64(time.Since(gcStart).Microseconds()) / 1000
+	gcMS := float64(cost.FullGC().Microseconds()) / 1000
 	defer func() { b.ReportMetric(gcMS, "gc-ms") }() // after ResetTimer, which drops metrics
 	var seed atomic.Uint64
 	b.ReportAllocs()

@@ -5,12 +5,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
+	"github.com/nimbus-fs/nimbus/internal/cost"
 	"github.com/nimbus-fs/nimbus/store"
 )
 
@@ -153,12 +152,9 @@ func BenchmarkRowCacheGet1M(b *testing.B) {
 		_, _, gen := c.get(keys[i])
 		c.fill(keys[i], val, gen)
 	}
-	runtime.GC()
 	// What a full collection costs with the cache full: the collector
 	// follows every pointer the cache holds.
-	gcStart := time.Now()
-	runtime.GC()
-	gcMS := float64(time.Since(gcStart).Microseconds()) / 1000
+	gcMS := float64(cost.FullGC().Microseconds()) / 1000
 	defer func() { b.ReportMetric(gcMS, "gc-ms") }() // after ResetTimer, which drops metrics
 	var seed atomic.Uint64
 	b.ReportAllocs()

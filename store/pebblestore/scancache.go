@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"hash/maphash"
 	"sort"
-	"sync"
 
 	"github.com/nimbus-fs/nimbus/store"
 )
@@ -16,36 +15,20 @@ import (
 // answered from the cache when its whole range lies inside one cached
 // partition, at any start (the later pages of a listing) and any limit.
 //
-// It follows rowCache's rule, per shard: a partition read from Pebble is
-// installed only if no commit touched the shard since the scan began and
-// none is under way; a commit drops the partitions of its keys and bumps
-// their shards' generations before its batch becomes visible and again
-// after. So once Commit returns no scan sees the old rows from the cache.
-// Nothing is written through: the next scan of a changed partition reads
-// Pebble and installs it again.
+// It keeps coherent with commits by cacheShard's rule: a commit drops the
+// partitions of its keys, and a partition read from Pebble while a commit
+// touched its shard is not installed. Nothing is written through: the next
+// scan of a changed partition reads Pebble and installs it again. Every
+// commit marks the partitions of the rows it writes, so the shard lookup is
+// on the write path of every operation.
 //
 // A cached partition is immutable: scans use it without the shard's lock,
 // and a commit replaces it (drops it) instead of changing it.
-//
-// Every commit marks the partitions of the rows it writes, so that lookup is
-// on the write path of every operation: a shard maps the 64-bit hash of a
-// partition id (which also picked the shard) to the partition, one hash per
-// lookup and a uint64 map key, as rowCache does. Two ids with one hash share
-// a slot: the later evicts the earlier, and a lookup whose id differs from
-// the slot's is a miss.
 type scanCache struct {
 	seed       maphash.Seed
 	maxRows    int   // a partition with more rows is not cached
 	shardBytes int64 // memory budget of one shard
-	shards     [64]scanShard
-}
-
-type scanShard struct {
-	mu      sync.RWMutex
-	gen     uint64
-	pending int // commits between their two marks
-	bytes   int64
-	m       map[uint64]*partition
+	shards     [64]cacheShard[*partition]
 }
 
 // partition is every row of one partition at one moment, in key order.
@@ -55,6 +38,9 @@ type partition struct {
 	keys, vals [][]byte
 	size       int64
 }
+
+// cost is what the partition holds in memory, the budget being bytes.
+func (p *partition) cost() int64 { return p.size }
 
 // rowOverhead is what a cached row costs besides its bytes: two slice
 // headers. partitionOverhead is what a partition costs besides its rows (the
@@ -77,12 +63,12 @@ func newScanCache(bytes int64) *scanCache {
 	c := &scanCache{seed: maphash.MakeSeed(), maxRows: scanCacheMaxRows}
 	c.shardBytes = bytes / int64(len(c.shards))
 	for i := range c.shards {
-		c.shards[i].m = make(map[uint64]*partition)
+		c.shards[i].init()
 	}
 	return c
 }
 
-func (c *scanCache) shard(p *store.PartitionID) (*scanShard, uint64) {
+func (c *scanCache) shard(p *store.PartitionID) (*cacheShard[*partition], uint64) {
 	x := maphash.Bytes(c.seed, p[:])
 	return &c.shards[x%uint64(len(c.shards))], x
 }
@@ -91,9 +77,7 @@ func (c *scanCache) shard(p *store.PartitionID) (*scanShard, uint64) {
 // fill on a miss.
 func (c *scanCache) get(p store.PartitionID) (part *partition, gen uint64) {
 	s, x := c.shard(&p)
-	s.mu.RLock()
-	part, gen = s.m[x], s.gen
-	s.mu.RUnlock()
+	part, _, gen = s.get(x)
 	if part != nil && part.id != p {
 		part = nil // another partition holds the slot
 	}
@@ -102,62 +86,30 @@ func (c *scanCache) get(p store.PartitionID) (part *partition, gen uint64) {
 
 // fill installs part as partition p, read at generation gen.
 func (c *scanCache) fill(p store.PartitionID, part *partition, gen uint64) {
-	if part.size > c.shardBytes {
-		return
-	}
 	part.id = p
 	s, x := c.shard(&p)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.gen != gen || s.pending > 0 {
-		return // a commit touched the shard since the scan began, or is under way
-	}
-	if old := s.m[x]; old != nil {
-		delete(s.m, x)
-		s.bytes -= old.size
-	}
-	for q, old := range s.m { // evict arbitrary partitions until it fits
-		if s.bytes+part.size <= c.shardBytes {
-			break
-		}
-		delete(s.m, q)
-		s.bytes -= old.size
-	}
-	s.m[x] = part
-	s.bytes += part.size
+	s.fill(x, gen, c.shardBytes, func() *partition { return part })
 }
 
 // beginCommit drops the partitions of keys and keeps fills out of their
 // shards until endCommit.
 func (c *scanCache) beginCommit(keys []written) {
-	c.mark(keys, func(s *scanShard, x uint64) {
-		s.pending++
-		if old := s.m[x]; old != nil { // whichever partition holds the slot: dropping is always safe
-			delete(s.m, x)
-			s.bytes -= old.size
+	for _, w := range keys {
+		if p, ok := store.PartitionOf(w.key); ok {
+			s, x := c.shard(&p)
+			s.begin(x)
 		}
-	})
+	}
 }
 
 // endCommit ends what beginCommit started, once the batch is visible (or
 // failed).
 func (c *scanCache) endCommit(keys []written) {
-	c.mark(keys, func(s *scanShard, _ uint64) { s.pending-- })
-}
-
-// mark bumps the generation of the shard of each partitioned key and runs f
-// on it under the shard's lock.
-func (c *scanCache) mark(keys []written, f func(s *scanShard, x uint64)) {
 	for _, w := range keys {
-		p, ok := store.PartitionOf(w.key)
-		if !ok {
-			continue
+		if p, ok := store.PartitionOf(w.key); ok {
+			s, x := c.shard(&p)
+			s.end(x, nil, false, c.shardBytes)
 		}
-		s, x := c.shard(&p)
-		s.mu.Lock()
-		s.gen++
-		f(s, x)
-		s.mu.Unlock()
 	}
 }
 

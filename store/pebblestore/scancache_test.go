@@ -155,9 +155,9 @@ func TestScanCacheBoundsEmptyPartitions(t *testing.T) {
 	for i := range st.scans.shards {
 		s := &st.scans.shards[i]
 		cached += len(s.m)
-		bytes += s.bytes
-		if s.bytes > st.scans.shardBytes {
-			t.Fatalf("shard %d holds %d bytes, over its budget of %d", i, s.bytes, st.scans.shardBytes)
+		bytes += s.used
+		if s.used > st.scans.shardBytes {
+			t.Fatalf("shard %d holds %d bytes, over its budget of %d", i, s.used, st.scans.shardBytes)
 		}
 	}
 	if cached == 0 || cached > 64*100 || bytes != int64(cached)*partitionOverhead {

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# What a long-lived server pays per operation: the server CPU of rename, delete (64 clients) and
+# stat (32 clients) over the RPC on a fresh server, then again after the server has run the compare
+# stage's sequence (every operation at 1 to 256 clients, twice), with a CPU profile of that last
+# rename run. docs/BENCHMARKS.md ("A long-lived server") has a run of it.
+#
+#   scripts/bench-aging.sh                 # ~8 minutes with the default DURATION
+#   DURATION=2s scripts/bench-aging.sh     # shorter aging
+#
+# Output: one line per measured point (ops/s, driver and server CPU per operation), and in $OUT
+# the aged server's /metrics, its rename profile (aged-rename.cpu.pprof) and the data directory's size.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+OUT="${OUT:-/tmp/nimbus-aging}"
+BIN="${BIN:-$OUT/nimbus}"
+ADDR="${ADDR:-127.0.0.1:9880}"
+FILES="${FILES:-50000}"
+DURATION="${DURATION:-4s}"
+SERVE_ARGS="${SERVE_ARGS:-}"
+
+mkdir -p "$OUT"
+go build -o "$BIN" ./cmd/nimbus
+rm -rf "$OUT/data"
+# shellcheck disable=SC2086 # SERVE_ARGS is a list of flags
+"$BIN" serve --data "$OUT/data" --listen "$ADDR" --log-level warn $SERVE_ARGS >"$OUT/serve.log" 2>&1 &
+SERVER=$!
+trap 'kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null || true' EXIT
+for _ in $(seq 100); do curl -sf "http://$ADDR/readyz" >/dev/null && break; sleep 0.1; done
+curl -sf "http://$ADDR/readyz" >/dev/null || { echo "bench-aging: server did not start: $(tail -3 "$OUT/serve.log")" >&2; exit 1; }
+"$BIN" bench prepare --target "nimbus://$ADDR" --files "$FILES" >"$OUT/prepare.log" 2>&1
+
+# run LABEL OP CLIENTS DURATION: one measured point, printed as one line
+run() {
+  "$BIN" bench micro --target "nimbus://$ADDR" --op "$2" --clients "$3" --duration "$4" --no-echo --json "$OUT/point.json" >/dev/null
+  python3 - "$1" "$OUT/point.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[2]))['results'][0]
+s = r.get('server') or {}
+print(f"{sys.argv[1]:6s} {r['op']:7s} {r['clients']:4d} clients {r['throughput_ops_s']:9.0f} ops/s"
+      f"  driver {r.get('driver_cpu_us_per_op', 0):6.1f} µs/op  server {s.get('cpu_us_per_op', 0):6.1f} µs/op")
+PY
+}
+
+run fresh rename 64 8s
+run fresh delete 64 8s
+run fresh stat 32 8s
+echo "aging: every operation at 1 to 256 clients, twice, $DURATION each ..."
+for op in stat read ls create mkdir delete rename chmod; do
+  for c in 1 4 16 64 256; do
+    for _ in 1 2; do
+      "$BIN" bench micro --target "nimbus://$ADDR" --op "$op" --clients "$c" --duration "$DURATION" --no-echo >/dev/null
+    done
+  done
+done
+curl -sf "http://$ADDR/metrics" >"$OUT/aged.metrics"
+curl -sf -o "$OUT/aged-rename.cpu.pprof" "http://$ADDR/debug/pprof/profile?seconds=7" &
+PROF=$!
+run aged rename 64 8s
+wait "$PROF"
+run aged delete 64 8s
+run aged stat 32 8s
+echo "data directory: $(du -sh "$OUT/data" | cut -f1); profile: go tool pprof -top $BIN $OUT/aged-rename.cpu.pprof"
