@@ -73,17 +73,24 @@ func (s *cacheShard[V]) begin(x uint64) {
 }
 
 // end is the commit's second mark, once its batch is visible (or failed):
-// slot x holds v if keep, and is dropped otherwise. Installing v is safe for
-// the committer alone, which holds the lock of its key: no other commit of
-// that key can be under way, and a reader that read the old value from
-// Pebble before now finds the generation changed and drops its fill.
+// slot x holds v if keep and v fits in what the shard has free, and is
+// dropped otherwise. Installing v is safe for the committer alone, which
+// holds the lock of its key: no other commit of that key can be under way,
+// and a reader that read the old value from Pebble before now finds the
+// generation changed and drops its fill. Nothing is evicted for v: end runs
+// for every row of every commit, and an eviction's walk of a full map would
+// cost more than the miss it saves (a rewritten row fits in the room its old
+// value leaves).
 func (s *cacheShard[V]) end(x uint64, v V, keep bool, budget int64) {
 	s.mu.Lock()
 	s.gen++
 	s.pending--
 	s.drop(x)
 	if keep {
-		s.put(x, v, budget)
+		if c := v.cost(); s.used+c <= budget {
+			s.m[x] = v
+			s.used += c
+		}
 	}
 	s.mu.Unlock()
 }

@@ -65,6 +65,13 @@ func TestCacheShardRule(t *testing.T) {
 	if _, ok := has(30); ok || s.used != 9 {
 		t.Fatalf("a value over the budget was installed (used %d)", s.used)
 	}
+	// A commit's value is installed only in the room the shard has: end
+	// evicts nothing.
+	s.begin(40)
+	s.end(40, 3, true, 10)
+	if _, ok := has(40); ok || len(s.m) != 3 || s.used != 9 {
+		t.Fatalf("end installed into a full shard: %d slots, %d used", len(s.m), s.used)
+	}
 	if s.pending != 0 {
 		t.Fatalf("pending = %d after every commit ended", s.pending)
 	}
