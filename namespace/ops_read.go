@@ -2,6 +2,7 @@ package namespace
 
 import (
 	"context"
+	"strings"
 
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/store"
@@ -65,7 +66,15 @@ func (e *Engine) List(ctx context.Context, u meta.User, dir, startAfter string, 
 		if err := t.require(op, p, n, permR|permX); err != nil {
 			return err
 		}
-		l := &meta.Listing{Entries: make([]meta.FileStatus, 0, min(int64(limit), n.Children))}
+		size := min(int64(limit), n.Children)
+		l := &meta.Listing{Entries: make([]meta.FileStatus, 0, size)}
+		// The page's paths are written one after another into one string,
+		// and each entry's path is a slice of it: one allocation per page
+		// instead of one per entry.
+		prefix := meta.JoinPath(p, "")
+		var paths strings.Builder
+		paths.Grow(int(size) * (len(prefix) + 24))
+		ends := make([]int, 0, size)
 		more := false
 		err = t.children(ctx, n.ID, startAfter, limit+1, func(c *store.Inode) bool {
 			if len(l.Entries) == limit {
@@ -73,11 +82,19 @@ func (e *Engine) List(ctx context.Context, u meta.User, dir, startAfter string, 
 				return false
 			}
 			l.Entries = append(l.Entries, meta.FileStatus{})
-			fillStatus(&l.Entries[len(l.Entries)-1], meta.JoinPath(p, c.Name), c)
+			fillStatus(&l.Entries[len(l.Entries)-1], "", c)
+			paths.WriteString(prefix)
+			paths.WriteString(c.Name)
+			ends = append(ends, paths.Len())
 			return true
 		})
 		if err != nil {
 			return err
+		}
+		all, start := paths.String(), 0
+		for i, end := range ends {
+			l.Entries[i].Path = all[start:end]
+			start = end
 		}
 		if more {
 			// Exact on the first page; later pages would need a count of the
