@@ -72,9 +72,9 @@ func FuzzDecode(f *testing.F) {
 
 // checkResponseView decodes frame as a response both ways the client does:
 // in place (Conn.CallView) and by copy (Conn.Call, which also uses vtproto's
-// decoder). They must agree, and a
-// listing converted from the in-place decode must not change when the frame
-// is overwritten afterwards, as a reused frame buffer is.
+// decoder). They must agree, and a listing converted from the in-place
+// decode must not change when the frame is overwritten afterwards, as a
+// reused frame buffer is.
 func checkResponseView(t *testing.T, frame []byte) {
 	safe := &api.Response{}
 	serr := unmarshal(frame, safe)

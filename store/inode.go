@@ -115,27 +115,24 @@ func appendString(dst []byte, s string) []byte {
 }
 
 // DecodeInode decodes the row (key, value) into n, overwriting every field.
-func DecodeInode(key, value []byte, n *Inode) error {
-	parent, name, ok := DecodeInodeKey(key)
-	if !ok {
-		return fmt.Errorf("%w: %s is not an inode key", ErrCorrupt, FormatKey(key))
-	}
-	return DecodeInodeValue(parent, name, value, n)
-}
+func DecodeInode(key, value []byte, n *Inode) error { return decodeInode(key, value, n, false) }
 
 // DecodeInodeView is DecodeInode without a copy of the name: n.Name aliases
 // key, so it is valid only as long as key's bytes are unchanged. It is for a
 // scan that looks at each row and moves on (a listing copies the names it
 // keeps into paths).
-func DecodeInodeView(key, value []byte, n *Inode) error {
-	if len(key) < 9 || key[0] != tableInode {
+func DecodeInodeView(key, value []byte, n *Inode) error { return decodeInode(key, value, n, true) }
+
+func decodeInode(key, value []byte, n *Inode, view bool) error {
+	parent, name, ok := splitInodeKey(key)
+	if !ok {
 		return fmt.Errorf("%w: %s is not an inode key", ErrCorrupt, FormatKey(key))
 	}
-	name := ""
-	if len(key) > 9 {
-		name = unsafe.String(&key[9], len(key)-9)
+	s := unsafe.String(unsafe.SliceData(name), len(name))
+	if !view {
+		s = string(name)
 	}
-	return DecodeInodeValue(binary.BigEndian.Uint64(key[1:9]), name, value, n)
+	return DecodeInodeValue(parent, s, value, n)
 }
 
 // DecodeInodeValue decodes the value of the row keyed (parent, name) into n,

@@ -60,10 +60,16 @@ func AppendInodeKey(dst []byte, parent uint64, name string) []byte {
 
 // DecodeInodeKey splits an inode key; ok is false when k is not one.
 func DecodeInodeKey(k []byte) (parent uint64, name string, ok bool) {
+	p, n, ok := splitInodeKey(k)
+	return p, string(n), ok
+}
+
+// splitInodeKey is DecodeInodeKey with the name left in k.
+func splitInodeKey(k []byte) (parent uint64, name []byte, ok bool) {
 	if len(k) < 9 || k[0] != tableInode {
-		return 0, "", false
+		return 0, nil, false
 	}
-	return binary.BigEndian.Uint64(k[1:9]), string(k[9:]), true
+	return binary.BigEndian.Uint64(k[1:9]), k[9:], true
 }
 
 // ChildrenRange returns [start, end) covering every entry of directory dir whose

@@ -26,7 +26,8 @@ import "sync"
 // lookup and a uint64 map key. Two keys with one hash share a slot: the later
 // evicts the earlier, and the cache checks the key of what it finds. Each
 // value costs what its cost method says, and a shard holds at most budget:
-// an install evicts arbitrary slots until the new value fits.
+// a fill evicts arbitrary slots until the new value fits; a commit's install
+// only takes free room (end says why).
 type cacheShard[V costed] struct {
 	mu      sync.RWMutex
 	gen     uint64
