@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/nimbus-fs/nimbus/meta"
 )
@@ -69,5 +71,49 @@ func TestConcurrentMutations(t *testing.T) {
 		t.Errorf("unexpected error: %v", k)
 		return true
 	})
+	fsckClean(t, e)
+}
+
+// TestDirectoryMovesCannotCycle pauses one directory move (mv /p/a
+// /q/b/c/x) between its reads and its commit and starts the move that would
+// close a cycle with it (mv /q/b /p/a/d/y). Their exclusive locks are
+// disjoint, so only the shared locks of the ancestors keep the second from
+// passing its "not into its own subtree" check on what the first is about to
+// change: it must wait, then fail, and the tree must stay a tree.
+func TestDirectoryMovesCannotCycle(t *testing.T) {
+	e, _ := newEngine(t)
+	ctx := context.Background()
+	must(t, e.Mkdirs(ctx, root, "/p/a/d", 0))
+	must(t, e.Mkdirs(ctx, root, "/q/b/c", 0))
+	paused, release := make(chan struct{}), make(chan struct{})
+	var pausedOne atomic.Bool
+	e.testHookCommit = func() {
+		if pausedOne.CompareAndSwap(false, true) { // only the first commit pauses
+			close(paused)
+			<-release
+		}
+	}
+	first := make(chan error, 1)
+	go func() { first <- e.Rename(ctx, root, "/p/a", "/q/b/c/x", meta.RenameOptions{}) }()
+	<-paused
+	second := make(chan error, 1)
+	go func() { second <- e.Rename(ctx, root, "/q/b", "/p/a/d/y", meta.RenameOptions{}) }()
+	select {
+	case err := <-second:
+		close(release)
+		<-first
+		t.Fatalf("mv /q/b /p/a/d/y finished (%v) while mv /p/a /q/b/c/x was about to commit", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatalf("mv /p/a /q/b/c/x: %v", err)
+	}
+	if err := <-second; meta.KindOf(err) != meta.KindNotFound {
+		t.Fatalf("mv /q/b /p/a/d/y after the first move: %v, want not found (/p/a is gone)", err)
+	}
+	if _, err := e.Stat(ctx, root, "/q/b/c/x/d"); err != nil {
+		t.Fatalf("stat /q/b/c/x/d: %v", err)
+	}
 	fsckClean(t, e)
 }

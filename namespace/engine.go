@@ -38,6 +38,11 @@ type Engine struct {
 	stop chan struct{}
 	done chan struct{}
 	once sync.Once
+
+	// testHookCommit, when set (by a test, while no operation runs), runs in
+	// every attempt that writes, after its reads and before its commit, with
+	// its locks held.
+	testHookCommit func()
 }
 
 type groupEntry struct {

@@ -31,15 +31,26 @@ func (e *Engine) Rename(ctx context.Context, u meta.User, src, dst string, opts 
 	// into is set when dst turns out to be an existing directory and the
 	// source moves inside it (no overwrite): the next attempt locks dst/name.
 	into := false
+	// dirMove is set when the source turns out to be a directory: the next
+	// attempt locks the ancestors of both paths shared, so that the check
+	// that a directory does not move into its own subtree holds until commit
+	// (docs/NAMESPACE.md). A file has no subtree, so a file's rename reads
+	// the ancestors read-committed, as HopsFS does: no lock on the root and
+	// the directories every path goes through.
+	dirMove := false
 	return e.run(ctx, op, sp, u, func(t *tx) error {
 		target := dp
 		if into {
 			_, name := meta.ParentPath(sp)
 			target = meta.JoinPath(dp, name)
 		}
+		anc := store.ReadCommitted
+		if dirMove {
+			anc = store.Shared
+		}
 		rs, err := t.resolve(ctx,
-			want{path: sp, last: store.Exclusive, parent: store.Exclusive, ancestors: store.Shared},
-			want{path: target, last: store.Exclusive, parent: store.Exclusive, ancestors: store.Shared})
+			want{path: sp, last: store.Exclusive, parent: store.Exclusive, ancestors: anc},
+			want{path: target, last: store.Exclusive, parent: store.Exclusive, ancestors: anc})
 		if err != nil {
 			return err
 		}
@@ -47,6 +58,10 @@ func (e *Engine) Rename(ctx context.Context, u meta.User, src, dst string, opts 
 		n, err := t.existing(op, s)
 		if err != nil {
 			return err
+		}
+		if n.Type == meta.TypeDir && !dirMove {
+			dirMove = true
+			return errRetry
 		}
 		if err := t.checkAncestors(op, d); err != nil {
 			return err

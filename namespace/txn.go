@@ -85,6 +85,9 @@ func (e *Engine) attempt(ctx context.Context, op *opState, user string, groups [
 	err = fn(t)
 	if err == nil && len(t.dirty) > 0 {
 		if err = t.flush(); err == nil {
+			if e.testHookCommit != nil {
+				e.testHookCommit()
+			}
 			err = st.Commit(ctx)
 		}
 	}
