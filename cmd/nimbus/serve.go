@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/nimbus-fs/nimbus/internal/gctune"
 	"github.com/nimbus-fs/nimbus/server"
 )
 
@@ -78,16 +79,26 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	// large share of the CPU in the collector. Unless GOGC is set, collect
 	// less often.
 	gogc := os.Getenv("GOGC")
-	if gogc == "" {
+	tune := gogc == ""
+	if tune {
 		gogc = "400"
 		debug.SetGCPercent(400)
 	}
 	// GOGC=400 lets the heap grow to five times what is live, and what is
 	// live grows with the caches as they fill (rows, hints, partitions): a
-	// long run ended at 4.4 GB resident without a limit. A soft limit makes
-	// the collector run more often as the heap nears it instead.
+	// long run ended at 4.4 GB resident without a limit. A soft limit bounds
+	// it; but near the limit the runtime returns memory that the next cycle
+	// faults back in, so the tuner keeps the heap goal well under it.
 	if limit := memoryLimit(*memLimitMB, os.Getenv("GOMEMLIMIT") != "", cfg.Store.CacheSize, cfg.Store.MemTableSize); limit >= 0 {
 		debug.SetMemoryLimit(limit)
+	}
+	if tune {
+		// GOGC=400 until what is live grows: then lower, so that the heap
+		// goal stays at 60% of the limit instead of running into it.
+		go gctune.Run(ctx, gctune.Config{Share: 0.6, Min: 50, Max: 400, Every: 250 * time.Millisecond,
+			OnTune: func(gogc int, live uint64) {
+				cfg.Logger.Debug("gc tuned", "gogc", gogc, "live_mb", live>>20)
+			}})
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
