@@ -29,7 +29,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"op"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "nimbus", Subsystem: "namespace", Name: "retries_total",
-			Help: "Operation restarts after a stale hint, a late lock need or a busy lock.",
+			Help: "Operation restarts after a stale hint, a late lock need (a rename whose source turns out to be a directory is one) or a busy lock.",
 		}, []string{"op"}),
 		hintHits: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "nimbus", Subsystem: "namespace", Name: "hint_hits_total",
