@@ -117,3 +117,60 @@ func TestDirectoryMovesCannotCycle(t *testing.T) {
 	}
 	fsckClean(t, e)
 }
+
+// TestMoveUnderQuotaCountsConcurrentWrites pauses a directory move into a
+// directory with a quota (mv /b /x/y) between its reads and its commit, and
+// starts a create and a file rename into the moved subtree. The move counts
+// the subtree's usage against /x's quota; a write into the subtree that
+// committed after that count and before the move's commit would be charged
+// to the quotas of its old place only. The move's shared locks on the
+// subtree make both wait for it and then fail (their paths are gone), and
+// fsck (which recounts usage) must find the tree clean.
+func TestMoveUnderQuotaCountsConcurrentWrites(t *testing.T) {
+	e, _ := newEngine(t)
+	ctx := context.Background()
+	must(t, e.Mkdirs(ctx, root, "/b/c", 0))
+	must(t, e.Mkdirs(ctx, root, "/x", 0))
+	must(t, e.Mkdirs(ctx, root, "/src", 0))
+	writeFile(t, e, root, "/src/f", []byte("0123456789"))
+	must(t, e.SetQuota(ctx, root, "/x", 100, 1<<20))
+	paused, release := make(chan struct{}), make(chan struct{})
+	var pausedOne atomic.Bool
+	e.testHookCommit = func() {
+		if pausedOne.CompareAndSwap(false, true) {
+			close(paused)
+			<-release
+		}
+	}
+	move := make(chan error, 1)
+	go func() { move <- e.Rename(ctx, root, "/b", "/x/y", meta.RenameOptions{}) }()
+	<-paused
+	create, rename := make(chan error, 1), make(chan error, 1)
+	go func() {
+		_, err := e.Create(ctx, root, "/b/c/new", meta.CreateOptions{Client: "c"})
+		create <- err
+	}()
+	go func() { rename <- e.Rename(ctx, root, "/src/f", "/b/c/f", meta.RenameOptions{}) }()
+	select {
+	case err := <-create:
+		close(release)
+		<-move
+		t.Fatalf("create /b/c/new finished (%v) while mv /b /x/y was about to commit", err)
+	case err := <-rename:
+		close(release)
+		<-move
+		t.Fatalf("mv /src/f /b/c/f finished (%v) while mv /b /x/y was about to commit", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(release)
+	if err := <-move; err != nil {
+		t.Fatalf("mv /b /x/y: %v", err)
+	}
+	if err := <-create; meta.KindOf(err) != meta.KindNotFound {
+		t.Errorf("create /b/c/new after the move: %v, want not found", err)
+	}
+	if err := <-rename; meta.KindOf(err) != meta.KindNotFound {
+		t.Errorf("mv /src/f /b/c/f after the move: %v, want not found", err)
+	}
+	fsckClean(t, e)
+}

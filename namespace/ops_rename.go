@@ -184,7 +184,11 @@ func (t *tx) moveUsage(ctx context.Context, op string, s, d *resolved, n, old *s
 	if len(leaving) == 0 && len(arriving) == 0 {
 		return nil
 	}
-	use, err := t.usage(ctx, op, s.path, n, false)
+	// The subtree's usage moves to other quotas: lock it (shared, NoWait) as
+	// it is counted, so that no create, write or rename into it commits
+	// between the count and this commit and is charged where it no longer is.
+	// (HopsFS's subtree protocol, the next stage, will do this for big trees.)
+	_, use, err := t.lockSubtree(ctx, op, s.path, n, store.Shared, 0)
 	if err != nil {
 		return err
 	}
