@@ -74,6 +74,21 @@ func TestConcurrentMutations(t *testing.T) {
 	fsckClean(t, e)
 }
 
+// pauseFirstCommit makes the first writing attempt that reaches its commit
+// from now on stop there, with its locks held: paused is closed when it
+// stops, and closing release lets it commit. Later commits do not stop.
+func pauseFirstCommit(e *Engine) (paused, release chan struct{}) {
+	paused, release = make(chan struct{}), make(chan struct{})
+	var pausedOne atomic.Bool
+	e.testHookCommit = func() {
+		if pausedOne.CompareAndSwap(false, true) {
+			close(paused)
+			<-release
+		}
+	}
+	return paused, release
+}
+
 // TestDirectoryMovesCannotCycle pauses one directory move (mv /p/a
 // /q/b/c/x) between its reads and its commit and starts the move that would
 // close a cycle with it (mv /q/b /p/a/d/y). Their exclusive locks are
@@ -85,14 +100,7 @@ func TestDirectoryMovesCannotCycle(t *testing.T) {
 	ctx := context.Background()
 	must(t, e.Mkdirs(ctx, root, "/p/a/d", 0))
 	must(t, e.Mkdirs(ctx, root, "/q/b/c", 0))
-	paused, release := make(chan struct{}), make(chan struct{})
-	var pausedOne atomic.Bool
-	e.testHookCommit = func() {
-		if pausedOne.CompareAndSwap(false, true) { // only the first commit pauses
-			close(paused)
-			<-release
-		}
-	}
+	paused, release := pauseFirstCommit(e)
 	first := make(chan error, 1)
 	go func() { first <- e.Rename(ctx, root, "/p/a", "/q/b/c/x", meta.RenameOptions{}) }()
 	<-paused
@@ -134,14 +142,7 @@ func TestMoveUnderQuotaCountsConcurrentWrites(t *testing.T) {
 	must(t, e.Mkdirs(ctx, root, "/src", 0))
 	writeFile(t, e, root, "/src/f", []byte("0123456789"))
 	must(t, e.SetQuota(ctx, root, "/x", 100, 1<<20))
-	paused, release := make(chan struct{}), make(chan struct{})
-	var pausedOne atomic.Bool
-	e.testHookCommit = func() {
-		if pausedOne.CompareAndSwap(false, true) {
-			close(paused)
-			<-release
-		}
-	}
+	paused, release := pauseFirstCommit(e)
 	move := make(chan error, 1)
 	go func() { move <- e.Rename(ctx, root, "/b", "/x/y", meta.RenameOptions{}) }()
 	<-paused
