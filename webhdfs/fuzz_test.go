@@ -61,3 +61,70 @@ func FuzzParseTarget(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseQuery checks parseQuery against url.ParseQuery: the same strings
+// are rejected, the same names (lower-cased) are kept, and each keeps the
+// first value given under it in any case, in request order.
+func FuzzParseQuery(f *testing.F) {
+	for _, s := range []string{
+		"op=OPEN&OP=DELETE", "Op=a&op=b&OP=c", "a=1&&b=%41&a=2", "x;y=1&op=OPEN",
+		"=v&k=", "k=%zz&op=OPEN", "user.name=x&doas=y+z", "%4F%50=open&op=x",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		got, err := parseQuery(raw)
+		ref, refErr := url.ParseQuery(raw)
+		if (err == nil) != (refErr == nil) {
+			t.Fatalf("%q: parseQuery error %v, url.ParseQuery error %v", raw, err, refErr)
+		}
+		want := map[string]string{}
+		for _, pair := range strings.Split(raw, "&") {
+			one, perr := url.ParseQuery(pair)
+			if perr != nil {
+				continue
+			}
+			for k, v := range one { // at most one name per pair
+				if _, seen := want[strings.ToLower(k)]; !seen {
+					want[strings.ToLower(k)] = v[0]
+				}
+			}
+		}
+		if len(ref) == 0 && len(want) != 0 || len(got) != len(want) {
+			t.Fatalf("%q: got %v, want %v", raw, got, want)
+		}
+		for k, v := range want {
+			if got[k] != v {
+				t.Fatalf("%q: %s=%q, want %q (all: %v)", raw, k, got[k], v, got)
+			}
+			if !hasLower(ref, k) {
+				t.Fatalf("%q: %s not among url.ParseQuery's names %v", raw, k, ref)
+			}
+		}
+	})
+}
+
+// hasLower reports whether some name in m lower-cases to name.
+func hasLower(m url.Values, name string) bool {
+	for k := range m {
+		if strings.ToLower(k) == name {
+			return true
+		}
+	}
+	return false
+}
+
+// TestParseTargetFirstNameWins: one name given in two cases always resolves
+// to its first value. Ranging over url.ParseQuery's map, as parseTarget used
+// to, picked either one at random.
+func TestParseTargetFirstNameWins(t *testing.T) {
+	for i := 0; i < 64; i++ {
+		tg, err := parseTarget("/webhdfs/v1/a", "op=GETFILESTATUS&OP=DELETE&Recursive=true&recursive=false")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tg.op != "GETFILESTATUS" || tg.q["recursive"] != "true" {
+			t.Fatalf("try %d: op %q recursive %q, want GETFILESTATUS and true", i, tg.op, tg.q["recursive"])
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package webhdfs
 
 import (
+	"errors"
 	"net/url"
 	"strconv"
 	"strings"
@@ -23,18 +24,11 @@ type target struct {
 // looks at the op table, so the fuzz target can drive it alone.
 func parseTarget(urlPath, rawQuery string) (target, error) {
 	var t target
-	vals, err := url.ParseQuery(rawQuery)
+	var err error
+	t.q, err = parseQuery(rawQuery)
 	if err != nil {
 		// Hadoop rejects malformed query strings before looking at them.
 		return t, meta.Errorf("webhdfs", urlPath, meta.ErrInvalidArgument, "malformed query string: %v", err)
-	}
-	t.q = make(query, len(vals))
-	for k, v := range vals {
-		lk := strings.ToLower(k)
-		if _, dup := t.q[lk]; dup || len(v) == 0 {
-			continue
-		}
-		t.q[lk] = v[0]
 	}
 	t.op = strings.ToUpper(strings.TrimSpace(t.q["op"]))
 	p, ok := strings.CutPrefix(urlPath, PathPrefix)
@@ -46,6 +40,52 @@ func parseTarget(urlPath, rawQuery string) (target, error) {
 	}
 	t.path, err = meta.CleanPath(strings.ToLower(t.op), p)
 	return t, err
+}
+
+// parseQuery reads a raw query string in request order, lower-casing each
+// name and keeping the first value given under it in any case, so that
+// "op=OPEN&OP=DELETE" is always an OPEN. (Hadoop's ParamFilter lower-cases
+// names too and its parameters take the first value; where one name comes in
+// two cases, it merges them in its hash map's order, which a client cannot
+// rely on. Ranging over url.ParseQuery's map made the answer change from one
+// request to the next.) It accepts and rejects exactly what url.ParseQuery
+// does; the fuzz target checks both.
+func parseQuery(raw string) (query, error) {
+	q := make(query, 4)
+	var firstErr error
+	for raw != "" {
+		var pair string
+		pair, raw, _ = strings.Cut(raw, "&")
+		if strings.Contains(pair, ";") {
+			if firstErr == nil {
+				firstErr = errors.New("invalid semicolon separator in query")
+			}
+			continue
+		}
+		if pair == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		k, err := url.QueryUnescape(k)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		v, err = url.QueryUnescape(v)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		lk := strings.ToLower(k)
+		if _, dup := q[lk]; !dup {
+			q[lk] = v
+		}
+	}
+	return q, firstErr
 }
 
 func (q query) has(name string) bool { _, ok := q[name]; return ok }
