@@ -22,7 +22,7 @@ type BigdirConfig struct {
 
 // DefaultBigdirConfig lists 100,000 entries under /bench.
 func DefaultBigdirConfig() BigdirConfig {
-	return BigdirConfig{Root: "/bench", Entries: 100000, Clients: 16, PageSize: 1000, SampleEvery: 100 * time.Millisecond}
+	return BigdirConfig{Root: "/bench", Entries: 1000000, Clients: 64, PageSize: 1000, SampleEvery: 100 * time.Millisecond}
 }
 
 // Validate reports a configuration bigdir cannot run.

@@ -24,7 +24,8 @@
 #   issue2   issue 2's reference points: stat and create at 32 clients over Nimbus's RPC (with a CPU
 #            profile of the server over the stat point, issue2-stat-32.cpu.pprof, and its /metrics
 #            before and after)
-#   bigdir   nimbus bench bigdir --entries $BIGDIR on Nimbus (RPC), and over its WebHDFS gateway
+#   bigdir   nimbus bench bigdir --entries $BIGDIR (a million) on Nimbus over its RPC and its WebHDFS
+#            gateway, and on HDFS over WebHDFS (its directory filled over Hadoop RPC by RpcBench fill)
 #   plot     nimbus bench plot docs/bench/{echo,micro,hot,bigdir}-*.json --out docs/bench/
 #   report   the Markdown tables of docs/BENCHMARKS.md from the JSON, into docs/bench/tables.md
 #   stop     stop both servers (also done on exit for servers this script started, unless KEEP=1)
@@ -42,7 +43,7 @@ DURATION="${DURATION:-5s}"
 WARMUP="${WARMUP:-10s}"
 ROUNDS="${ROUNDS:-2}"
 FILES="${FILES:-50000}"
-BIGDIR="${BIGDIR:-100000}"
+BIGDIR="${BIGDIR:-1000000}"
 HDFS_READ_FILES="${HDFS_READ_FILES:-2000}"
 OUT="${OUT:-$ROOT/docs/bench}"
 BIN="${BIN:-/tmp/nimbus-bench-all/nimbus}"
@@ -292,8 +293,18 @@ for stage in build servers prepare echo compare hot issue2 bigdir plot report st
       run issue2-create-32 "$BIN" bench micro --target "$NIMBUS_RPC" --op create --clients 32 --duration "$DURATION" --json "$OUT/issue2-create-32.json" ;;
     bigdir)
       need_servers
-      run bigdir-nimbus-rpc "$BIN" bench bigdir --target "$NIMBUS_RPC" --entries "$BIGDIR" --json "$OUT/bigdir-nimbus-rpc.json"
-      run bigdir-nimbus-webhdfs "$BIN" bench bigdir --target "$NIMBUS_WEB" --entries "$BIGDIR" --json "$OUT/bigdir-nimbus-webhdfs.json" ;;
+      # Nimbus fills its directory over the RPC (64 writers) and the WebHDFS run lists the same one. HDFS's
+      # is filled over Hadoop RPC by RpcBench (create and complete, no block), since a create over
+      # WebHDFS is a redirect to the DataNode (~1,000/s here); then the same tool lists it over WebHDFS.
+      # The directory lives under /bigdir, not /bench, where RpcBench's walk would find its files.
+      run bigdir-nimbus-rpc "$BIN" bench bigdir --target "$NIMBUS_RPC" --root /bigdir --entries "$BIGDIR" --clients 64 --json "$OUT/bigdir-nimbus-rpc.json"
+      run bigdir-nimbus-webhdfs "$BIN" bench bigdir --target "$NIMBUS_WEB" --root /bigdir --entries "$BIGDIR" --json "$OUT/bigdir-nimbus-webhdfs.json"
+      if [[ ! -s "$OUT/bigdir-hdfs-webhdfs.json" || -n "${FORCE:-}" ]]; then
+        log "run bench/hdfs/rpcbench.sh fill 64 $BIGDIR /bigdir/.bigdir-$BIGDIR"
+        bench/hdfs/rpcbench.sh fill 64 "$BIGDIR" "/bigdir/.bigdir-$BIGDIR" 2>>"$OUT/rpcbench.log" | tail -1 >"$OUT/bigdir-fill-hdfs-rpc.jsonl" \
+          || log "WARN: the HDFS bigdir fill failed (see $OUT/rpcbench.log)"
+      fi
+      run bigdir-hdfs-webhdfs "$BIN" bench bigdir --target "$HDFS_WEB" --root /bigdir --entries "$BIGDIR" --json "$OUT/bigdir-hdfs-webhdfs.json" ;;
     plot)
       peer_doc # HDFS over Hadoop RPC as a fourth line
       # the sweeps only: issue 2's single points and the prepare runs would add stray points
@@ -459,12 +470,18 @@ print()
 print("## bigdir\n")
 print("| target | entries | fill s | first page ms | total s | entries/s | pages | p50 / p99 ms per page | server memory before → max (MB) | source |")
 print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-for s in ("nimbus-rpc", "nimbus-webhdfs"):
+for s in ("nimbus-rpc", "nimbus-webhdfs", "hdfs-webhdfs"):
     for r in load(f"{D}/bigdir-{s}.json"):
         b = r.get("bigdir")
         if not b: continue
         mb = lambda x: f"{x/1e6:.0f}" if x else "–"
         print(f"| {r['system']} | {b['entries']:,} | {b.get('fill_s',0):.1f} | {b['first_page_ms']:.1f} | {b['total_s']:.2f} | {f0(b['entries_per_s'])} | {b['pages']} | {f2(r['latency_ms']['p50'])} / {f2(r['latency_ms']['p99'])} | {mb(b.get('mem_bytes_before'))} → {mb(b.get('mem_bytes_max'))} | {b.get('mem_source','')} {b.get('mem_error','')} |")
+print()
+for line in open(f"{D}/bigdir-fill-hdfs-rpc.jsonl") if os.path.exists(f"{D}/bigdir-fill-hdfs-rpc.jsonl") else []:
+    if line.strip():
+        j = json.loads(line)
+        print(f"HDFS's directory was filled over Hadoop RPC by `bench/hdfs/rpcbench.sh fill {j['threads']} ...`: "
+              f"{j['operations']:,} creates in {j['elapsed_ms']/1000:.1f} s ({f0(j['ops_per_s'])}/s, {j['existed']:,} existed already, {j['errors']} errors).")
 print()
 PY
       log "tables in $OUT/tables.md" ;;

@@ -6,17 +6,28 @@
 //
 //   java -cp CONF:LIB/* RpcBench NN_URI OP THREADS SECONDS ROOT
 //     OP: ls | chmod | stat
+//   java -cp CONF:LIB/* RpcBench NN_URI fill THREADS COUNT DIR
+//     creates DIR (and its parents) and COUNT empty files in it, named f0000000, f0000001, ..., as
+//     NNThroughputBenchmark's create does (create, then complete, no block), so that `nimbus bench
+//     bigdir` finds a directory of COUNT entries on HDFS without creating them over WebHDFS, where every
+//     create is a redirect to the DataNode (~1,000/s here). Files that exist already are skipped.
 //
 // Prints one JSON line: {"op":..,"threads":..,"ops_per_s":..,"operations":..,"errors":..,"elapsed_ms":..,
 // "p50_ms":..,"p99_ms":..,"tool":"RpcBench","target":..}. Progress and errors go to stderr.
 import java.net.URI;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.EnumSet;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicLong;
 
+import org.apache.hadoop.crypto.CryptoProtocolVersion;
+import org.apache.hadoop.fs.CreateFlag;
+import org.apache.hadoop.fs.FileAlreadyExistsException;
 import org.apache.hadoop.fs.permission.FsPermission;
+import org.apache.hadoop.io.EnumSetWritable;
+import org.apache.hadoop.ipc.RemoteException;
 import org.apache.hadoop.hdfs.HdfsConfiguration;
 import org.apache.hadoop.hdfs.NameNodeProxies;
 import org.apache.hadoop.hdfs.protocol.ClientProtocol;
@@ -34,12 +45,16 @@ public class RpcBench {
     final int threads = Integer.parseInt(args[2]);
     final long seconds = Long.parseLong(args[3]);
     final String root = args[4];
-    if (!op.equals("ls") && !op.equals("chmod") && !op.equals("stat")) {
-      System.err.println("RpcBench: unknown op " + op + " (want ls, chmod or stat)");
+    if (!op.equals("ls") && !op.equals("chmod") && !op.equals("stat") && !op.equals("fill")) {
+      System.err.println("RpcBench: unknown op " + op + " (want ls, chmod, stat or fill)");
       System.exit(2);
     }
     HdfsConfiguration conf = new HdfsConfiguration();
     final ClientProtocol nn = NameNodeProxies.createProxy(conf, uri, ClientProtocol.class).getProxy();
+    if (op.equals("fill")) {
+      fill(nn, uri, threads, seconds, root);
+      System.exit(0);
+    }
 
     // The tree's directories and files, by listing it (not timed).
     final List<String> dirs = new ArrayList<>();
@@ -142,5 +157,57 @@ public class RpcBench {
             + "\"elapsed_ms\":%d,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"tool\":\"RpcBench\",\"target\":\"%s\",\"hadoop\":\"3.4.1\"}%n",
         op, threads, total / (elapsed / 1e9), total, errors.get(), elapsed / 1_000_000, p50, p99, uri);
     System.exit(0);
+  }
+
+  // fill creates count empty files in dir with threads threads, each taking every threads-th name,
+  // and prints one JSON line like the timed ops (ops_per_s is the creation rate).
+  static void fill(ClientProtocol nn, URI uri, int threads, long count, String dir) throws Exception {
+    nn.mkdirs(dir, new FsPermission((short) 0755), true);
+    final AtomicLong done = new AtomicLong(), existed = new AtomicLong(), errors = new AtomicLong();
+    final FsPermission perm = new FsPermission((short) 0644);
+    final String client = "RpcBench-fill-" + System.nanoTime();
+    final long start = System.nanoTime();
+    Thread[] ts = new Thread[threads];
+    for (int i = 0; i < threads; i++) {
+      final int id = i;
+      ts[i] = new Thread(() -> {
+        for (long k = id; k < count; k += threads) {
+          String p = String.format("%s/f%07d", dir, k);
+          try {
+            HdfsFileStatus st = nn.create(p, perm, client,
+                new EnumSetWritable<>(EnumSet.of(CreateFlag.CREATE)), false, (short) 1,
+                128L << 20, CryptoProtocolVersion.supported(), null, null);
+            nn.complete(p, client, null, st.getFileId());
+          } catch (FileAlreadyExistsException e) {
+            existed.incrementAndGet();
+          } catch (RemoteException e) {
+            if (e.getClassName().endsWith("FileAlreadyExistsException")) {
+              existed.incrementAndGet();
+            } else if (errors.incrementAndGet() <= 3) {
+              System.err.println("RpcBench: fill: " + p + ": " + e);
+            }
+          } catch (Exception e) {
+            if (errors.incrementAndGet() <= 3) {
+              System.err.println("RpcBench: fill: " + p + ": " + e);
+            }
+          }
+          long n = done.incrementAndGet();
+          if (n % 100000 == 0) {
+            System.err.printf("RpcBench: fill: %d/%d in %.0f s%n", n, count, (System.nanoTime() - start) / 1e9);
+          }
+        }
+      });
+      ts[i].start();
+    }
+    for (Thread t : ts) {
+      t.join();
+    }
+    long elapsed = System.nanoTime() - start;
+    System.out.printf("{\"op\":\"fill\",\"threads\":%d,\"ops_per_s\":%.1f,\"operations\":%d,\"existed\":%d,"
+            + "\"errors\":%d,\"elapsed_ms\":%d,\"tool\":\"RpcBench\",\"target\":\"%s\",\"dir\":\"%s\",\"hadoop\":\"3.4.1\"}%n",
+        threads, done.get() / (elapsed / 1e9), done.get(), existed.get(), errors.get(), elapsed / 1_000_000, uri, dir);
+    if (errors.get() > 0) {
+      System.exit(1);
+    }
   }
 }

@@ -3,6 +3,7 @@
 # NNThroughputBenchmark lacks (ls, chmod) and stat, closed-loop on the paths of an existing tree.
 #
 #   bench/hdfs/rpcbench.sh OP THREADS SECONDS [ROOT]      OP: ls | chmod | stat; ROOT defaults to /bench
+#   bench/hdfs/rpcbench.sh fill THREADS COUNT DIR          COUNT empty files in DIR (for bench bigdir)
 #
 # Compiles RpcBench.java against the peer's jars on first use (into $HDFS_PEER_DIR/classes), prints the
 # JSON line of RpcBench. Environment: NN_URI (default hdfs://127.0.0.1:8020), HDFS_PEER_DIR, BENCH_HEAP.
