@@ -200,7 +200,12 @@ func memoryChart(results []bench.Result) (*plot.Plot, error) {
 		for _, s := range r.Bigdir.MemSamples {
 			xy = append(xy, plotter.XY{X: s.TMs / 1000, Y: float64(s.Bytes) / (1 << 20)})
 		}
-		args = append(args, fmt.Sprintf("%s, %d entries", r.System, r.Bigdir.Entries), xy)
+		// The two sources measure different things: say which one each line is.
+		what := "resident"
+		if strings.Contains(r.Bigdir.MemSource, "/jmx") {
+			what = "Java heap used"
+		}
+		args = append(args, fmt.Sprintf("%s, %d entries (%s)", r.System, r.Bigdir.Entries, what), xy)
 	}
 	if len(args) == 0 {
 		return nil, nil
