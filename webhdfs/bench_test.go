@@ -1,9 +1,11 @@
 package webhdfs
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -52,4 +54,25 @@ func BenchmarkGetFileStatusHTTP(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkListStatusBatchHandler measures the gateway alone: one page of
+// 1,000 entries of LISTSTATUS_BATCH through ServeHTTP over the real engine.
+func BenchmarkListStatusBatchHandler(b *testing.B) {
+	e := newEnv(b, nil, nil)
+	for i := 0; i < 1000; i++ {
+		e.put("u", fmt.Sprintf("/big/f%04d", i), "", "")
+	}
+	h, err := New(e.fs, DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", PathPrefix+"/big?op=LISTSTATUS_BATCH&user.name=u", nil))
+		if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"remainingEntries":0`) {
+			b.Fatalf("status %d: %.200s", rec.Code, rec.Body)
+		}
+	}
 }

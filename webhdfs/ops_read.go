@@ -101,12 +101,12 @@ func (h *Handler) listStatusBatch(rq *request) error {
 	if err != nil {
 		return err
 	}
-	entries := make([]wire.FileStatus, len(page.Entries))
-	for i := range page.Entries {
-		entries[i] = wire.FileStatusOf(&page.Entries[i], suffix(rq.path, &page.Entries[i]))
-	}
 	return writeBuilt(rq.w, func(b []byte) []byte {
-		return append(wire.AppendDirectoryListing(b, entries, page.Remaining), '\n')
+		b = wire.AppendDirectoryListingOf(b, len(page.Entries), page.Remaining, func(b []byte, i int) []byte {
+			f := wire.FileStatusOf(&page.Entries[i], suffix(rq.path, &page.Entries[i]))
+			return f.AppendJSON(b)
+		})
+		return append(b, '\n')
 	})
 }
 

@@ -105,12 +105,21 @@ func appendString(b []byte, s string) []byte {
 // and remaining: what encoding/json writes for the DirectoryListingReply
 // holding them (entries non-nil).
 func AppendDirectoryListing(b []byte, entries []FileStatus, remaining int64) []byte {
+	return AppendDirectoryListingOf(b, len(entries), remaining, func(b []byte, i int) []byte {
+		return entries[i].AppendJSON(b)
+	})
+}
+
+// AppendDirectoryListingOf is AppendDirectoryListing for n entries that
+// entry appends one by one, so that a page is written without a slice of
+// FileStatus beside it.
+func AppendDirectoryListingOf(b []byte, n int, remaining int64, entry func(b []byte, i int) []byte) []byte {
 	b = append(b, `{"DirectoryListing":{"partialListing":{"FileStatuses":{"FileStatus":[`...)
-	for i := range entries {
+	for i := 0; i < n; i++ {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = entries[i].AppendJSON(b)
+		b = entry(b, i)
 	}
 	b = append(b, `]}},"remainingEntries":`...)
 	b = strconv.AppendInt(b, remaining, 10)

@@ -37,7 +37,16 @@ func TypeName(t meta.FileType) string {
 
 // PermString renders a permission as Integer.toOctalString does ("755",
 // "1777", "0" for no bits).
-func PermString(p meta.Perm) string { return strconv.FormatUint(uint64(p&meta.PermMask), 8) }
+func PermString(p meta.Perm) string { return permStrings[p&meta.PermMask] }
+
+// permStrings holds every permission's octal string, so that a listing of a
+// thousand entries does not make a thousand of them.
+var permStrings = func() (t [meta.PermMask + 1]string) {
+	for p := range t {
+		t[p] = strconv.FormatUint(uint64(p), 8)
+	}
+	return t
+}()
 
 // FileStatusOf converts st; suffix is the pathSuffix ("" for the status of
 // the path asked about, the child's name in a listing).

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 	"testing"
 
 	"github.com/nimbus-fs/nimbus/meta"
@@ -49,6 +50,25 @@ func TestFileStatusRoundTrip(t *testing.T) {
 		}
 		if got := f.Meta(st.Path); got != st {
 			t.Errorf("round trip of %+v: %+v (JSON %s)", st, got, b)
+		}
+	}
+}
+
+// TestPermString: every permission renders as Java's Integer.toOctalString
+// of its bits, sticky bit included, and bits outside the mask are ignored.
+func TestPermString(t *testing.T) {
+	for p := meta.Perm(0); p <= meta.PermMask; p++ {
+		want := strconv.FormatUint(uint64(p), 8)
+		if got := PermString(p); got != want {
+			t.Fatalf("PermString(%#o) = %q, want %q", p, got, want)
+		}
+	}
+	for _, c := range []struct {
+		p    meta.Perm
+		want string
+	}{{0, "0"}, {0o755, "755"}, {0o1777, "1777"}, {0o20755, "755"}} {
+		if got := PermString(c.p); got != c.want {
+			t.Fatalf("PermString(%#o) = %q, want %q", c.p, got, c.want)
 		}
 	}
 }
