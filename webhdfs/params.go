@@ -45,11 +45,10 @@ func parseTarget(urlPath, rawQuery string) (target, error) {
 // parseQuery reads a raw query string in request order, lower-casing each
 // name and keeping the first value given under it in any case, so that
 // "op=OPEN&OP=DELETE" is always an OPEN. (Hadoop's ParamFilter lower-cases
-// names too and its parameters take the first value; where one name comes in
-// two cases, it merges them in its hash map's order, which a client cannot
-// rely on. Ranging over url.ParseQuery's map made the answer change from one
-// request to the next.) It accepts and rejects exactly what url.ParseQuery
-// does; the fuzz target checks both.
+// names too, and a parameter given twice takes its first value; ranging over
+// url.ParseQuery's map, as this gateway once did, made the answer change from
+// one request to the next.) It accepts and rejects exactly what
+// url.ParseQuery does; the fuzz target checks both.
 func parseQuery(raw string) (query, error) {
 	q := make(query, 4)
 	var firstErr error
