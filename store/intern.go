@@ -11,42 +11,57 @@ import (
 // an allocation per name on every read. Bounded: past maxInterned distinct
 // names, new ones are allocated as usual.
 //
-// Lookups read an immutable map through an atomic pointer: every inode decode
-// does two, from every core, and a shared lock's reader count would bounce
-// between the cores on each of them. A new name copies the map (rare: users
-// and groups are few).
+// Lookups read an immutable table through an atomic pointer: every inode
+// decode does two, from every core, and a shared lock's reader count would
+// bounce between the cores on each of them. A new name copies the table
+// (rare: users and groups are few). The table's first names are also kept in
+// a short array that a lookup compares before hashing: in most namespaces a
+// handful of owners and groups (the superuser and its group first) are on
+// nearly every row.
 var names struct {
 	mu sync.Mutex // serializes the copies
-	m  atomic.Pointer[map[string]string]
+	t  atomic.Pointer[internTable]
+}
+
+type internTable struct {
+	first [4]string // the first names interned, compared before m is hashed
+	m     map[string]string
 }
 
 const maxInterned = 4096
 
 func internBytes(b []byte) string {
-	if m := names.m.Load(); m != nil {
-		if s, ok := (*m)[string(b)]; ok { // no allocation for the lookup
+	if t := names.t.Load(); t != nil {
+		for _, s := range &t.first {
+			if s == string(b) { // no allocation for the comparison
+				return s
+			}
+		}
+		if s, ok := t.m[string(b)]; ok { // nor for the lookup
 			return s
 		}
 	}
 	s := string(b)
 	names.mu.Lock()
 	defer names.mu.Unlock()
-	old := names.m.Load()
+	old := names.t.Load()
+	t := &internTable{}
 	if old != nil {
-		if cur, ok := (*old)[s]; ok {
+		if cur, ok := old.m[s]; ok {
 			return cur // added meanwhile
 		}
-		if len(*old) >= maxInterned {
+		if len(old.m) >= maxInterned {
 			return s
 		}
-	}
-	var m map[string]string
-	if old == nil {
-		m = make(map[string]string, 1)
+		t.first = old.first
+		t.m = maps.Clone(old.m)
 	} else {
-		m = maps.Clone(*old)
+		t.m = make(map[string]string, 1)
 	}
-	m[s] = s
-	names.m.Store(&m)
+	if n := len(t.m); n < len(t.first) {
+		t.first[n] = s
+	}
+	t.m[s] = s
+	names.t.Store(t)
 	return s
 }
