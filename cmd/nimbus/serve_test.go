@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"runtime"
 	"testing"
 )
 
@@ -28,5 +29,19 @@ func TestMemoryLimit(t *testing.T) {
 		if got := memoryLimit(c.flagMB, c.envSet, c.cache, c.memtable); got != c.want {
 			t.Errorf("%s: memoryLimit(%d, %v, %d, %d) = %d, want %d", c.name, c.flagMB, c.envSet, c.cache, c.memtable, got, c.want)
 		}
+	}
+}
+
+// TestSpareProcessor: unless GOMAXPROCS was set, the server runs with one P
+// more than the runtime's default; when it was, nothing changes.
+func TestSpareProcessor(t *testing.T) {
+	def := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(def)
+	if got := spareProcessor(false); got != def+1 || runtime.GOMAXPROCS(0) != def+1 {
+		t.Fatalf("not set: returned %d, in force %d, want %d", got, runtime.GOMAXPROCS(0), def+1)
+	}
+	runtime.GOMAXPROCS(def)
+	if got := spareProcessor(true); got != def || runtime.GOMAXPROCS(0) != def {
+		t.Fatalf("set by the user: returned %d, in force %d, want %d", got, runtime.GOMAXPROCS(0), def)
 	}
 }

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# How the server scales with cores on this 2-core machine: Nimbus over its RPC, each operation at
+# $CLIENTS clients, in three layouts, one after the other, $ROUNDS rounds:
+#
+#   1        the server pinned to CPU 1 (taskset) with its default processors (`nimbus serve` runs with
+#            one Go P more than the CPUs it may use: 2 here), the driver pinned to CPU 0 with
+#            GOMAXPROCS=1: the driver cannot take the server's core, so the figure is what one core
+#            of server does
+#   1-1p     the same with the server at GOMAXPROCS=1: what that spare P is worth
+#   2        server and driver unpinned (the server at its default, 3 Ps), sharing both cores as in
+#            every other benchmark here
+#
+# A fresh server per layout and round (the tree of $FILES files prepared first). Each point prints
+# ops/s, the server's CPU per operation and the driver's; the JSON of every point is kept in $OUT.
+# docs/BENCHMARKS.md ("Cores") has a run of it.
+#
+#   scripts/bench-cores.sh                            # ~9 minutes
+#   LAYOUTS="1 2" OPS="stat create" CLIENTS=16 scripts/bench-cores.sh
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+OUT="${OUT:-/tmp/nimbus-cores}"
+BIN="${BIN:-$OUT/nimbus}"
+ADDR="${ADDR:-127.0.0.1:9880}"
+FILES="${FILES:-50000}"
+OPS="${OPS:-stat read ls create mkdir delete rename}"
+CLIENTS="${CLIENTS:-64}"
+DURATION="${DURATION:-4s}"
+ROUNDS="${ROUNDS:-2}"
+LAYOUTS="${LAYOUTS:-1 1-1p 2}"
+command -v taskset >/dev/null || { echo "bench-cores: needs taskset (util-linux)" >&2; exit 1; }
+[[ "$(nproc)" -ge 2 ]] || { echo "bench-cores: needs 2 CPUs" >&2; exit 1; }
+
+mkdir -p "$OUT"
+go build -o "$BIN" ./cmd/nimbus
+SERVER=""
+stop() { [[ -n "$SERVER" ]] && { kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null || true; }; SERVER=""; }
+trap stop EXIT
+
+# layout LAYOUT ROUND: a fresh server in LAYOUT (1, 1-1p or 2), the tree, then every op once.
+layout() {
+  local cores="$1" round="$2" srv=() drv=()
+  case "$cores" in
+    1) srv=(taskset -c 1); drv=(env GOMAXPROCS=1 taskset -c 0) ;;
+    1-1p) srv=(env GOMAXPROCS=1 taskset -c 1); drv=(env GOMAXPROCS=1 taskset -c 0) ;;
+    2) ;;
+    *) echo "bench-cores: unknown layout $cores (want 1, 1-1p or 2)" >&2; exit 2 ;;
+  esac
+  rm -rf "$OUT/data"
+  "${srv[@]}" "$BIN" serve --data "$OUT/data" --listen "$ADDR" --log-level warn >"$OUT/serve.log" 2>&1 &
+  SERVER=$!
+  for _ in $(seq 100); do curl -sf "http://$ADDR/readyz" >/dev/null && break; sleep 0.1; done
+  curl -sf "http://$ADDR/readyz" >/dev/null || { echo "bench-cores: server did not start: $(tail -3 "$OUT/serve.log")" >&2; exit 1; }
+  "${drv[@]}" "$BIN" bench prepare --target "nimbus://$ADDR" --files "$FILES" >"$OUT/prepare.log" 2>&1
+  for op in $OPS; do
+    local js="$OUT/$op-cores$cores-r$round.json"
+    "${drv[@]}" "$BIN" bench micro --target "nimbus://$ADDR" --op "$op" --clients "$CLIENTS" --duration "$DURATION" \
+      --no-echo --json "$js" >/dev/null
+    python3 - "$js" "$cores" "$round" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["results"][0]
+s = r.get("server") or {}
+print(f"layout {sys.argv[2]:5s} round {sys.argv[3]}  {r['op']:7s} {r['clients']:4d} clients  {r['throughput_ops_s']:9.0f} ops/s"
+      f"  server {s.get('cpu_us_per_op', 0):6.1f} us/op  driver {r.get('driver_cpu_us_per_op', 0):6.1f} us/op  errors {r['errors']}")
+PY
+  done
+  stop
+}
+
+for round in $(seq 1 "$ROUNDS"); do
+  for l in $LAYOUTS; do
+    layout "$l" "$round"
+  done
+done
