@@ -2,13 +2,14 @@
 # How the server scales with cores on this 2-core machine: Nimbus over its RPC, each operation at
 # $CLIENTS clients, in three layouts, one after the other, $ROUNDS rounds:
 #
-#   1        the server pinned to CPU 1 (taskset) with its default processors (`nimbus serve` runs with
-#            one Go P more than the CPUs it may use: 2 here), the driver pinned to CPU 0 with
+#   1        the server pinned to CPU 1 (taskset) with its default processors (`nimbus serve` runs
+#            with two Go Ps where the runtime's default is one), the driver pinned to CPU 0 with
 #            GOMAXPROCS=1: the driver cannot take the server's core, so the figure is what one core
 #            of server does
-#   1-1p     the same with the server at GOMAXPROCS=1: what that spare P is worth
-#   2        server and driver unpinned (the server at its default, 3 Ps), sharing both cores as in
+#   1-1p     the same with the server at GOMAXPROCS=1: what that second P is worth
+#   2        server and driver unpinned (the server at its default, 2 Ps), sharing both cores as in
 #            every other benchmark here
+#   2-3p     the same with the server at GOMAXPROCS=3 (not in the default list)
 #
 # A fresh server per layout and round (the tree of $FILES files prepared first). Each point prints
 # ops/s, the server's CPU per operation and the driver's; the JSON of every point is kept in $OUT.
@@ -38,14 +39,15 @@ SERVER=""
 stop() { [[ -n "$SERVER" ]] && { kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null || true; }; SERVER=""; }
 trap stop EXIT
 
-# layout LAYOUT ROUND: a fresh server in LAYOUT (1, 1-1p or 2), the tree, then every op once.
+# layout LAYOUT ROUND: a fresh server in LAYOUT (1, 1-1p, 2 or 2-3p), the tree, then every op once.
 layout() {
   local cores="$1" round="$2" srv=() drv=()
   case "$cores" in
     1) srv=(taskset -c 1); drv=(env GOMAXPROCS=1 taskset -c 0) ;;
     1-1p) srv=(env GOMAXPROCS=1 taskset -c 1); drv=(env GOMAXPROCS=1 taskset -c 0) ;;
     2) ;;
-    *) echo "bench-cores: unknown layout $cores (want 1, 1-1p or 2)" >&2; exit 2 ;;
+    2-3p) srv=(env GOMAXPROCS=3) ;;
+    *) echo "bench-cores: unknown layout $cores (want 1, 1-1p, 2 or 2-3p)" >&2; exit 2 ;;
   esac
   rm -rf "$OUT/data"
   "${srv[@]}" "$BIN" serve --data "$OUT/data" --listen "$ADDR" --log-level warn >"$OUT/serve.log" 2>&1 &

@@ -147,23 +147,23 @@ func memoryLimit(flagMB int64, envSet bool, cacheBytes int64, memtableBytes uint
 	return 2<<30 + cacheBytes + 2*int64(memtableBytes)
 }
 
-// spareProcessor gives the runtime one processor (P) more than its default,
-// unless GOMAXPROCS is set, and returns the count in force. The store's WAL
-// flusher spends much of its time blocked in fdatasync, and a thread blocked
-// in a system call keeps its P until the runtime's monitor takes it back
-// (tens of microseconds later, on every sync): meanwhile one P fewer runs
-// the requests. With one P more, the others always have the cores.
-// Measured with scripts/bench-cores.sh and docs/BENCHMARKS.md ("Cores"):
-// with the server pinned to one core, creates at 64 clients went from
-// 6,500-7,200/s with one P to 32,700-34,400 with two (four: no better),
-// reads unchanged; on two cores, three Ps against two gave 10-15% more
-// writes. Setting GOMAXPROCS here stops the runtime from following a
-// container's CPU limit as it changes; set GOMAXPROCS to choose.
+// spareProcessor gives the runtime a second processor (P) where its default
+// is one (a single CPU, or a container limited to one), unless GOMAXPROCS is
+// set, and returns the count in force. The store's WAL flusher spends much of
+// its time blocked in fdatasync, and a thread blocked in a system call keeps
+// its P until the runtime's monitor takes it back: with a single P nothing
+// else runs meanwhile, on every sync. Measured (scripts/bench-cores.sh,
+// docs/BENCHMARKS.md "Cores"), the server pinned to one core: creates at 64
+// clients 6,600-7,600/s with one P, 24,400-34,400 with two (four: no
+// better); stats and listings 0-14% slower. On two cores a third P gave
+// 10-15% more writes at 16-64 clients but 12-13% fewer reads at 4-16, so
+// there the default stays. Setting GOMAXPROCS here stops the runtime from
+// following a container's CPU limit as it changes; set GOMAXPROCS to choose.
 func spareProcessor(userSet bool) int {
-	if userSet {
-		return runtime.GOMAXPROCS(0)
+	n := runtime.GOMAXPROCS(0)
+	if userSet || n > 1 {
+		return n
 	}
-	n := runtime.GOMAXPROCS(0) + 1
-	runtime.GOMAXPROCS(n)
-	return n
+	runtime.GOMAXPROCS(2)
+	return 2
 }

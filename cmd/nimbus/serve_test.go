@@ -32,16 +32,20 @@ func TestMemoryLimit(t *testing.T) {
 	}
 }
 
-// TestSpareProcessor: unless GOMAXPROCS was set, the server runs with one P
-// more than the runtime's default; when it was, nothing changes.
+// TestSpareProcessor: a server whose default is one P runs with two, unless
+// GOMAXPROCS was set; a default of two or more is left alone.
 func TestSpareProcessor(t *testing.T) {
 	def := runtime.GOMAXPROCS(0)
 	defer runtime.GOMAXPROCS(def)
-	if got := spareProcessor(false); got != def+1 || runtime.GOMAXPROCS(0) != def+1 {
-		t.Fatalf("not set: returned %d, in force %d, want %d", got, runtime.GOMAXPROCS(0), def+1)
-	}
-	runtime.GOMAXPROCS(def)
-	if got := spareProcessor(true); got != def || runtime.GOMAXPROCS(0) != def {
-		t.Fatalf("set by the user: returned %d, in force %d, want %d", got, runtime.GOMAXPROCS(0), def)
+	for _, c := range []struct {
+		start   int
+		userSet bool
+		want    int
+	}{{1, false, 2}, {1, true, 1}, {2, false, 2}, {3, false, 3}, {2, true, 2}} {
+		runtime.GOMAXPROCS(c.start)
+		if got := spareProcessor(c.userSet); got != c.want || runtime.GOMAXPROCS(0) != c.want {
+			t.Fatalf("from %d (set by the user: %v): returned %d, in force %d, want %d",
+				c.start, c.userSet, got, runtime.GOMAXPROCS(0), c.want)
+		}
 	}
 }
