@@ -15,7 +15,7 @@
 # ops/s, the server's CPU per operation and the driver's; the JSON of every point is kept in $OUT.
 # docs/BENCHMARKS.md ("Cores") has a run of it.
 #
-#   scripts/bench-cores.sh                            # ~9 minutes
+#   scripts/bench-cores.sh                            # ~5 minutes
 #   LAYOUTS="1 2" OPS="stat create" CLIENTS=16 scripts/bench-cores.sh
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
