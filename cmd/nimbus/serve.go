@@ -153,9 +153,9 @@ func memoryLimit(flagMB int64, envSet bool, cacheBytes int64, memtableBytes uint
 // its time blocked in fdatasync, and a thread blocked in a system call keeps
 // its P until the runtime's monitor takes it back: with a single P nothing
 // else runs meanwhile, on every sync. Measured (scripts/bench-cores.sh,
-// docs/BENCHMARKS.md "Cores"), the server pinned to one core: creates at 64
-// clients 6,600-7,600/s with one P, 24,400-34,400 with two (four: no
-// better); stats and listings 0-14% slower. On two cores a third P gave
+// docs/BENCHMARKS.md "Cores"), the server pinned to one core, three runs:
+// creates at 64 clients 6,500-17,600/s with one P, 24,400-34,400 with two
+// (four: no better); listings 6-11% slower. On two cores a third P gave
 // 10-15% more writes at 16-64 clients but 12-13% fewer reads at 4-16, so
 // there the default stays. Setting GOMAXPROCS here stops the runtime from
 // following a container's CPU limit as it changes; set GOMAXPROCS to choose.
