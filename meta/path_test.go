@@ -111,3 +111,20 @@ func FuzzCleanPath(f *testing.F) {
 		}
 	})
 }
+
+// TestPagePaths: each entry gets the concatenation of the parts added for it,
+// in order, all slices of one string.
+func TestPagePaths(t *testing.T) {
+	var p PagePaths
+	p.Grow(3, 8)
+	p.Add("/d/", "a")
+	p.Add("/")
+	p.Add("/d/", "bc", "")
+	entries := make([]FileStatus, 3)
+	p.SetPaths(entries)
+	for i, want := range []string{"/d/a", "/", "/d/bc"} {
+		if entries[i].Path != want {
+			t.Fatalf("entry %d: %q, want %q", i, entries[i].Path, want)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package namespace
 
 import (
 	"context"
-	"strings"
 
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/store"
@@ -68,13 +67,10 @@ func (e *Engine) List(ctx context.Context, u meta.User, dir, startAfter string, 
 		}
 		size := min(int64(limit), n.Children)
 		l := &meta.Listing{Entries: make([]meta.FileStatus, 0, size)}
-		// The page's paths are written one after another into one string,
-		// and each entry's path is a slice of it: one allocation per page
-		// instead of one per entry.
+		// The page's paths are slices of one string (meta.PagePaths).
 		prefix := meta.JoinPath(p, "")
-		var paths strings.Builder
-		paths.Grow(int(size) * (len(prefix) + 24))
-		ends := make([]int, 0, size)
+		var paths meta.PagePaths
+		paths.Grow(int(size), len(prefix)+24)
 		more := false
 		err = t.children(ctx, n.ID, startAfter, limit+1, func(c *store.Inode) bool {
 			if len(l.Entries) == limit {
@@ -83,19 +79,13 @@ func (e *Engine) List(ctx context.Context, u meta.User, dir, startAfter string, 
 			}
 			l.Entries = append(l.Entries, meta.FileStatus{})
 			fillStatus(&l.Entries[len(l.Entries)-1], "", c)
-			paths.WriteString(prefix)
-			paths.WriteString(c.Name)
-			ends = append(ends, paths.Len())
+			paths.Add(prefix, c.Name)
 			return true
 		})
 		if err != nil {
 			return err
 		}
-		all, start := paths.String(), 0
-		for i, end := range ends {
-			l.Entries[i].Path = all[start:end]
-			start = end
-		}
+		paths.SetPaths(l.Entries)
 		if more {
 			// Exact on the first page; later pages would need a count of the
 			// entries before the cursor, so they give a lower bound.

@@ -114,27 +114,23 @@ func ListingFromProto(dir string, p *api.Listing) *meta.Listing {
 	if err != nil {
 		clean = strings.Clone(dir)
 	}
-	// The entries' paths are written one after another into one string and
-	// each is a slice of it, as the engine does: one allocation per page
-	// instead of one per entry, and a copy of each name out of the frame.
+	// The entries' paths are slices of one string (meta.PagePaths), which
+	// also copies each name out of the frame.
 	prefix := meta.JoinPath(clean, "")
-	var paths strings.Builder
-	paths.Grow(len(entries) * (len(prefix) + 24))
-	ends := make([]int, len(entries))
+	var paths meta.PagePaths
+	paths.Grow(len(entries), len(prefix)+24)
 	var owner, group string
 	for i, e := range entries {
 		st := &out.Entries[i]
 		StatusFromProto(e, st)
 		switch name := st.Path; {
 		case name == "":
-			paths.WriteString(clean)
+			paths.Add(clean)
 		case name[0] != '/':
-			paths.WriteString(prefix)
-			paths.WriteString(name)
+			paths.Add(prefix, name)
 		default:
-			paths.WriteString(name)
+			paths.Add(name)
 		}
-		ends[i] = paths.Len()
 		if st.Owner != owner {
 			owner = strings.Clone(st.Owner)
 		}
@@ -146,11 +142,7 @@ func ListingFromProto(dir string, p *api.Listing) *meta.Listing {
 			st.Symlink = strings.Clone(st.Symlink)
 		}
 	}
-	all, start := paths.String(), 0
-	for i, end := range ends {
-		out.Entries[i].Path = all[start:end]
-		start = end
-	}
+	paths.SetPaths(out.Entries)
 	return out
 }
 
