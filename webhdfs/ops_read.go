@@ -46,6 +46,13 @@ func suffix(listed string, e *meta.FileStatus) string {
 	return e.Name()
 }
 
+// appendEntry appends the FileStatus JSON of e, an entry of the listing of
+// the path listed.
+func appendEntry(b []byte, listed string, e *meta.FileStatus) []byte {
+	f := wire.FileStatusOf(e, suffix(listed, e))
+	return f.AppendJSON(b)
+}
+
 // listStatus streams the whole listing page by page, so that a huge directory
 // costs one page of memory. An error after the first page cuts the connection.
 func (h *Handler) listStatus(rq *request) error {
@@ -66,8 +73,7 @@ func (h *Handler) listStatus(rq *request) error {
 				b = append(b, ',')
 			}
 			first = false
-			f := wire.FileStatusOf(e, suffix(rq.path, e))
-			b = f.AppendJSON(b)
+			b = appendEntry(b, rq.path, e)
 		}
 		if page.Remaining <= 0 || len(page.Entries) == 0 {
 			break
@@ -103,8 +109,7 @@ func (h *Handler) listStatusBatch(rq *request) error {
 	}
 	return writeBuilt(rq.w, func(b []byte) []byte {
 		b = wire.AppendDirectoryListingOf(b, len(page.Entries), page.Remaining, func(b []byte, i int) []byte {
-			f := wire.FileStatusOf(&page.Entries[i], suffix(rq.path, &page.Entries[i]))
-			return f.AppendJSON(b)
+			return appendEntry(b, rq.path, &page.Entries[i])
 		})
 		return append(b, '\n')
 	})

@@ -55,36 +55,35 @@ func parseQuery(raw string) (query, error) {
 	for raw != "" {
 		var pair string
 		pair, raw, _ = strings.Cut(raw, "&")
-		if strings.Contains(pair, ";") {
-			if firstErr == nil {
-				firstErr = errors.New("invalid semicolon separator in query")
-			}
-			continue
-		}
 		if pair == "" {
 			continue
 		}
-		k, v, _ := strings.Cut(pair, "=")
-		k, err := url.QueryUnescape(k)
+		k, v, err := queryPair(pair)
 		if err != nil {
 			if firstErr == nil {
 				firstErr = err
 			}
 			continue
 		}
-		v, err = url.QueryUnescape(v)
-		if err != nil {
-			if firstErr == nil {
-				firstErr = err
-			}
-			continue
-		}
-		lk := strings.ToLower(k)
-		if _, dup := q[lk]; !dup {
+		if lk := strings.ToLower(k); !q.has(lk) {
 			q[lk] = v
 		}
 	}
 	return q, firstErr
+}
+
+// queryPair unescapes one name=value pair of a query string as
+// url.ParseQuery does, semicolons refused.
+func queryPair(pair string) (name, value string, err error) {
+	if strings.Contains(pair, ";") {
+		return "", "", errors.New("invalid semicolon separator in query")
+	}
+	name, value, _ = strings.Cut(pair, "=")
+	if name, err = url.QueryUnescape(name); err != nil {
+		return "", "", err
+	}
+	value, err = url.QueryUnescape(value)
+	return name, value, err
 }
 
 func (q query) has(name string) bool { _, ok := q[name]; return ok }
