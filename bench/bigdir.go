@@ -20,7 +20,7 @@ type BigdirConfig struct {
 	SampleEvery time.Duration // memory sampling period while listing
 }
 
-// DefaultBigdirConfig lists 100,000 entries under /bench.
+// DefaultBigdirConfig lists a million entries under /bench, filled by 64 writers.
 func DefaultBigdirConfig() BigdirConfig {
 	return BigdirConfig{Root: "/bench", Entries: 1000000, Clients: 64, PageSize: 1000, SampleEvery: 100 * time.Millisecond}
 }

@@ -159,6 +159,13 @@ public class RpcBench {
     System.exit(0);
   }
 
+  // alreadyExists reports whether a create failed because the file is there, whether the proxy
+  // unwrapped the NameNode's exception or passed it on as a RemoteException.
+  static boolean alreadyExists(Exception e) {
+    return e instanceof FileAlreadyExistsException
+        || (e instanceof RemoteException && ((RemoteException) e).getClassName().endsWith("FileAlreadyExistsException"));
+  }
+
   // fill creates count empty files in dir with threads threads, each taking every threads-th name,
   // and prints one JSON line like the timed ops (ops_per_s is the creation rate).
   static void fill(ClientProtocol nn, URI uri, int threads, long count, String dir) throws Exception {
@@ -178,16 +185,10 @@ public class RpcBench {
                 new EnumSetWritable<>(EnumSet.of(CreateFlag.CREATE)), false, (short) 1,
                 128L << 20, CryptoProtocolVersion.supported(), null, null);
             nn.complete(p, client, null, st.getFileId());
-          } catch (FileAlreadyExistsException e) {
-            existed.incrementAndGet();
-          } catch (RemoteException e) {
-            if (e.getClassName().endsWith("FileAlreadyExistsException")) {
+          } catch (Exception e) {
+            if (alreadyExists(e)) {
               existed.incrementAndGet();
             } else if (errors.incrementAndGet() <= 3) {
-              System.err.println("RpcBench: fill: " + p + ": " + e);
-            }
-          } catch (Exception e) {
-            if (errors.incrementAndGet() <= 3) {
               System.err.println("RpcBench: fill: " + p + ": " + e);
             }
           }

@@ -69,11 +69,11 @@ func Run(ctx context.Context, cfg Config) {
 		if samples[0].Value.Kind() != metrics.KindUint64 || samples[1].Value.Kind() != metrics.KindUint64 {
 			return // this runtime does not have them
 		}
-		if c := samples[0].Value.Uint64(); c == cycles {
+		c := samples[0].Value.Uint64()
+		if c == cycles {
 			continue // no collection since the last look: live is unchanged
-		} else {
-			cycles = c
 		}
+		cycles = c
 		live := samples[1].Value.Uint64()
 		if p := Percent(live, target, cfg.Min, cfg.Max); p != cur {
 			cur = p
