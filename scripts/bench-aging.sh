@@ -26,25 +26,17 @@ QUICK="${QUICK:-20s}"
 
 mkdir -p "$OUT"
 go build -o "$BIN" ./cmd/nimbus
-rm -rf "$OUT/data"
+# shellcheck source=scripts/bench-lib.sh
+source "$ROOT/scripts/bench-lib.sh"
+trap stop_server EXIT
 # shellcheck disable=SC2086 # SERVE_ARGS is a list of flags
-"$BIN" serve --data "$OUT/data" --listen "$ADDR" --log-level warn $SERVE_ARGS >"$OUT/serve.log" 2>&1 &
-SERVER=$!
-trap 'kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null || true' EXIT
-for _ in $(seq 100); do curl -sf "http://$ADDR/readyz" >/dev/null && break; sleep 0.1; done
-curl -sf "http://$ADDR/readyz" >/dev/null || { echo "bench-aging: server did not start: $(tail -3 "$OUT/serve.log")" >&2; exit 1; }
-"$BIN" bench prepare --target "nimbus://$ADDR" --files "$FILES" >"$OUT/prepare.log" 2>&1
+start_server "$BIN" serve $SERVE_ARGS
+prepare_tree
 
 # run LABEL OP CLIENTS DURATION: one measured point, printed as one line
 run() {
   "$BIN" bench micro --target "nimbus://$ADDR" --op "$2" --clients "$3" --duration "$4" --no-echo --json "$OUT/point.json" >/dev/null
-  python3 - "$1" "$OUT/point.json" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[2]))['results'][0]
-s = r.get('server') or {}
-print(f"{sys.argv[1]:6s} {r['op']:7s} {r['clients']:4d} clients {r['throughput_ops_s']:9.0f} ops/s"
-      f"  driver {r.get('driver_cpu_us_per_op', 0):6.1f} µs/op  server {s.get('cpu_us_per_op', 0):6.1f} µs/op")
-PY
+  print_point "$1" "$OUT/point.json"
 }
 
 run fresh rename 64 8s

@@ -35,9 +35,9 @@ command -v taskset >/dev/null || { echo "bench-cores: needs taskset (util-linux)
 
 mkdir -p "$OUT"
 go build -o "$BIN" ./cmd/nimbus
-SERVER=""
-stop() { [[ -n "$SERVER" ]] && { kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null || true; }; SERVER=""; }
-trap stop EXIT
+# shellcheck source=scripts/bench-lib.sh
+source "$ROOT/scripts/bench-lib.sh"
+trap stop_server EXIT
 
 # layout LAYOUT ROUND: a fresh server in LAYOUT (1, 1-1p, 2 or 2-3p), the tree, then every op once.
 layout() {
@@ -49,25 +49,15 @@ layout() {
     2-3p) srv=(env GOMAXPROCS=3) ;;
     *) echo "bench-cores: unknown layout $cores (want 1, 1-1p, 2 or 2-3p)" >&2; exit 2 ;;
   esac
-  rm -rf "$OUT/data"
-  "${srv[@]}" "$BIN" serve --data "$OUT/data" --listen "$ADDR" --log-level warn >"$OUT/serve.log" 2>&1 &
-  SERVER=$!
-  for _ in $(seq 100); do curl -sf "http://$ADDR/readyz" >/dev/null && break; sleep 0.1; done
-  curl -sf "http://$ADDR/readyz" >/dev/null || { echo "bench-cores: server did not start: $(tail -3 "$OUT/serve.log")" >&2; exit 1; }
-  "${drv[@]}" "$BIN" bench prepare --target "nimbus://$ADDR" --files "$FILES" >"$OUT/prepare.log" 2>&1
+  start_server "${srv[@]}" "$BIN" serve
+  prepare_tree "${drv[@]}"
   for op in $OPS; do
     local js="$OUT/$op-cores$cores-r$round.json"
     "${drv[@]}" "$BIN" bench micro --target "nimbus://$ADDR" --op "$op" --clients "$CLIENTS" --duration "$DURATION" \
       --no-echo --json "$js" >/dev/null
-    python3 - "$js" "$cores" "$round" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))["results"][0]
-s = r.get("server") or {}
-print(f"layout {sys.argv[2]:5s} round {sys.argv[3]}  {r['op']:7s} {r['clients']:4d} clients  {r['throughput_ops_s']:9.0f} ops/s"
-      f"  server {s.get('cpu_us_per_op', 0):6.1f} us/op  driver {r.get('driver_cpu_us_per_op', 0):6.1f} us/op  errors {r['errors']}")
-PY
+    print_point "$cores r$round" "$js"
   done
-  stop
+  stop_server
 }
 
 for round in $(seq 1 "$ROUNDS"); do
