@@ -25,6 +25,13 @@ import (
 // this replaced. Measured on the 2-core VM against that writer goroutine:
 // the same throughput at 64 clients, stat ~10% faster at one client (with
 // the reader running quick requests itself, see serverConn.readLoop).
+//
+// The writer yields only when its owner says other frames are on their way
+// (crowded: another request in flight on the connection). Alone, the yield
+// is a trip through the scheduler that finds nobody to wait for: the echo at
+// one client was 13,100/s with it and 16,400/s without (server CPU 44 → 30
+// µs per round trip), while at 64 clients on two connections the yield
+// triples the echo (105,000 → 300,000/s).
 type frameWriter struct {
 	qmu   sync.Mutex
 	queue []*[]byte
@@ -35,13 +42,16 @@ type frameWriter struct {
 	err    error     // the first write error (guarded by wmu)
 	onErr  func(error)
 	closed bool // after an error: frames are dropped (guarded by qmu)
+	// crowded reports whether more frames are expected soon (nil: never).
+	crowded func() bool
 }
 
 // newFrameWriter writes to w; onErr is called once, by the writer, with the
 // first write error. Frames sent after it are dropped: the connection is
-// broken and its owner fails every request still waiting on it.
-func newFrameWriter(w io.Writer, onErr func(error)) *frameWriter {
-	return &frameWriter{bw: bufio.NewWriterSize(w, 32<<10), onErr: onErr}
+// broken and its owner fails every request still waiting on it. crowded
+// (may be nil) tells the writer when to wait for more frames before a flush.
+func newFrameWriter(w io.Writer, onErr func(error), crowded func() bool) *frameWriter {
+	return &frameWriter{bw: bufio.NewWriterSize(w, 32<<10), onErr: onErr, crowded: crowded}
 }
 
 // send queues the frame in *b and writes it unless another goroutine is
@@ -70,12 +80,12 @@ func (w *frameWriter) send(b *[]byte) {
 }
 
 // writeQueued writes everything queued and flushes. The caller holds wmu.
-// Before the flush it yields once, so that goroutines about to send (other
-// responses finishing on the other core, other callers) join this syscall
-// rather than make their own: under load that turns a syscall per frame
-// into one per batch; alone it costs a trip through the scheduler.
+// When the connection is crowded it yields once before the flush, so that
+// goroutines about to send (other responses finishing on the other core,
+// other callers) join this syscall rather than make their own: under load
+// that turns a syscall per frame into one per batch.
 func (w *frameWriter) writeQueued() {
-	yielded := false
+	yielded := w.crowded == nil || !w.crowded()
 	for {
 		w.qmu.Lock()
 		w.batch, w.queue = w.queue, w.batch[:0]
