@@ -93,6 +93,14 @@ done
 run micro-create-hot micro "echo create" -- --op create --hot-dir --clients 4 --duration "${SECS}s" --files 2000
 run bigdir bigdir "ls-bigdir" -- --entries 5000 --clients 8
 
+# floor measures no target: it starts its own peer process (no --target)
+echo "smoke: nimbus bench floor"
+if "$NIMBUS" bench floor --clients 1,4 --duration "${SECS}s" --json "$OUT/floor.json" >"$OUT/floor.txt" 2>"$OUT/floor.err"; then
+  check "$OUT/floor.json" floor pingpong || failed=1
+else
+  echo "  FAILED (exit $?):"; sed 's/^/    /' "$OUT/floor.err" "$OUT/floor.txt"; failed=1
+fi
+
 echo "smoke: nimbus bench plot"
 if "$NIMBUS" bench plot "$OUT"/micro-*.json "$OUT/echo.json" --out "$OUT/png" >"$OUT/plot.txt" 2>&1 \
    && ls "$OUT/png"/throughput-stat.png "$OUT/png"/latency-cdf-stat.png >/dev/null; then

@@ -246,7 +246,10 @@ for stage in build servers prepare echo compare hot issue2 bigdir plot report st
       done
       for t in "${TARGETS[@]}"; do
         run "echo-$(tname "$t")" "$BIN" bench echo --target "$t" --clients "$CLIENTS" --duration "$DURATION" --json "$OUT/echo-$(tname "$t").json"
-      done ;;
+      done
+      # the floor under the echoes: a bare TCP round trip between two processes, no RPC stack
+      [[ -s "$OUT/echo-floor.json" && -z "${FORCE:-}" ]] || \
+        run echo-floor "$BIN" bench floor --clients "$CLIENTS" --duration "$DURATION" --json "$OUT/echo-floor.json" ;;
     compare)
       need_servers
       mkdir -p "$OUT/raw"
@@ -334,6 +337,7 @@ def by_clients(results, op=None):
 
 echo = {s: by_clients(load(f"{D}/echo-{s}.json"), "echo") for s in SYS}
 echo_http = by_clients(load(f"{D}/echo-nimbus-rpc.json"), "echo-http")
+floor = by_clients(load(f"{D}/echo-floor.json"), "pingpong")
 
 def nnt(op):
     # HDFS over Hadoop RPC: the best round per thread count (peer_doc), as for the other systems
@@ -344,11 +348,11 @@ def f2(x): return "–" if x is None else (f"{x:.2f}" if x < 10 else f"{x:.1f}")
 def fr(x): return "–" if x is None else f"{x:.2f}×"
 
 print("## Echo (transport ceiling), ops/s\n")
-print("| clients | Nimbus RPC echo (TCP no-op) | Nimbus HTTP echo (no-op) | Nimbus WebHDFS GETFILESTATUS / | HDFS WebHDFS GETFILESTATUS / |")
-print("|---:|---:|---:|---:|---:|")
+print("| clients | bare TCP round trip, two processes (`nimbus bench floor`) | Nimbus RPC echo (TCP no-op) | Nimbus HTTP echo (no-op) | Nimbus WebHDFS GETFILESTATUS / | HDFS WebHDFS GETFILESTATUS / |")
+print("|---:|---:|---:|---:|---:|---:|")
 for c in sorted(echo["nimbus-rpc"]):
     g = lambda m: m.get(c, {}).get("throughput_ops_s")
-    print(f"| {c} | {f0(g(echo['nimbus-rpc']))} | {f0(g(echo_http))} | {f0(g(echo['nimbus-webhdfs']))} | {f0(g(echo['hdfs-webhdfs']))} |")
+    print(f"| {c} | {f0(g(floor))} | {f0(g(echo['nimbus-rpc']))} | {f0(g(echo_http))} | {f0(g(echo['nimbus-webhdfs']))} | {f0(g(echo['hdfs-webhdfs']))} |")
 print()
 
 summary = []

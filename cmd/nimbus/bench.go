@@ -24,6 +24,7 @@ workloads:
   prepare  build the Spotify-statistics namespace tree (--files N)
   micro    one operation on the prepared tree, closed-loop clients (--op OP)
   echo     the transport ceiling: no-op over the RPC and over HTTP
+  floor    the floor under echo: a bare TCP round trip to another process
   bigdir   list a directory of --entries N page by page
   plot     draw PNG charts from result files (plot FILE... --out DIR)
 
@@ -45,8 +46,11 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		"prepare": benchPrepare,
 		"micro":   benchMicro,
 		"echo":    benchEcho,
-		"bigdir":  benchBigdir,
-		"plot":    benchPlot,
+		"floor":   benchFloor,
+		// started by floor, not listed in the usage
+		"floor-serve": benchFloorServe,
+		"bigdir":      benchBigdir,
+		"plot":        benchPlot,
 	}[args[0]]
 	if run == nil {
 		fmt.Fprintf(stderr, "nimbus bench: unknown workload %q\n\n%s", args[0], benchUsage)
