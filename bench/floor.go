@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"sync"
+	"syscall"
+	"time"
 )
 
 // The floor workload measures what a bare TCP round trip between two
@@ -61,9 +63,14 @@ func FloorServe(ctx context.Context, ln net.Listener) error {
 }
 
 // Floor measures the round trip to a FloorServe at addr at each client
-// count, each client on its own connection (workload "floor", op
-// "pingpong", system "tcp-loopback").
-func Floor(ctx context.Context, addr string, run RunConfig, clients []int) ([]Result, error) {
+// count, each client on its own connection (workload "floor", system
+// "tcp-loopback"). With spin 0 a client waits for each answer parked in Go's
+// network poller, as Nimbus's client and server do (op "pingpong"); with
+// spin > 0 it first retries a non-blocking read for up to spin ("pingpong-spin").
+// On a VM whose idle vCPU halts, the parked waiter pays the hypervisor's
+// wake-up on every answer and the spinning one mostly does not: the two
+// together show what the machine charges for sleeping.
+func Floor(ctx context.Context, addr string, run RunConfig, clients []int, spin time.Duration) ([]Result, error) {
 	env := &Env{Target: "tcp://" + addr, System: "tcp-loopback"}
 	var results []Result
 	for _, n := range clients {
@@ -86,29 +93,43 @@ func Floor(ctx context.Context, addr string, run RunConfig, clients []int) ([]Re
 		// A server that stops answering would hold a client in its read for
 		// ever: closing the connections when ctx ends frees it.
 		stop := context.AfterFunc(ctx, closeAll)
-		m, err := Run(ctx, run, func(i int) Op { return pingPong(conns[i]) })
+		m, err := Run(ctx, run, func(i int) Op { return pingPong(conns[i], spin) })
 		stop()
 		closeAll()
 		if err != nil {
 			return results, err
 		}
-		results = append(results, NewResult("floor", "pingpong", env, m))
+		op := "pingpong"
+		if spin > 0 {
+			op = "pingpong-spin"
+		}
+		results = append(results, NewResult("floor", op, env, m))
 	}
 	return results, nil
 }
 
-// pingPong is one client's round trip on c.
-func pingPong(c net.Conn) OpFunc {
+// pingPong is one client's round trip on c, waiting as Floor describes.
+func pingPong(c net.Conn, spin time.Duration) OpFunc {
 	ping := make([]byte, FloorMessageSize)
 	for i := range ping {
 		ping[i] = byte(i)
 	}
 	pong := make([]byte, FloorMessageSize)
+	var rc syscall.RawConn
+	if tc, ok := c.(*net.TCPConn); ok && spin > 0 {
+		rc, _ = tc.SyscallConn()
+	}
 	return func(context.Context) error {
 		if _, err := c.Write(ping); err != nil {
 			return fmt.Errorf("bench floor: write: %w", err)
 		}
-		if _, err := io.ReadFull(c, pong); err != nil {
+		var err error
+		if rc != nil {
+			err = spinRead(rc, pong, spin)
+		} else {
+			_, err = io.ReadFull(c, pong)
+		}
+		if err != nil {
 			return fmt.Errorf("bench floor: read: %w", err)
 		}
 		if !bytes.Equal(pong, ping) {
@@ -116,4 +137,36 @@ func pingPong(c net.Conn) OpFunc {
 		}
 		return nil
 	}
+}
+
+// spinRead fills buf, retrying a non-blocking read for up to spin before it
+// lets the poller park the goroutine until the socket is readable.
+func spinRead(rc syscall.RawConn, buf []byte, spin time.Duration) error {
+	got := 0
+	var rerr error
+	for got < len(buf) && rerr == nil {
+		err := rc.Read(func(fd uintptr) bool {
+			deadline := time.Now().Add(spin)
+			for {
+				n, err := syscall.Read(int(fd), buf[got:])
+				switch {
+				case n > 0:
+					got += n
+					return true
+				case n == 0 && err == nil:
+					rerr = io.ErrUnexpectedEOF
+					return true
+				case !errors.Is(err, syscall.EAGAIN):
+					rerr = err
+					return true
+				case time.Now().After(deadline):
+					return false // park until readable
+				}
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return rerr
 }

@@ -16,16 +16,25 @@ func TestFloorCountsRoundTrips(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- FloorServe(ctx, ln) }()
 
-	results, err := Floor(ctx, ln.Addr().String(), RunConfig{OpsPerClient: 200}, []int{1, 3})
+	results, err := Floor(ctx, ln.Addr().String(), RunConfig{OpsPerClient: 200}, []int{1, 3}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(results) != 2 {
-		t.Fatalf("%d results, want 2", len(results))
+	spun, err := Floor(ctx, ln.Addr().String(), RunConfig{OpsPerClient: 200}, []int{1, 3}, 50*time.Microsecond)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i, want := range []int64{200, 600} {
+	results = append(results, spun...)
+	if len(results) != 4 {
+		t.Fatalf("%d results, want 4", len(results))
+	}
+	for i, want := range []int64{200, 600, 200, 600} {
 		r := results[i]
-		if r.Workload != "floor" || r.Op != "pingpong" || r.System != "tcp-loopback" {
+		op := "pingpong"
+		if i >= 2 {
+			op = "pingpong-spin"
+		}
+		if r.Workload != "floor" || r.Op != op || r.System != "tcp-loopback" {
 			t.Errorf("result %d is %s/%s/%s", i, r.Workload, r.Op, r.System)
 		}
 		if r.Ops != want || r.Errors != 0 || r.ThroughputOpsS <= 0 {
@@ -66,7 +75,7 @@ func TestFloorRejectsAWrongPong(t *testing.T) {
 			c.Write(make([]byte, FloorMessageSize)) // zeros, not the ping
 		}
 	}()
-	results, err := Floor(context.Background(), ln.Addr().String(), RunConfig{OpsPerClient: 5}, []int{1})
+	results, err := Floor(context.Background(), ln.Addr().String(), RunConfig{OpsPerClient: 5}, []int{1}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

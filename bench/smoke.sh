@@ -100,6 +100,12 @@ if "$NIMBUS" bench floor --clients 1,4 --duration "${SECS}s" --json "$OUT/floor.
 else
   echo "  FAILED (exit $?):"; sed 's/^/    /' "$OUT/floor.err" "$OUT/floor.txt"; failed=1
 fi
+echo "smoke: nimbus bench floor --spin 50us"
+if "$NIMBUS" bench floor --clients 1 --spin 50us --duration "${SECS}s" --json "$OUT/floor-spin.json" >"$OUT/floor-spin.txt" 2>"$OUT/floor-spin.err"; then
+  check "$OUT/floor-spin.json" floor pingpong-spin || failed=1
+else
+  echo "  FAILED (exit $?):"; sed 's/^/    /' "$OUT/floor-spin.err" "$OUT/floor-spin.txt"; failed=1
+fi
 
 echo "smoke: nimbus bench plot"
 if "$NIMBUS" bench plot "$OUT"/micro-*.json "$OUT/echo.json" --out "$OUT/png" >"$OUT/plot.txt" 2>&1 \

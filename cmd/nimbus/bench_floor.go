@@ -28,6 +28,7 @@ func benchFloor(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	var run bench.RunConfig
 	fs.DurationVar(&run.Duration, "duration", 0, "length of each run (default 5s unless --ops-per-client is set)")
 	fs.Int64Var(&run.OpsPerClient, "ops-per-client", 0, "round trips per client in each run")
+	spin := fs.Duration("spin", 0, "spin on a non-blocking read for up to this long before parking (0: park at once, as Nimbus does)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -39,8 +40,8 @@ func benchFloor(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if run.Duration == 0 && run.OpsPerClient == 0 {
 		run.Duration = 5 * time.Second
 	}
-	if run.Duration < 0 || run.OpsPerClient < 0 {
-		fmt.Fprintln(stderr, "nimbus bench floor: negative duration or operation count")
+	if run.Duration < 0 || run.OpsPerClient < 0 || *spin < 0 {
+		fmt.Fprintln(stderr, "nimbus bench floor: negative duration, operation count or spin")
 		return 2
 	}
 	addr := *server
@@ -53,7 +54,7 @@ func benchFloor(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 		defer stop()
 	}
-	results, err := bench.Floor(ctx, addr, run, counts)
+	results, err := bench.Floor(ctx, addr, run, counts, *spin)
 	return finish(stdout, stderr, &benchCommon{json: *jsonOut}, append([]string{"floor"}, args...), results, err)
 }
 
