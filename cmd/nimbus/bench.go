@@ -114,6 +114,39 @@ func parseClients(s string) ([]int, error) {
 	return out, nil
 }
 
+// sweepFlags are the flags of a workload that sweeps client counts with
+// closed-loop runs, each bounded by time or by operations per client.
+type sweepFlags struct {
+	clients string
+	run     bench.RunConfig
+}
+
+// register adds --clients, --duration and --ops-per-client; what names the
+// operations in the help ("echoes", "round trips").
+func (f *sweepFlags) register(fs *flag.FlagSet, what string) {
+	fs.StringVar(&f.clients, "clients", "1", "client counts, comma-separated: one run each (e.g. 1,4,16,64,256)")
+	fs.DurationVar(&f.run.Duration, "duration", 0, "length of each run (default 5s unless --ops-per-client is set)")
+	fs.Int64Var(&f.run.OpsPerClient, "ops-per-client", 0, what+" per client in each run (instead of --duration)")
+}
+
+// parse returns the client counts and sets the default duration; bad flags
+// are reported to stderr, naming the workload.
+func (f *sweepFlags) parse(workload string, stderr io.Writer) ([]int, bool) {
+	counts, err := parseClients(f.clients)
+	if err != nil {
+		fmt.Fprintf(stderr, "nimbus bench %s: %v\n", workload, err)
+		return nil, false
+	}
+	if f.run.Duration < 0 || f.run.OpsPerClient < 0 {
+		fmt.Fprintf(stderr, "nimbus bench %s: negative duration or operation count\n", workload)
+		return nil, false
+	}
+	if f.run.Duration == 0 && f.run.OpsPerClient == 0 {
+		f.run.Duration = 5 * time.Second
+	}
+	return counts, true
+}
+
 func maxInt(xs []int) int {
 	m := 1
 	for _, x := range xs {
@@ -196,10 +229,9 @@ func benchMicro(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	var c benchCommon
 	c.register(fs)
 	cfg := bench.DefaultMicroConfig()
-	clients := fs.String("clients", "1", "client counts, comma-separated: one run each (e.g. 1,4,16,64,256)")
+	var sw sweepFlags
+	sw.register(fs, "operations")
 	fs.StringVar(&cfg.Op, "op", cfg.Op, "operation: "+strings.Join(bench.MicroOps, ", "))
-	fs.DurationVar(&cfg.Duration, "duration", 0, "length of each run (default 5s unless --ops-per-client is set)")
-	fs.Int64Var(&cfg.OpsPerClient, "ops-per-client", 0, "operations per client in each run (instead of --duration)")
 	fs.BoolVar(&cfg.HotDir, "hot-dir", false, "create/mkdir: every client in one shared directory (default: one per client)")
 	noEcho := fs.Bool("no-echo", false, "do not measure echo first (no echo_fraction)")
 	fs.Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the clients' random choices")
@@ -209,14 +241,11 @@ func benchMicro(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	var err error
-	if cfg.Clients, err = parseClients(*clients); err != nil {
-		fmt.Fprintln(stderr, "nimbus bench micro:", err)
+	counts, ok := sw.parse("micro", stderr)
+	if !ok {
 		return 2
 	}
-	if cfg.Duration == 0 && cfg.OpsPerClient == 0 {
-		cfg.Duration = 5 * time.Second
-	}
+	cfg.Clients, cfg.Duration, cfg.OpsPerClient = counts, sw.run.Duration, sw.run.OpsPerClient
 	cfg.Echo = !*noEcho
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(stderr, "nimbus bench micro:", err)
@@ -259,24 +288,18 @@ func benchEcho(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs := newFlagSet("echo", stderr)
 	var c benchCommon
 	c.register(fs)
-	clients := fs.String("clients", "1", "client counts, comma-separated")
-	var run bench.RunConfig
-	fs.DurationVar(&run.Duration, "duration", 0, "length of each run (default 5s unless --ops-per-client is set)")
-	fs.Int64Var(&run.OpsPerClient, "ops-per-client", 0, "operations per client in each run")
+	var sw sweepFlags
+	sw.register(fs, "echoes")
 	warm := fs.Duration("warmup", 500*time.Millisecond, "untimed echoes from the largest client count before the first run")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	counts, err := parseClients(*clients)
-	if err != nil {
-		fmt.Fprintln(stderr, "nimbus bench echo:", err)
+	counts, ok := sw.parse("echo", stderr)
+	if !ok {
 		return 2
 	}
-	if run.Duration == 0 && run.OpsPerClient == 0 {
-		run.Duration = 5 * time.Second
-	}
-	if run.Duration < 0 || run.OpsPerClient < 0 || *warm < 0 {
-		fmt.Fprintln(stderr, "nimbus bench echo: negative duration or operation count")
+	if *warm < 0 {
+		fmt.Fprintln(stderr, "nimbus bench echo: negative --warmup")
 		return 2
 	}
 	env, closeEnv, err := openTarget(ctx, &c, maxInt(counts), stderr)
@@ -285,7 +308,7 @@ func benchEcho(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 1
 	}
 	defer closeEnv()
-	results, err := bench.Echo(ctx, env, run, counts, *warm)
+	results, err := bench.Echo(ctx, env, sw.run, counts, *warm)
 	return finish(stdout, stderr, &c, append([]string{"echo"}, args...), results, err)
 }
 

@@ -24,29 +24,24 @@ func benchFloor(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs := newFlagSet("floor", stderr)
 	jsonOut := fs.String("json", "", "write the results as JSON to `FILE`")
 	server := fs.String("server", "", "HOST:PORT of a running `nimbus bench floor-serve` (default: start one)")
-	clients := fs.String("clients", "1", "client counts, comma-separated")
-	var run bench.RunConfig
-	fs.DurationVar(&run.Duration, "duration", 0, "length of each run (default 5s unless --ops-per-client is set)")
-	fs.Int64Var(&run.OpsPerClient, "ops-per-client", 0, "round trips per client in each run")
+	var sw sweepFlags
+	sw.register(fs, "round trips")
 	spin := fs.Duration("spin", 0, "spin on a non-blocking read for up to this long before parking (0: park at once, as Nimbus does)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	counts, err := parseClients(*clients)
-	if err != nil {
-		fmt.Fprintln(stderr, "nimbus bench floor:", err)
+	counts, ok := sw.parse("floor", stderr)
+	if !ok {
 		return 2
 	}
-	if run.Duration == 0 && run.OpsPerClient == 0 {
-		run.Duration = 5 * time.Second
-	}
-	if run.Duration < 0 || run.OpsPerClient < 0 || *spin < 0 {
-		fmt.Fprintln(stderr, "nimbus bench floor: negative duration, operation count or spin")
+	if *spin < 0 {
+		fmt.Fprintln(stderr, "nimbus bench floor: negative --spin")
 		return 2
 	}
 	addr := *server
 	if addr == "" {
 		var stop func()
+		var err error
 		addr, stop, err = startFloorServer(ctx)
 		if err != nil {
 			fmt.Fprintln(stderr, "nimbus bench floor:", err)
@@ -54,7 +49,7 @@ func benchFloor(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 		defer stop()
 	}
-	results, err := bench.Floor(ctx, addr, run, counts, *spin)
+	results, err := bench.Floor(ctx, addr, sw.run, counts, *spin)
 	return finish(stdout, stderr, &benchCommon{json: *jsonOut}, append([]string{"floor"}, args...), results, err)
 }
 
