@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/nimbus-fs/nimbus/api"
 )
@@ -34,10 +33,6 @@ type Conn struct {
 	max  int
 	w    *frameWriter
 	done chan struct{} // closed when the connection has failed or been closed
-	// inflight counts the calls sent or being sent and not yet answered: a
-	// request sent while others are in flight waits for them to join its
-	// write (frameWriter).
-	inflight atomic.Int32
 
 	mu struct {
 		sync.Mutex
@@ -136,8 +131,7 @@ func newConn(nc net.Conn, br *bufio.Reader, max int) *Conn {
 		br = bufio.NewReaderSize(nc, 32<<10)
 	}
 	c := &Conn{nc: nc, br: br, max: max, done: make(chan struct{})}
-	c.w = newFrameWriter(nc, func(err error) { c.fail(fmt.Errorf("%w: %v", ErrConnBroken, err)) },
-		func() bool { return c.inflight.Load() > 1 })
+	c.w = newFrameWriter(nc, func(err error) { c.fail(fmt.Errorf("%w: %v", ErrConnBroken, err)) })
 	c.mu.pending = make(map[uint64]*call)
 	go c.readLoop()
 	return c
@@ -287,8 +281,8 @@ func (c *Conn) call(ctx context.Context, req *api.Request, v *view) (*api.Respon
 		return c.finish(cl, id, err, v)
 	}
 	// A write error fails the connection, and with it this call.
-	c.inflight.Add(1)
-	defer c.inflight.Add(-1)
+	c.w.begin()
+	defer c.w.end()
 	c.w.send(ob)
 	select {
 	case <-cl.ch:

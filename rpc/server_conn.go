@@ -77,9 +77,6 @@ type serverConn struct {
 	// and the requests in flight must finish rather than be cancelled.
 	stopping atomic.Bool
 	closed   chan struct{} // closed when the connection is fully closed
-	// inflight counts the requests read and not yet answered: a response
-	// sent while others are in flight waits for them to join its write.
-	inflight atomic.Int32
 }
 
 func (s *Server) newConn(nc net.Conn, br *bufio.Reader) *serverConn {
@@ -89,7 +86,7 @@ func (s *Server) newConn(nc net.Conn, br *bufio.Reader) *serverConn {
 		c.s.log.Debug("rpc: connection write failed", "remote", c.nc.RemoteAddr().String(), "err", err)
 		c.cancel()
 		c.stopReading()
-	}, func() bool { return c.inflight.Load() > 1 })
+	})
 	s.mu.Lock()
 	if s.mu.shutdown {
 		s.mu.Unlock()
@@ -153,7 +150,7 @@ func (c *serverConn) readLoop() {
 			return
 		}
 		c.wg.Add(1)
-		c.inflight.Add(1)
+		c.w.begin()
 		if c.br.Buffered() == 0 && isQuick(frame) {
 			// Nothing else has arrived on this connection and the request
 			// is short: run it here. Handing it to a worker would wake a
@@ -218,7 +215,7 @@ func (c *serverConn) run(bp *[]byte, n int) {
 	<-c.s.sem
 	*ob = out
 	c.w.send(ob)
-	c.inflight.Add(-1)
+	c.w.end()
 	if !ok {
 		c.s.log.Warn("rpc: closing connection after an undecodable frame", "remote", c.nc.RemoteAddr().String())
 		c.stopReading()

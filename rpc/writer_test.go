@@ -4,27 +4,29 @@ import (
 	"bytes"
 	"encoding/binary"
 	"sync"
-	"sync/atomic"
 	"testing"
 )
 
 // TestFrameWriterEveryFrameOnce sends frames from many goroutines at once
 // and checks that each arrives exactly once and that each sender's frames
-// keep their order, whether the writer yields before its flushes (crowded),
-// never does, or is told one thing and then the other.
+// keep their order, whether the writer never yields before its flushes
+// (nothing marked under way), always does (two requests held under way), or
+// does as the connections use it (each sender marks its own frame).
 func TestFrameWriterEveryFrameOnce(t *testing.T) {
-	var flip atomic.Int64
-	cases := map[string]func() bool{
-		"nil":       nil,
-		"crowded":   func() bool { return true },
-		"alone":     func() bool { return false },
-		"switching": func() bool { return flip.Add(1)%3 == 0 },
+	cases := map[string]struct{ held, perSend bool }{
+		"alone":    {},
+		"crowded":  {held: true},
+		"per-send": {perSend: true},
 	}
 	const senders, frames = 8, 500
-	for name, crowded := range cases {
+	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var out bytes.Buffer // written only under the writer's lock
-			w := newFrameWriter(&out, func(err error) { t.Errorf("write failed: %v", err) }, crowded)
+			w := newFrameWriter(&out, func(err error) { t.Errorf("write failed: %v", err) })
+			if tc.held {
+				w.begin()
+				w.begin()
+			}
 			var wg sync.WaitGroup
 			for s := range senders {
 				wg.Add(1)
@@ -33,7 +35,13 @@ func TestFrameWriterEveryFrameOnce(t *testing.T) {
 					for i := range frames {
 						b := getBuf()
 						*b = binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32((*b)[:0], uint32(s)), uint32(i))
+						if tc.perSend {
+							w.begin()
+						}
 						w.send(b)
+						if tc.perSend {
+							w.end()
+						}
 					}
 				}()
 			}
