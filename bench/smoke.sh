@@ -94,18 +94,17 @@ run micro-create-hot micro "echo create" -- --op create --hot-dir --clients 4 --
 run bigdir bigdir "ls-bigdir" -- --entries 5000 --clients 8
 
 # floor measures no target: it starts its own peer process (no --target)
-echo "smoke: nimbus bench floor"
-if "$NIMBUS" bench floor --clients 1,4 --duration "${SECS}s" --json "$OUT/floor.json" >"$OUT/floor.txt" 2>"$OUT/floor.err"; then
-  check "$OUT/floor.json" floor pingpong || failed=1
-else
-  echo "  FAILED (exit $?):"; sed 's/^/    /' "$OUT/floor.err" "$OUT/floor.txt"; failed=1
-fi
-echo "smoke: nimbus bench floor --spin 50us"
-if "$NIMBUS" bench floor --clients 1 --spin 50us --duration "${SECS}s" --json "$OUT/floor-spin.json" >"$OUT/floor-spin.txt" 2>"$OUT/floor-spin.err"; then
-  check "$OUT/floor-spin.json" floor pingpong-spin || failed=1
-else
-  echo "  FAILED (exit $?):"; sed 's/^/    /' "$OUT/floor-spin.err" "$OUT/floor-spin.txt"; failed=1
-fi
+floor_run() { # floor_run NAME OP ARGS...
+  local name=$1 op=$2; shift 2
+  echo "smoke: nimbus bench floor $*"
+  if "$NIMBUS" bench floor --duration "${SECS}s" --json "$OUT/$name.json" "$@" >"$OUT/$name.txt" 2>"$OUT/$name.err"; then
+    check "$OUT/$name.json" floor "$op" || failed=1
+  else
+    echo "  FAILED (exit $?):"; sed 's/^/    /' "$OUT/$name.err" "$OUT/$name.txt"; failed=1
+  fi
+}
+floor_run floor pingpong --clients 1,4
+floor_run floor-spin pingpong-spin --clients 1 --spin 50us
 
 echo "smoke: nimbus bench plot"
 if "$NIMBUS" bench plot "$OUT"/micro-*.json "$OUT/echo.json" --out "$OUT/png" >"$OUT/plot.txt" 2>&1 \
