@@ -48,8 +48,11 @@ func DefaultUser() meta.User {
 
 // Options configure a Client. The zero value is usable.
 type Options struct {
-	// Conns is the number of TCP connections in the pool; requests are spread
-	// over them round-robin. 0 means 2.
+	// Conns is the number of TCP connections in the pool; 0 means 4. A
+	// request takes the first connection with nothing under way on it, so
+	// that a few callers each have one to themselves; when every connection
+	// is busy, requests go round-robin to the first half of the pool, where
+	// they share the writes and reads of few connections (see pick).
 	Conns int
 	// Logger receives reconnects and other connection events; nil discards.
 	Logger *slog.Logger
@@ -67,7 +70,7 @@ type Options struct {
 
 // DefaultOptions returns the options with every default filled in.
 func DefaultOptions() Options {
-	return Options{Conns: 2, DialTimeout: 5 * time.Second, MaxFrameSize: rpc.DefaultMaxFrameSize, LeaseRenewInterval: 10 * time.Second}
+	return Options{Conns: 4, DialTimeout: 5 * time.Second, MaxFrameSize: rpc.DefaultMaxFrameSize, LeaseRenewInterval: 10 * time.Second}
 }
 
 // Validate reports options that cannot work.
@@ -118,6 +121,7 @@ type Client struct {
 	tag     uint64 // random high bits of every request id
 	seq     atomic.Uint64
 	next    atomic.Uint32
+	calls   atomic.Int32 // requests under way on the pool (see pick)
 	slots   []slot
 	closed  atomic.Bool
 }
@@ -126,6 +130,10 @@ type Client struct {
 type slot struct {
 	mu   sync.Mutex
 	conn *rpc.Conn
+	// cur is conn, for pick's scan for an idle connection without the lock.
+	cur atomic.Pointer[rpc.Conn]
+	// redialing is set while a background redial of this slot is under way.
+	redialing atomic.Bool
 }
 
 // Dial connects to the server at addr ("http://host:port"; see
@@ -179,6 +187,7 @@ func (c *Client) Close() error {
 		if s.conn != nil {
 			s.conn.Close()
 			s.conn = nil
+			s.cur.Store(nil)
 		}
 		s.mu.Unlock()
 	}
@@ -205,6 +214,7 @@ func (c *Client) slotConn(ctx context.Context, s *slot) (*rpc.Conn, error) {
 		case <-s.conn.Done():
 			c.log.Info("client: reconnecting", "addr", c.addr, "cause", s.conn.Err())
 			s.conn = nil
+			s.cur.Store(nil)
 		default:
 			return s.conn, nil
 		}
@@ -216,17 +226,44 @@ func (c *Client) slotConn(ctx context.Context, s *slot) (*rpc.Conn, error) {
 		return nil, err
 	}
 	s.conn = conn
+	s.cur.Store(conn)
 	return conn, nil
 }
 
-// pick returns a working connection, preferring the round-robin slot and
-// falling back to the others when it cannot be dialled.
-func (c *Client) pick(ctx context.Context) (*rpc.Conn, error) {
+// pick returns a working connection. While fewer requests are under way on
+// the pool than it has connections, it takes the first one with nothing
+// under way on it: a caller alone there is not queued behind other callers'
+// frames, and its write is not held back to gather theirs. Otherwise it goes
+// round-robin over the first half of the pool (the shared slots), so that
+// under load many requests share each write and read of few connections
+// (spare connections that each carried one request would cost a wake-up on
+// both sides per request, which is what a loaded machine cannot spare), and
+// it falls back to the other slots when a shared one cannot be dialled. A
+// slot found broken in the scan is redialled in the background.
+func (c *Client) pick(ctx context.Context, busy int) (*rpc.Conn, error) {
+	for i := range c.slots {
+		if busy >= len(c.slots) {
+			break
+		}
+		s := &c.slots[i]
+		conn := s.cur.Load()
+		if conn != nil && conn.Idle() {
+			return conn, nil
+		}
+		if conn == nil || broken(conn) {
+			c.redial(s)
+		}
+	}
 	n := uint32(len(c.slots))
+	shared := max(n/2, 1)
 	start := c.next.Add(1)
 	var firstErr error
 	for i := range n {
-		conn, err := c.slotConn(ctx, &c.slots[(start+i)%n])
+		k := (start + i) % shared // the shared slots first, from the round-robin one
+		if i >= shared {
+			k = i
+		}
+		conn, err := c.slotConn(ctx, &c.slots[k])
 		if err == nil {
 			return conn, nil
 		}
@@ -238,6 +275,30 @@ func (c *Client) pick(ctx context.Context) (*rpc.Conn, error) {
 		}
 	}
 	return nil, firstErr
+}
+
+func broken(conn *rpc.Conn) bool {
+	select {
+	case <-conn.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// redial dials slot s again in the background, unless that is under way or
+// the client is closed: a spare slot is otherwise only reached through pick's
+// scan, which takes working connections only.
+func (c *Client) redial(s *slot) {
+	if c.closed.Load() || !s.redialing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer s.redialing.Store(false)
+		if _, err := c.slotConn(context.Background(), s); err != nil && !errors.Is(err, ErrClosed) {
+			c.log.Debug("client: redial failed", "addr", c.addr, "err", err)
+		}
+	}()
 }
 
 // call sends req and returns its response, or an *meta.OpError naming op and
@@ -276,8 +337,10 @@ func (c *Client) exchange(ctx context.Context, m rpc.Method, path string, u meta
 		}
 	}
 	retried := false
+	busy := int(c.calls.Add(1)) - 1
+	defer c.calls.Add(-1)
 	for attempt := 0; ; attempt++ {
-		conn, err := c.pick(ctx)
+		conn, err := c.pick(ctx, busy)
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, ErrClosed) {
 				return nil, meta.WrapOp(op, path, err)

@@ -10,7 +10,9 @@
 //	st, err := c.Stat(ctx, u, "/data/hello")
 //
 // A Client keeps a small pool of TCP connections (Options.Conns) and spreads
-// requests over them; each connection carries many requests at once. It is
+// requests over them; each connection carries many requests at once. A
+// request takes an idle connection when there is one, and under load shares
+// the busiest few, whose writes and reads then carry many frames each. It is
 // safe for concurrent use by any number of goroutines.
 //
 // Errors are *meta.OpError values wrapping the sentinel of their kind, so

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,12 +68,38 @@ func dial(t testing.TB, addr string, opts client.Options) *client.Client {
 }
 
 // proxy forwards TCP connections to a backend and can cut them all at once,
-// as a network failure would.
+// as a network failure would. It counts the bytes each connection carried
+// towards the backend, in the order the connections were accepted.
 type proxy struct {
 	ln      net.Listener
 	backend string
 	mu      sync.Mutex
 	conns   []net.Conn
+	up      []*atomic.Int64
+}
+
+// sent returns, per accepted connection, the bytes it has carried to the
+// backend so far.
+func (p *proxy) sent() []int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := make([]int64, len(p.up))
+	for i, u := range p.up {
+		n[i] = u.Load()
+	}
+	return n
+}
+
+// countingWriter counts what it passes on, before passing it: whatever the
+// backend has received is counted already.
+type countingWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c countingWriter) Write(b []byte) (int, error) {
+	c.n.Add(int64(len(b)))
+	return c.w.Write(b)
 }
 
 func newProxy(t *testing.T, backendURL string) *proxy {
@@ -103,10 +130,12 @@ func (p *proxy) accept() {
 			in.Close()
 			continue
 		}
+		up := new(atomic.Int64)
 		p.mu.Lock()
 		p.conns = append(p.conns, in, out)
+		p.up = append(p.up, up)
 		p.mu.Unlock()
-		go func() { io.Copy(out, in); out.Close() }()
+		go func() { io.Copy(countingWriter{out, up}, in); out.Close() }()
 		go func() { io.Copy(in, out); in.Close() }()
 	}
 }

@@ -137,6 +137,22 @@ func newConn(nc net.Conn, br *bufio.Reader, max int) *Conn {
 	return c
 }
 
+// Idle reports whether the connection works and has no call under way on
+// it. A pool prefers an idle connection, so that a caller alone on it neither
+// queues behind another caller's frames nor waits for the writer to gather
+// company for a write.
+func (c *Conn) Idle() bool {
+	if c.w.inflight.Load() != 0 {
+		return false
+	}
+	select {
+	case <-c.done:
+		return false
+	default:
+		return true
+	}
+}
+
 // Done is closed when the connection has failed or been closed.
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
