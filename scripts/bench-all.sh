@@ -30,6 +30,12 @@
 #   report   the Markdown tables of docs/BENCHMARKS.md from the JSON, into docs/bench/tables.md
 #   stop     stop both servers (also done on exit for servers this script started, unless KEEP=1)
 #
+# Fresh servers: when this script starts a server itself in a run that has the prepare stage, it
+# first deletes that server's data (Nimbus's $NIMBUS_DATA, HDFS's $HDFS_PEER_DIR; the Hadoop jars stay
+# in bench/hdfs/lib) and the prepare results, so that every run begins where a newcomer's first run
+# does and is aged only by its own stages. KEEP_DATA=1 keeps the data of earlier runs instead (runs
+# 7 to 11 of docs/BENCHMARKS.md were measured so, on data directories made for run 7).
+#
 # Resumable: a result whose JSON file already exists is skipped (FORCE=1 reruns it). The load average
 # before and after every run is appended to docs/bench/load.log.
 set -euo pipefail
@@ -89,9 +95,16 @@ run() {
 nimbus_up() { curl -fsS -o /dev/null http://127.0.0.1:9870/readyz 2>/dev/null; }
 hdfs_up() { bench/hdfs/hdfs-peer.sh status >/dev/null 2>&1; }
 
+# fresh: the servers this script starts begin on empty data (see the header)
+fresh() { has_stage prepare && [[ -z "${KEEP_DATA:-}" ]]; }
+
 start_servers() {
   if ! nimbus_up; then
     [[ -x "$BIN" ]] || go build -o "$BIN" ./cmd/nimbus
+    if fresh; then
+      log "fresh Nimbus: deleting $NIMBUS_DATA (KEEP_DATA=1 keeps it)"
+      rm -rf "$NIMBUS_DATA" "$OUT/prepare-nimbus-rpc.json"
+    fi
     mkdir -p "$NIMBUS_DATA"
     log "starting nimbus serve --data $NIMBUS_DATA --listen 127.0.0.1:9870"
     "$BIN" serve --data "$NIMBUS_DATA" --listen 127.0.0.1:9870 >"$(dirname "$NIMBUS_DATA")/serve.log" 2>&1 &
@@ -101,6 +114,11 @@ start_servers() {
     nimbus_up || { log "nimbus serve did not become ready"; tail -20 "$(dirname "$NIMBUS_DATA")/serve.log" >&2; exit 1; }
   fi
   if ! hdfs_up; then
+    if fresh; then
+      log "fresh HDFS: deleting $HDFS_PEER_DIR (KEEP_DATA=1 keeps it)"
+      bench/hdfs/hdfs-peer.sh wipe
+      rm -f "$OUT"/prepare-hdfs-webhdfs*.json
+    fi
     log "starting the HDFS peer in $HDFS_PEER_DIR"
     bench/hdfs/hdfs-peer.sh install
     bench/hdfs/hdfs-peer.sh start
