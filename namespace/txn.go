@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/nimbus-fs/nimbus/meta"
@@ -184,9 +185,20 @@ func (r *resolved) name() string {
 	return r.comps[len(r.comps)-1]
 }
 
-// prefix returns the path of the first k components.
+// prefix returns the path of the first k components: a prefix of path,
+// which comps were split from (meta.SplitPath), so nothing is allocated.
 func (r *resolved) prefix(k int) string {
-	p := meta.RootPath
+	if k == 0 {
+		return meta.RootPath
+	}
+	n := 0
+	for _, c := range r.comps[:k] {
+		n += len(meta.PathSep) + len(c)
+	}
+	if n <= len(r.path) && (n == len(r.path) || r.path[n] == '/') {
+		return r.path[:n]
+	}
+	p := meta.RootPath // comps not split from path: build it
 	for _, c := range r.comps[:k] {
 		p = meta.JoinPath(p, c)
 	}
@@ -219,12 +231,9 @@ func (t *tx) resolve(ctx context.Context, wants ...want) ([]*resolved, error) {
 	// One request per key, at the strongest mode asked, in key order. Each
 	// carries its (parent, name), the name taken from the path's components
 	// so that no key needs decoding.
-	type keyed struct {
-		req store.ReadReq
-		hk  hintKey
-		id  uint64 // the id the plan expects (0: unknown), whose hint is in place
-	}
-	ks := make([]keyed, 0, 2*len(plans[0].keys)+len(t.op.extraX))
+	sc := resolveScratchPool.Get().(*resolveScratch)
+	defer sc.release()
+	ks := sc.ks[:0]
 	for _, p := range plans {
 		n := len(p.comps)
 		for k, key := range p.keys {
@@ -253,10 +262,11 @@ func (t *tx) resolve(ctx context.Context, wants ...want) ([]*resolved, error) {
 		return int(b.req.Mode) - int(a.req.Mode) // strongest first, so the dedup keeps it
 	})
 	ks = slices.CompactFunc(ks, func(a, b keyed) bool { return bytes.Equal(a.req.Key, b.req.Key) })
-	reqs := make([]store.ReadReq, len(ks))
+	reqs := sc.reqs[:0]
 	for i := range ks {
-		reqs[i] = ks[i].req
+		reqs = append(reqs, ks[i].req)
 	}
+	sc.ks, sc.reqs = ks, reqs // kept for the next resolve, grown or not
 	vals, err := t.st.Read(ctx, reqs)
 	if err != nil {
 		return nil, err
@@ -278,6 +288,31 @@ func (t *tx) resolve(ctx context.Context, wants ...want) ([]*resolved, error) {
 		out[i] = r
 	}
 	return out, nil
+}
+
+// keyed is one key of resolve's batch read, with its (parent, name).
+type keyed struct {
+	req store.ReadReq
+	hk  hintKey
+	id  uint64 // the id the plan expects (0: unknown), whose hint is in place
+}
+
+// resolveScratch is resolve's working memory, reused from call to call (a
+// rename's is ~2 KB): nothing in it outlives the call.
+type resolveScratch struct {
+	ks   []keyed
+	reqs []store.ReadReq
+}
+
+var resolveScratchPool = sync.Pool{New: func() any { return new(resolveScratch) }}
+
+// release clears what the scratch points to (keys, names) and returns it to
+// the pool.
+func (sc *resolveScratch) release() {
+	clear(sc.ks[:cap(sc.ks)])
+	clear(sc.reqs[:cap(sc.reqs)])
+	sc.ks, sc.reqs = sc.ks[:0], sc.reqs[:0]
+	resolveScratchPool.Put(sc)
 }
 
 // guess computes the keys of a path's components without locks. The
