@@ -219,9 +219,15 @@ type plan struct {
 // and validates what it read against the hints. A stale hint makes it return
 // errRetry after dropping the hints it used.
 func (t *tx) resolve(ctx context.Context, wants ...want) ([]*resolved, error) {
-	plans := make([]plan, len(wants))
+	sc := resolveScratchPool.Get().(*resolveScratch)
+	defer sc.release()
+	for len(sc.mem) < len(wants) {
+		sc.mem = append(sc.mem, planMem{})
+	}
+	plans := append(sc.plans[:0], make([]plan, len(wants))...)
+	sc.plans = plans
 	for i, w := range wants {
-		p, err := t.guess(ctx, w, plans[:i])
+		p, err := t.guess(ctx, w, plans[:i], &sc.mem[i])
 		if err != nil {
 			return nil, err
 		}
@@ -231,8 +237,6 @@ func (t *tx) resolve(ctx context.Context, wants ...want) ([]*resolved, error) {
 	// One request per key, at the strongest mode asked, in key order. Each
 	// carries its (parent, name), the name taken from the path's components
 	// so that no key needs decoding.
-	sc := resolveScratchPool.Get().(*resolveScratch)
-	defer sc.release()
 	ks := sc.ks[:0]
 	for _, p := range plans {
 		n := len(p.comps)
@@ -298,10 +302,20 @@ type keyed struct {
 }
 
 // resolveScratch is resolve's working memory, reused from call to call (a
-// rename's is ~2 KB): nothing in it outlives the call.
+// rename's is ~3 KB): nothing in it outlives the call. The keys it builds
+// are copied by whatever keeps one (the lock manager, the store's caches).
 type resolveScratch struct {
-	ks   []keyed
-	reqs []store.ReadReq
+	plans []plan
+	mem   []planMem // mem[i] backs plans[i]'s keys and ids
+	ks    []keyed
+	reqs  []store.ReadReq
+}
+
+// planMem is the memory of one plan's keys and ids.
+type planMem struct {
+	keys [][]byte
+	ids  []uint64
+	buf  []byte // the bytes of keys
 }
 
 var resolveScratchPool = sync.Pool{New: func() any { return new(resolveScratch) }}
@@ -309,9 +323,13 @@ var resolveScratchPool = sync.Pool{New: func() any { return new(resolveScratch) 
 // release clears what the scratch points to (keys, names) and returns it to
 // the pool.
 func (sc *resolveScratch) release() {
+	clear(sc.plans[:cap(sc.plans)])
 	clear(sc.ks[:cap(sc.ks)])
 	clear(sc.reqs[:cap(sc.reqs)])
-	sc.ks, sc.reqs = sc.ks[:0], sc.reqs[:0]
+	for i := range sc.mem {
+		clear(sc.mem[i].keys[:cap(sc.mem[i].keys)])
+	}
+	sc.plans, sc.ks, sc.reqs = sc.plans[:0], sc.ks[:0], sc.reqs[:0]
 	resolveScratchPool.Put(sc)
 }
 
@@ -319,12 +337,18 @@ func (sc *resolveScratch) release() {
 // directories it shares with the paths of earlier plans of the same
 // operation (a rename within one directory shares all of them) are taken
 // from those plans, not looked up again.
-func (t *tx) guess(ctx context.Context, w want, earlier []plan) (plan, error) {
+func (t *tx) guess(ctx context.Context, w want, earlier []plan, mem *planMem) (plan, error) {
 	comps := meta.SplitPath(w.path)
-	p := plan{w: w, comps: comps,
-		keys: make([][]byte, 1, len(comps)+1), ids: make([]uint64, 1, len(comps)+1)}
-	// All the keys share one buffer: 9 bytes of table and parent id plus the name.
-	buf := make([]byte, 0, 9*(len(comps)+1)+len(w.path))
+	// mem's keys and ids hold every component's without growing, and all the
+	// keys share one buffer: 9 bytes of table and parent id plus the name.
+	if cap(mem.keys) < len(comps)+1 {
+		mem.keys, mem.ids = make([][]byte, 0, len(comps)+1), make([]uint64, 0, len(comps)+1)
+	}
+	if need := 9*(len(comps)+1) + len(w.path); cap(mem.buf) < need {
+		mem.buf = make([]byte, 0, need)
+	}
+	p := plan{w: w, comps: comps, keys: mem.keys[:1], ids: mem.ids[:1]}
+	buf := mem.buf[:0]
 	key := func(parent uint64, name string) []byte {
 		start := len(buf)
 		buf = store.AppendInodeKey(buf, parent, name)
