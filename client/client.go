@@ -48,11 +48,12 @@ func DefaultUser() meta.User {
 
 // Options configure a Client. The zero value is usable.
 type Options struct {
-	// Conns is the number of TCP connections in the pool; 0 means 4. A
-	// request takes the first connection with nothing under way on it, so
-	// that a few callers each have one to themselves; when every connection
-	// is busy, requests go round-robin to the first half of the pool, where
-	// they share the writes and reads of few connections (see pick).
+	// Conns is the number of TCP connections in the pool; 0 means 4. While
+	// fewer requests are under way than there are connections, a request
+	// takes the first connection with nothing under way on it, so that a few
+	// callers each have one to themselves; otherwise requests go round-robin
+	// to the first half of the pool, where they share the writes and reads of
+	// few connections (see pick).
 	Conns int
 	// Logger receives reconnects and other connection events; nil discards.
 	Logger *slog.Logger
@@ -241,17 +242,16 @@ func (c *Client) slotConn(ctx context.Context, s *slot) (*rpc.Conn, error) {
 // it falls back to the other slots when a shared one cannot be dialled. A
 // slot found broken in the scan is redialled in the background.
 func (c *Client) pick(ctx context.Context, busy int) (*rpc.Conn, error) {
-	for i := range c.slots {
-		if busy >= len(c.slots) {
-			break
-		}
-		s := &c.slots[i]
-		conn := s.cur.Load()
-		if conn != nil && conn.Idle() {
-			return conn, nil
-		}
-		if conn == nil || broken(conn) {
-			c.redial(s)
+	if busy < len(c.slots) {
+		for i := range c.slots {
+			s := &c.slots[i]
+			conn := s.cur.Load()
+			if conn != nil && conn.Idle() {
+				return conn, nil
+			}
+			if conn == nil || broken(conn) {
+				c.redial(s)
+			}
 		}
 	}
 	n := uint32(len(c.slots))
