@@ -3,6 +3,8 @@ package namespace
 import (
 	"hash/maphash"
 	"sync"
+
+	"github.com/nimbus-fs/nimbus/internal/hashtab"
 )
 
 // hintKey is the primary key of an inode row.
@@ -27,21 +29,24 @@ type hintKey struct {
 // without a pointer: a lookup does not chase a pointer to the name, which on
 // a cache of a million entries is a CPU cache miss on every path component,
 // and the collector does not scan the cache.
+//
+// A shard is a fixed-size set-associative table (internal/hashtab): a full
+// bucket gives up one of its hints to a new one, and a day of drops and puts
+// does not lengthen lookups, as it does in a Go map.
 type hints struct {
 	seed   maphash.Seed
-	max    int // entries per shard
 	shards [64]hintShard
 }
 
 type hintShard struct {
 	mu sync.RWMutex
-	m  map[uint64]uint64
+	t  hashtab.Table[uint64]
 }
 
 func newHints(maxEntries int) *hints {
-	h := &hints{seed: maphash.MakeSeed(), max: maxEntries/64 + 1}
+	h := &hints{seed: maphash.MakeSeed()}
 	for i := range h.shards {
-		h.shards[i].m = make(map[uint64]uint64)
+		h.shards[i].t.Init(maxEntries/len(h.shards) + 1)
 	}
 	return h
 }
@@ -58,7 +63,7 @@ func (h *hints) get(parent uint64, name string) (uint64, bool) {
 	x := h.hash(parent, name)
 	s := h.shard(x)
 	s.mu.RLock()
-	id, ok := s.m[x]
+	id, ok := s.t.Get(x)
 	s.mu.RUnlock()
 	return id, ok
 }
@@ -67,19 +72,13 @@ func (h *hints) put(parent uint64, name string, id uint64) {
 	x := h.hash(parent, name)
 	s := h.shard(x)
 	s.mu.RLock()
-	cur, ok := s.m[x]
+	cur, ok := s.t.Get(x)
 	s.mu.RUnlock()
 	if ok && cur == id {
 		return // the common case: every read of a directory confirms its hint
 	}
 	s.mu.Lock()
-	if _, ok := s.m[x]; !ok && len(s.m) >= h.max {
-		for old := range s.m { // evict an arbitrary entry: hints are cheap to rebuild
-			delete(s.m, old)
-			break
-		}
-	}
-	s.m[x] = id
+	s.t.Put(x, id) // may evict another hint of the bucket: hints are cheap to rebuild
 	s.mu.Unlock()
 }
 
@@ -88,6 +87,6 @@ func (h *hints) drop(parent uint64, name string) {
 	x := h.hash(parent, name)
 	s := h.shard(x)
 	s.mu.Lock()
-	delete(s.m, x)
+	s.t.Delete(x)
 	s.mu.Unlock()
 }

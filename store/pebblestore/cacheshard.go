@@ -1,6 +1,10 @@
 package pebblestore
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/nimbus-fs/nimbus/internal/hashtab"
+)
 
 // cacheShard is one shard of a cache in front of Pebble (the row cache and
 // the scan cache), and the rule that keeps such a cache coherent with the
@@ -23,30 +27,34 @@ import "sync"
 // Pebble cannot be followed by one that sees the old value from the cache.
 //
 // Slots are keyed by a 64-bit hash, which also picked the shard: one hash per
-// lookup and a uint64 map key. Two keys with one hash share a slot: the later
-// evicts the earlier, and the cache checks the key of what it finds. Each
-// value costs what its cost method says, and a shard holds at most budget:
-// a fill evicts arbitrary slots until the new value fits; a commit's install
-// only takes free room (end says why).
+// lookup, in a fixed-size set-associative table (internal/hashtab) that a day
+// of drops and fills does not slow down, as it does a Go map. Two keys with
+// one hash share a slot: the later evicts the earlier, and the cache checks
+// the key of what it finds. Each value costs what its cost method says, and a
+// shard holds at most budget: a fill takes a slot in its hash's bucket
+// (evicting one of the bucket's values if all are taken), then evicts other
+// values in turn until the shard is within budget; a commit's install only
+// takes free room (end says why).
 type cacheShard[V costed] struct {
 	mu      sync.RWMutex
 	gen     uint64
 	pending int // commits between their two marks
 	used    int64
-	m       map[uint64]V
+	t       hashtab.Table[V]
 }
 
 // costed is what a cache shard holds: a value that knows what it costs
 // against the shard's budget.
 type costed interface{ cost() int64 }
 
-func (s *cacheShard[V]) init() { s.m = make(map[uint64]V) }
+// init makes the shard empty, with room for slots values.
+func (s *cacheShard[V]) init(slots int) { s.t.Init(slots) }
 
 // get returns the value in slot x, and the generation to pass to fill on a
 // miss.
 func (s *cacheShard[V]) get(x uint64) (v V, ok bool, gen uint64) {
 	s.mu.RLock()
-	v, ok = s.m[x]
+	v, ok = s.t.Get(x)
 	gen = s.gen
 	s.mu.RUnlock()
 	return v, ok, gen
@@ -79,9 +87,9 @@ func (s *cacheShard[V]) begin(x uint64) {
 // holds the lock of its key: no other commit of that key can be under way,
 // and a reader that read the old value from Pebble before now finds the
 // generation changed and drops its fill. Nothing is evicted for v: end runs
-// for every row of every commit, and an eviction's walk of a full map would
-// cost more than the miss it saves (a rewritten row fits in the room its old
-// value leaves).
+// for every row of every commit, and an eviction's sweep would cost more
+// than the miss it saves (a rewritten row fits in the room its old value
+// leaves).
 func (s *cacheShard[V]) end(x uint64, v V, keep bool, budget int64) {
 	s.mu.Lock()
 	s.gen++
@@ -89,36 +97,37 @@ func (s *cacheShard[V]) end(x uint64, v V, keep bool, budget int64) {
 	s.drop(x)
 	if keep {
 		if c := v.cost(); s.used+c <= budget {
-			s.m[x] = v
-			s.used += c
+			if _, _, put := s.t.PutIfRoom(x, v); put { // x was dropped: nothing is replaced
+				s.used += c
+			}
 		}
 	}
 	s.mu.Unlock()
 }
 
-// put installs v in slot x, evicting arbitrary slots until it fits; a value
-// bigger than the whole budget is not installed. The caller holds mu.
+// put installs v in slot x, evicting until it fits; a value bigger than the
+// whole budget is not installed. The caller holds mu.
 func (s *cacheShard[V]) put(x uint64, v V, budget int64) {
 	c := v.cost()
 	if c > budget {
 		return
 	}
-	s.drop(x)
-	for y, old := range s.m {
-		if s.used+c <= budget {
-			break
-		}
-		delete(s.m, y)
+	if old, evicted := s.t.Put(x, v); evicted {
 		s.used -= old.cost()
 	}
-	s.m[x] = v
 	s.used += c
+	for s.used > budget {
+		old, ok := s.t.EvictOther(x)
+		if !ok {
+			break // cannot happen: v alone fits the budget
+		}
+		s.used -= old.cost()
+	}
 }
 
 // drop empties slot x. The caller holds mu.
 func (s *cacheShard[V]) drop(x uint64) {
-	if old, ok := s.m[x]; ok {
-		delete(s.m, x)
+	if old, ok := s.t.Delete(x); ok {
 		s.used -= old.cost()
 	}
 }

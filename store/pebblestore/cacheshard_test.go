@@ -11,7 +11,7 @@ func (u unit) cost() int64 { return int64(u) }
 // installed at the end, and the budget.
 func TestCacheShardRule(t *testing.T) {
 	var s cacheShard[unit]
-	s.init()
+	s.init(16)
 	has := func(x uint64) (unit, bool) { v, ok, _ := s.get(x); return v, ok }
 
 	_, _, gen := s.get(1)
@@ -57,8 +57,8 @@ func TestCacheShardRule(t *testing.T) {
 			t.Fatalf("shard holds %d, over its budget of 10", s.used)
 		}
 	}
-	if _, ok := has(19); !ok || len(s.m) != 3 || s.used != 9 {
-		t.Fatalf("after the fills: last installed %v, %d slots, %d used; want true, 3, 9", ok, len(s.m), s.used)
+	if _, ok := has(19); !ok || s.t.Len() != 3 || s.used != 9 {
+		t.Fatalf("after the fills: last installed %v, %d slots, %d used; want true, 3, 9", ok, s.t.Len(), s.used)
 	}
 	_, _, g := s.get(30)
 	s.fill(30, g, 10, func() unit { return 11 })
@@ -69,8 +69,8 @@ func TestCacheShardRule(t *testing.T) {
 	// evicts nothing.
 	s.begin(40)
 	s.end(40, 3, true, 10)
-	if _, ok := has(40); ok || len(s.m) != 3 || s.used != 9 {
-		t.Fatalf("end installed into a full shard: %d slots, %d used", len(s.m), s.used)
+	if _, ok := has(40); ok || s.t.Len() != 3 || s.used != 9 {
+		t.Fatalf("end installed into a full shard: %d slots, %d used", s.t.Len(), s.used)
 	}
 	if s.pending != 0 {
 		t.Fatalf("pending = %d after every commit ended", s.pending)

@@ -60,7 +60,7 @@ func newRowCache(entries int) *rowCache {
 	}
 	c := &rowCache{seed: maphash.MakeSeed(), perShard: int64(entries/64 + 1)}
 	for i := range c.shards {
-		c.shards[i].init()
+		c.shards[i].init(int(c.perShard))
 	}
 	return c
 }

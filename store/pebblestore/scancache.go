@@ -44,7 +44,7 @@ func (p *partition) cost() int64 { return p.size }
 
 // rowOverhead is what a cached row costs besides its bytes: two slice
 // headers. partitionOverhead is what a partition costs besides its rows (the
-// struct, its map slot, the slab's and the slices' headers): an empty
+// struct, its table slot, the slab's and the slices' headers): an empty
 // partition, such as the blocks of a small file, is not free, or a budget
 // in bytes would not bound how many of them the cache keeps.
 const (
@@ -63,7 +63,8 @@ func newScanCache(bytes int64) *scanCache {
 	c := &scanCache{seed: maphash.MakeSeed(), maxRows: scanCacheMaxRows}
 	c.shardBytes = bytes / int64(len(c.shards))
 	for i := range c.shards {
-		c.shards[i].init()
+		// Room for a shard's budget of empty partitions, the cheapest kind.
+		c.shards[i].init(int(c.shardBytes / partitionOverhead))
 	}
 	return c
 }

@@ -154,7 +154,7 @@ func TestScanCacheBoundsEmptyPartitions(t *testing.T) {
 	cached, bytes := 0, int64(0)
 	for i := range st.scans.shards {
 		s := &st.scans.shards[i]
-		cached += len(s.m)
+		cached += s.t.Len()
 		bytes += s.used
 		if s.used > st.scans.shardBytes {
 			t.Fatalf("shard %d holds %d bytes, over its budget of %d", i, s.used, st.scans.shardBytes)

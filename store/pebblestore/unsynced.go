@@ -16,9 +16,17 @@ type unsyncedKeys struct {
 }
 
 type unsyncedShard struct {
-	mu sync.Mutex
-	m  map[string]int
+	mu   sync.Mutex
+	m    map[string]int
+	peak int // the most keys m has held since it was made
 }
+
+// A shard holds a few keys at a time, but one commit can bring thousands (a
+// recursive delete), and a Go map never shrinks: every later lookup would
+// pay for the big map's size and for the tombstones its deletions leave. So
+// a map that held more than smallUnsynced keys is replaced by a new one the
+// next time it is empty, which under any load is soon.
+const smallUnsynced = 64
 
 func newUnsyncedKeys() *unsyncedKeys {
 	u := &unsyncedKeys{seed: maphash.MakeSeed()}
@@ -38,6 +46,7 @@ func (u *unsyncedKeys) add(keys []written) {
 		s := u.shard(w.key)
 		s.mu.Lock()
 		s.m[string(w.key)]++
+		s.peak = max(s.peak, len(s.m))
 		s.mu.Unlock()
 	}
 }
@@ -49,6 +58,9 @@ func (u *unsyncedKeys) remove(keys []written) {
 		s.mu.Lock()
 		if s.m[string(w.key)] <= 1 {
 			delete(s.m, string(w.key))
+			if len(s.m) == 0 && s.peak > smallUnsynced {
+				s.m, s.peak = make(map[string]int), 0
+			}
 		} else {
 			s.m[string(w.key)]--
 		}
