@@ -8,7 +8,8 @@
 // slot; after hours of churn a full map has few empty slots left, and a
 // lookup walks many groups, each a CPU cache miss once the map outgrows the
 // CPU's caches. In a server that had made and deleted a few million files,
-// that probing took 15% of the CPU a delete cost.
+// that probing (the map's group match and hash) took 18% of the CPU a delete
+// cost.
 //
 // A Table instead has a fixed number of buckets of Ways slots, chosen once
 // from the capacity. A hash lives in one bucket or nowhere: a lookup reads
