@@ -211,14 +211,12 @@ func (c *Client) slotConn(ctx context.Context, s *slot) (*rpc.Conn, error) {
 		return nil, ErrClosed
 	}
 	if s.conn != nil {
-		select {
-		case <-s.conn.Done():
-			c.log.Info("client: reconnecting", "addr", c.addr, "cause", s.conn.Err())
-			s.conn = nil
-			s.cur.Store(nil)
-		default:
+		if !s.conn.Broken() {
 			return s.conn, nil
 		}
+		c.log.Info("client: reconnecting", "addr", c.addr, "cause", s.conn.Err())
+		s.conn = nil
+		s.cur.Store(nil)
 	}
 	dctx, cancel := context.WithTimeout(ctx, c.opts.DialTimeout)
 	defer cancel()
@@ -249,7 +247,7 @@ func (c *Client) pick(ctx context.Context, busy int) (*rpc.Conn, error) {
 			if conn != nil && conn.Idle() {
 				return conn, nil
 			}
-			if conn == nil || broken(conn) {
+			if conn == nil || conn.Broken() {
 				c.redial(s)
 			}
 		}
@@ -275,15 +273,6 @@ func (c *Client) pick(ctx context.Context, busy int) (*rpc.Conn, error) {
 		}
 	}
 	return nil, firstErr
-}
-
-func broken(conn *rpc.Conn) bool {
-	select {
-	case <-conn.Done():
-		return true
-	default:
-		return false
-	}
 }
 
 // redial dials slot s again in the background, unless that is under way or

@@ -141,15 +141,16 @@ func newConn(nc net.Conn, br *bufio.Reader, max int) *Conn {
 // it. A pool prefers an idle connection, so that a caller alone on it neither
 // queues behind another caller's frames nor waits for the writer to gather
 // company for a write.
-func (c *Conn) Idle() bool {
-	if c.w.inflight.Load() != 0 {
-		return false
-	}
+func (c *Conn) Idle() bool { return c.w.inflight.Load() == 0 && !c.Broken() }
+
+// Broken reports whether the connection has failed or been closed (Done is
+// closed).
+func (c *Conn) Broken() bool {
 	select {
 	case <-c.done:
-		return false
-	default:
 		return true
+	default:
+		return false
 	}
 }
 
