@@ -104,30 +104,40 @@ func (t *Table[V]) clear(i int) V {
 	return old
 }
 
+// slot returns x's tag and its bucket's first slot, and the slot holding x
+// (found) or else the bucket's first empty slot (-1 if it is full).
+func (t *Table[V]) slot(x uint64) (tx uint64, b, i int, found bool) {
+	tx = tag(x)
+	b = t.bucket(tx)
+	i = -1
+	for j := b; j < b+Ways; j++ {
+		switch t.tags[j] {
+		case tx:
+			return tx, b, j, true
+		case 0:
+			if i < 0 {
+				i = j
+			}
+		}
+	}
+	return tx, b, i, false
+}
+
 // Put sets x to v. If x's bucket is full, v takes the place of one of its
 // occupants, which is returned (evicted true) so that the caller can account
 // for it. A value x already had is replaced and returned the same way.
 func (t *Table[V]) Put(x uint64, v V) (old V, evicted bool) {
-	x = tag(x)
-	b := t.bucket(x)
-	free := -1
-	for i := b; i < b+Ways; i++ {
-		switch t.tags[i] {
-		case x:
-			old, t.vals[i] = t.vals[i], v
-			return old, true
-		case 0:
-			if free < 0 {
-				free = i
-			}
-		}
+	tx, b, i, found := t.slot(x)
+	if found {
+		old, t.vals[i] = t.vals[i], v
+		return old, true
 	}
-	if free < 0 {
+	if i < 0 {
 		t.victim++
-		free = b + int(t.victim%Ways)
-		old, evicted = t.clear(free), true
+		i = b + int(t.victim%Ways)
+		old, evicted = t.clear(i), true
 	}
-	t.tags[free], t.vals[free] = x, v
+	t.tags[i], t.vals[i] = tx, v
 	t.n++
 	return old, evicted
 }
@@ -136,22 +146,17 @@ func (t *Table[V]) Put(x uint64, v V) (old V, evicted bool) {
 // empty slot, or x is in it already (its old value is then returned, evicted
 // true). It reports whether v went in.
 func (t *Table[V]) PutIfRoom(x uint64, v V) (old V, evicted, put bool) {
-	x = tag(x)
-	b := t.bucket(x)
-	for i := b; i < b+Ways; i++ {
-		if t.tags[i] == x {
-			old, t.vals[i] = t.vals[i], v
-			return old, true, true
-		}
+	tx, _, i, found := t.slot(x)
+	switch {
+	case found:
+		old, t.vals[i] = t.vals[i], v
+		return old, true, true
+	case i < 0:
+		return old, false, false
 	}
-	for i := b; i < b+Ways; i++ {
-		if t.tags[i] == 0 {
-			t.tags[i], t.vals[i] = x, v
-			t.n++
-			return old, false, true
-		}
-	}
-	return old, false, false
+	t.tags[i], t.vals[i] = tx, v
+	t.n++
+	return old, false, true
 }
 
 // EvictOther takes out one value other than x's and returns it, sweeping the
