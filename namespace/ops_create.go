@@ -175,17 +175,12 @@ func (e *Engine) create(ctx context.Context, op string, u meta.User, path string
 			if !opts.Overwrite {
 				return meta.Errorf(op, p, meta.ErrExists, "")
 			}
-			if old.UnderConstruction() && !holds(old.LeaseHolder, opts.Client, t.user) {
-				// The file's writer is another client. When it writes for
-				// the same user, overwriting replaces the file as a local
-				// file system's O_TRUNC would: this is how a retried copy
-				// takes over the file its killed predecessor left open
-				// (HDFS makes it wait for the soft limit). Another user's
-				// writer keeps the file until its lease's soft limit.
-				_, holderUser := splitHolder(old.LeaseHolder)
-				if holderUser != t.user && !t.e.leases.expired(old.LeaseHolder, t.e.cfg.LeaseSoftLimit, t.e.cfg.Now()) {
-					return t.leaseConflict(op, p, old.LeaseHolder)
-				}
+			// As in HDFS, another client's file is taken over only once its
+			// lease's soft limit has passed (a client that means to replace
+			// its own abandoned file deletes it first: see the CLI's put).
+			if old.UnderConstruction() && !holds(old.LeaseHolder, opts.Client, t.user) &&
+				!t.e.leases.expired(old.LeaseHolder, t.e.cfg.LeaseSoftLimit, t.e.cfg.Now()) {
+				return t.leaseConflict(op, p, old.LeaseHolder)
 			}
 			if err := t.checkSticky(op, p, parent, old); err != nil {
 				return err
