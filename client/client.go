@@ -402,9 +402,15 @@ func (c *Client) EchoHTTP(ctx context.Context) error {
 	return nil
 }
 
-// Fsck asks the server to check the namespace invariants in its store.
+// Fsck asks the server to check the namespace invariants in its store, as
+// DefaultUser (the server serves fsck to superusers only).
 func (c *Client) Fsck(ctx context.Context) (*meta.FsckReport, error) {
-	resp, err := c.call(ctx, rpc.MethodFsck, "/", meta.User{}, &api.Request{Body: &api.Request_Fsck{Fsck: &api.FsckRequest{}}})
+	return c.FsckAs(ctx, DefaultUser())
+}
+
+// FsckAs is Fsck as user u.
+func (c *Client) FsckAs(ctx context.Context, u meta.User) (*meta.FsckReport, error) {
+	resp, err := c.call(ctx, rpc.MethodFsck, "/", u, &api.Request{Body: &api.Request_Fsck{Fsck: &api.FsckRequest{}}})
 	if err != nil {
 		return nil, err
 	}

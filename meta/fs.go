@@ -33,8 +33,17 @@ func CreateFile(ctx context.Context, fs FileSystem, u User, path string, opts Cr
 
 // User is the caller of an operation, as HDFS's "simple" authentication gives it:
 // a user name the server trusts. The server resolves the user's groups itself.
+// An empty name is nobody: the engine refuses it (ErrPermission).
 type User struct {
 	Name string
+}
+
+// Superusers is an optional capability of a FileSystem: it tells whether a
+// user has every right. Edges that serve operations outside the FileSystem
+// contract (fsck) find it by type assertion and refuse those operations to
+// other users, and to everyone when the FileSystem cannot tell.
+type Superusers interface {
+	IsSuperuser(u User) bool
 }
 
 // FileSystem is the namespace contract. The engine (package namespace) implements

@@ -25,7 +25,10 @@ func (t FileType) String() string {
 
 // Perm holds POSIX permission bits: rwx for owner, group and other, plus the
 // sticky bit (01000). Set-user-ID and set-group-ID are not used, as in HDFS.
-type Perm uint16
+// It is as wide as the wire's field (uint32), so that a value above PermMask
+// reaches the engine, which rejects it, instead of being cut to its low bits
+// by a conversion at an edge (0x101FF would have become 0777).
+type Perm uint32
 
 const (
 	PermMask    Perm = 0o1777

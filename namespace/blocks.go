@@ -28,7 +28,7 @@ import (
 // fileWriter is the open block stream of one file under construction.
 type fileWriter struct {
 	mu      sync.Mutex
-	client  string
+	holder  string        // the lease holder (holderKey) writing the file
 	w       blocks.Writer // the last block's writer; nil when the next write starts a block
 	block   store.Block   // the last block's row
 	start   int64         // file offset where the last block starts
@@ -102,7 +102,7 @@ func (t *tx) putBlock(b *store.Block) {
 // bytes go into a first block, its content rows go away, and an open stream
 // is registered for the writer. The replica is removed again if the
 // transaction does not commit.
-func (t *tx) toBlocks(ctx context.Context, n *store.Inode, client string) (*fileWriter, error) {
+func (t *tx) toBlocks(ctx context.Context, n *store.Inode, holder string) (*fileWriter, error) {
 	if t.e.blocks == nil {
 		return nil, nil
 	}
@@ -137,7 +137,7 @@ func (t *tx) toBlocks(ctx context.Context, n *store.Inode, client string) (*file
 	b.Length = written
 	t.putBlock(&b)
 	t.put(n)
-	fw := &fileWriter{client: client, w: w, block: b, written: written, synced: written, nblocks: 1}
+	fw := &fileWriter{holder: holder, w: w, block: b, written: written, synced: written, nblocks: 1}
 	t.undo = append(t.undo, func() { _ = w.Abort() })
 	t.after = append(t.after, func() { t.e.writers.put(n.ID, fw) })
 	return fw, nil
@@ -159,6 +159,12 @@ func (e *Engine) writeBlocks(ctx context.Context, u meta.User, p string, n *stor
 	bs := n.BlockSize
 	for len(data) > 0 {
 		if fw.w == nil || fw.written-fw.start >= bs {
+			if fw.nblocks >= uint32(e.cfg.MaxBlocksPerFile) {
+				// The stream stays usable: the writer may still close the
+				// file with the blocks it has.
+				return meta.Errorf(op, p, meta.ErrTooLarge,
+					"file has reached the limit on maximum number of blocks: %d blocks of %d bytes (the server's --max-blocks-per-file)", fw.nblocks, bs)
+			}
 			if err := e.nextBlock(ctx, u, p, n, fw); err != nil {
 				fw.dead = err
 				return err
@@ -179,7 +185,7 @@ func (e *Engine) writeBlocks(ctx context.Context, u meta.User, p string, n *stor
 			fw.synced = fw.written
 		}
 	}
-	e.leases.renew(fw.client, e.cfg.Now())
+	e.leases.renew(fw.holder, e.cfg.Now())
 	return nil
 }
 
@@ -209,7 +215,8 @@ func (e *Engine) nextBlock(ctx context.Context, u meta.User, p string, n *store.
 		return meta.Errorf(op, p, meta.ErrInternal, "creating block %d: %v", bid, err)
 	}
 	err = e.run(ctx, "add block", p, u, func(t *tx) error {
-		r, cur, err := t.writerFile(ctx, op, p, fw.client)
+		client, _ := splitHolder(fw.holder)
+		r, cur, err := t.writerFile(ctx, op, p, client)
 		if err != nil {
 			return err
 		}
@@ -393,14 +400,14 @@ func (t *tx) dropBlocks(ctx context.Context, n *store.Inode) error {
 	return nil
 }
 
-// appendBlocks reopens block file n for writing by client: the last block,
+// appendBlocks reopens block file n for writing by holder: the last block,
 // when not full, is reopened under a new generation stamp.
-func (t *tx) appendBlocks(ctx context.Context, n *store.Inode, client string) error {
+func (t *tx) appendBlocks(ctx context.Context, n *store.Inode, holder string) error {
 	rows, err := t.blockRows(ctx, n.ID)
 	if err != nil {
 		return err
 	}
-	fw := &fileWriter{client: client, written: n.Length, synced: n.Length, start: n.Length, nblocks: uint32(len(rows))}
+	fw := &fileWriter{holder: holder, written: n.Length, synced: n.Length, start: n.Length, nblocks: uint32(len(rows))}
 	if len(rows) > 0 {
 		last := rows[len(rows)-1]
 		fw.block = last

@@ -30,6 +30,7 @@ func newBlockEngine(t *testing.T, dir string) (*Engine, *local.Store) {
 	cfg.Superuser = "root"
 	cfg.InlineThreshold = 1000
 	cfg.SyncEvery = 3000
+	cfg.MinBlockSize = 0 // the tests' 4 KB blocks make files of many blocks cheaply, as HDFS's test configurations do
 	cfg.Blocks = bs
 	e, err := New(st, cfg)
 	must(t, err)
@@ -189,7 +190,7 @@ func TestBlockLeaseRecoveryAfterRestart(t *testing.T) {
 		bs, err := local.Open(filepath.Join(dir, "blocks"), local.DefaultConfig())
 		must(t, err)
 		cfg := DefaultConfig()
-		cfg.Superuser, cfg.InlineThreshold, cfg.SyncEvery, cfg.Blocks = "root", 1000, 3000, bs
+		cfg.Superuser, cfg.InlineThreshold, cfg.SyncEvery, cfg.Blocks, cfg.MinBlockSize = "root", 1000, 3000, bs, 0
 		e, err := New(st, cfg)
 		must(t, err)
 		_, err = e.Create(ctx, root, "/f", meta.CreateOptions{Client: "gone", BlockSize: 4096})

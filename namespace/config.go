@@ -31,7 +31,15 @@ type Config struct {
 	// DefaultBlockSize and DefaultReplication apply when a create gives none.
 	DefaultBlockSize   int64
 	DefaultReplication uint16
-	MaxReplication     uint16
+	// MinBlockSize is the smallest block size a create may ask for (HDFS's
+	// dfs.namenode.fs-limits.min-block-size; 0: no minimum) and
+	// MaxBlocksPerFile the most blocks one file may have (HDFS's
+	// dfs.namenode.fs-limits.max-blocks-per-file). Together they bound the
+	// block files and rows one client can make: a 588 KB file written with
+	// 1-byte blocks made 395,000 blocks before these limits existed.
+	MinBlockSize     int64
+	MaxBlocksPerFile int
+	MaxReplication   uint16
 	// ListLimit caps the entries of one listing page (HDFS's dfs.ls.limit).
 	ListLimit int
 
@@ -79,6 +87,8 @@ func DefaultConfig() Config {
 		ChunkSize:          64 << 10,
 		DefaultBlockSize:   128 << 20,
 		DefaultReplication: 1,
+		MinBlockSize:       1 << 20,
+		MaxBlocksPerFile:   10000,
 		MaxReplication:     512,
 		ListLimit:          1000,
 		LeaseSoftLimit:     60 * time.Second,
@@ -103,6 +113,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("namespace: ChunkSize %d <= 0", c.ChunkSize)
 	case c.DefaultBlockSize <= 0:
 		return fmt.Errorf("namespace: DefaultBlockSize %d <= 0", c.DefaultBlockSize)
+	case c.MinBlockSize < 0 || c.DefaultBlockSize < c.MinBlockSize:
+		return fmt.Errorf("namespace: MinBlockSize %d not in [0, DefaultBlockSize %d]", c.MinBlockSize, c.DefaultBlockSize)
+	case c.MaxBlocksPerFile <= 0:
+		return fmt.Errorf("namespace: MaxBlocksPerFile %d <= 0", c.MaxBlocksPerFile)
 	case c.DefaultReplication == 0 || c.DefaultReplication > c.MaxReplication:
 		return fmt.Errorf("namespace: DefaultReplication %d not in 1..%d", c.DefaultReplication, c.MaxReplication)
 	case c.ListLimit <= 0:

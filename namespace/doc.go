@@ -27,5 +27,12 @@
 //
 // Leases on files under construction are kept in the store (the lease table);
 // their renewal times are kept in memory, as HDFS's LeaseManager does, and
-// restart from the time the engine starts.
+// restart from the time the engine starts. A lease is held by a client name
+// for the user who opened the file: writes, blocks, close and renewal from
+// any other user are refused (ErrPermission), the superuser's too, since
+// client names are the clients' to choose.
+//
+// Every operation needs a user name: an empty one is refused (ErrPermission).
+// Config.MinBlockSize and Config.MaxBlocksPerFile are HDFS's fs-limits on
+// block size and blocks per file.
 package namespace

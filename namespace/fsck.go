@@ -354,7 +354,7 @@ func (f *fsck) leases(ctx context.Context) error {
 		n := f.files[l.ID]
 		switch {
 		case n == nil:
-			f.problem("lease of %s on inode %d, which is not a reachable file", l.Holder, l.ID)
+			f.problem("lease of %s on inode %d, which is not a reachable file", describeHolder(l.Holder), l.ID)
 		case n.LeaseHolder != l.Holder:
 			f.problem("%s: lease row names %q, the file %q", f.seen[l.ID], l.Holder, n.LeaseHolder)
 		case n.Parent != l.Parent || n.Name != l.Name:
@@ -369,7 +369,7 @@ func (f *fsck) leases(ctx context.Context) error {
 	}
 	for id, n := range f.files {
 		if n.UnderConstruction() && !leased[id] {
-			f.problem("%s: under construction by %s without a lease row", f.seen[id], n.LeaseHolder)
+			f.problem("%s: under construction by %s without a lease row", f.seen[id], describeHolder(n.LeaseHolder))
 		}
 	}
 	return nil

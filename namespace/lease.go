@@ -2,6 +2,7 @@ package namespace
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,6 +48,64 @@ func (l *leaseTable) forget(holder string) {
 	l.mu.Lock()
 	delete(l.last, holder)
 	l.mu.Unlock()
+}
+
+// A lease is held by a client on behalf of a user: the holder recorded in the
+// inode and lease rows, and the key of the renewal table, is the client name,
+// a NUL and the name of the user who opened the file. Every operation of the
+// writer (write, add block, complete, renew) must come from that user, not
+// only name the client: client names are chosen by clients, and anyone could
+// send another writer's. Holders recorded before the user was (no NUL) match
+// no caller; lease recovery closes such files at the hard limit.
+
+// holderKey is the holder of a lease that client takes for user.
+func holderKey(client, user string) string { return client + "\x00" + user }
+
+// holds reports whether h is holderKey(client, user), without building it.
+func holds(h, client, user string) bool {
+	return len(h) == len(client)+1+len(user) && h[len(client)] == 0 &&
+		h[:len(client)] == client && h[len(client)+1:] == user
+}
+
+// splitHolder returns the client and user of holder h (user "" for a holder
+// recorded before users were).
+func splitHolder(h string) (client, user string) {
+	i := strings.LastIndexByte(h, 0)
+	if i < 0 {
+		return h, ""
+	}
+	return h[:i], h[i+1:]
+}
+
+// describeHolder renders holder h for a message.
+func describeHolder(h string) string {
+	c, u := splitHolder(h)
+	if u == "" {
+		return "client " + c
+	}
+	return "client " + c + " of user " + u
+}
+
+// checkName refuses a user or client name that is empty or holds a NUL (which
+// separates the two in a lease holder).
+func checkName(op, path, what, name string) error {
+	switch {
+	case name == "":
+		return meta.Errorf(op, path, meta.ErrInvalidArgument, "no %s name", what)
+	case strings.IndexByte(name, 0) >= 0:
+		return meta.Errorf(op, path, meta.ErrInvalidArgument, "the %s name %q contains a NUL byte", what, name)
+	}
+	return nil
+}
+
+// leaseConflict is the error of a caller that wants a file whose lease holder
+// h is alive: it says who holds it and when another client may take it over.
+func (t *tx) leaseConflict(op, path, h string) error {
+	now := t.e.cfg.Now()
+	left := t.e.cfg.LeaseSoftLimit - now.Sub(t.e.leases.lastRenewed(h))
+	return meta.Errorf(op, path, meta.ErrLease,
+		"open for writing by %s; unless it renews its lease, another client may take the file over in %v (the lease's soft limit is %v)",
+		describeHolder(h), max(left, 0).Round(time.Second), t.e.cfg.LeaseSoftLimit)
 }
 
 // putLease writes the lease row of file n at path, which is under construction.
@@ -137,12 +196,17 @@ func (t *tx) closeFile(n *store.Inode) {
 	t.delRaw(store.LeaseKey(n.ID))
 }
 
-// RenewLease implements meta.FileSystem.
-func (e *Engine) RenewLease(_ context.Context, _ meta.User, client string) error {
-	if client == "" {
-		return meta.Errorf("renew lease", "", meta.ErrInvalidArgument, "no client name")
+// RenewLease implements meta.FileSystem. It renews the leases client holds
+// for u: another user naming the same client renews nothing of them.
+func (e *Engine) RenewLease(_ context.Context, u meta.User, client string) error {
+	const op = "renew lease"
+	if err := checkUser(op, "", u); err != nil {
+		return err
 	}
-	e.leases.renew(client, e.cfg.Now())
+	if err := checkName(op, "", "client", client); err != nil {
+		return err
+	}
+	e.leases.renew(holderKey(client, u.Name), e.cfg.Now())
 	return nil
 }
 

@@ -129,8 +129,8 @@ func (e *Engine) create(ctx context.Context, op string, u meta.User, path string
 	if p == meta.RootPath {
 		return nil, meta.Errorf(op, p, meta.ErrExists, "the root is a directory")
 	}
-	if opts.Client == "" {
-		return nil, meta.Errorf(op, p, meta.ErrInvalidArgument, "no client name to hold the lease")
+	if err := checkName(op, p, "client", opts.Client); err != nil {
+		return nil, err
 	}
 	perm := opts.Perm
 	if perm == 0 {
@@ -150,6 +150,11 @@ func (e *Engine) create(ctx context.Context, op string, u meta.User, path string
 		return nil, meta.Errorf(op, p, meta.ErrInvalidArgument, "replication %d above the maximum %d", repl, e.cfg.MaxReplication)
 	case bs < 0:
 		return nil, meta.Errorf(op, p, meta.ErrInvalidArgument, "block size %d", bs)
+	case bs < e.cfg.MinBlockSize:
+		// HDFS's words, and its limit: a tiny block size turns a small file
+		// into a block file and a row per few bytes.
+		return nil, meta.Errorf(op, p, meta.ErrInvalidArgument,
+			"specified block size %d is less than configured minimum value %d (the server's --min-block-size)", bs, e.cfg.MinBlockSize)
 	}
 	var out *meta.FileStatus
 	err = e.run(ctx, op, p, u, func(t *tx) error {
@@ -170,8 +175,12 @@ func (e *Engine) create(ctx context.Context, op string, u meta.User, path string
 			if !opts.Overwrite {
 				return meta.Errorf(op, p, meta.ErrExists, "")
 			}
-			if old.UnderConstruction() && old.LeaseHolder != opts.Client && !t.e.leases.expired(old.LeaseHolder, t.e.cfg.LeaseSoftLimit, t.e.cfg.Now()) {
-				return meta.Errorf(op, p, meta.ErrLease, "held by %s", old.LeaseHolder)
+			// As in HDFS, another client's file is taken over only once its
+			// lease's soft limit has passed (a client that means to replace
+			// its own abandoned file deletes it first: see the CLI's put).
+			if old.UnderConstruction() && !holds(old.LeaseHolder, opts.Client, t.user) &&
+				!t.e.leases.expired(old.LeaseHolder, t.e.cfg.LeaseSoftLimit, t.e.cfg.Now()) {
+				return t.leaseConflict(op, p, old.LeaseHolder)
 			}
 			if err := t.checkSticky(op, p, parent, old); err != nil {
 				return err
@@ -209,8 +218,9 @@ func (e *Engine) create(ctx context.Context, op string, u meta.User, path string
 			}
 			n.Length, n.LeaseHolder, n.LeaseRenewed = n.Written, "", 0
 		} else {
+			n.LeaseHolder = holderKey(opts.Client, t.user)
 			t.putLease(n, p)
-			t.e.leases.renew(opts.Client, t.e.cfg.Now())
+			t.e.leases.renew(n.LeaseHolder, t.e.cfg.Now())
 		}
 		out = status(p, n)
 		return nil

@@ -15,8 +15,8 @@ func (e *Engine) Append(ctx context.Context, u meta.User, path, client string) (
 	if err != nil {
 		return nil, err
 	}
-	if client == "" {
-		return nil, meta.Errorf(op, p, meta.ErrInvalidArgument, "no client name to hold the lease")
+	if err := checkName(op, p, "client", client); err != nil {
+		return nil, err
 	}
 	var out *meta.FileStatus
 	err = e.run(ctx, op, p, u, func(t *tx) error {
@@ -25,24 +25,28 @@ func (e *Engine) Append(ctx context.Context, u meta.User, path, client string) (
 			return err
 		}
 		if n.UnderConstruction() {
-			if n.LeaseHolder == client || !t.e.leases.expired(n.LeaseHolder, t.e.cfg.LeaseSoftLimit, t.e.cfg.Now()) {
-				return meta.Errorf(op, p, meta.ErrLease, "already open for writing by %s", n.LeaseHolder)
+			if holds(n.LeaseHolder, client, t.user) {
+				return meta.Errorf(op, p, meta.ErrLease, "already open for writing by this client (%s)", client)
+			}
+			if !t.e.leases.expired(n.LeaseHolder, t.e.cfg.LeaseSoftLimit, t.e.cfg.Now()) {
+				return t.leaseConflict(op, p, n.LeaseHolder)
 			}
 			if err := t.recoverFile(ctx, n); err != nil { // the old writer is gone: recover, then take over
 				return err
 			}
 		}
-		n.LeaseHolder = client
+		holder := holderKey(client, t.user)
+		n.LeaseHolder = holder
 		n.LeaseRenewed = t.now
 		n.Written = n.Length
 		if n.Blocks {
-			if err := t.appendBlocks(ctx, n, client); err != nil {
+			if err := t.appendBlocks(ctx, n, holder); err != nil {
 				return err
 			}
 		}
 		t.put(n)
 		t.putLease(n, p)
-		t.e.leases.renew(client, t.e.cfg.Now())
+		t.e.leases.renew(holder, t.e.cfg.Now())
 		out = status(p, n)
 		return nil
 	})
@@ -81,7 +85,7 @@ func (e *Engine) Write(ctx context.Context, u meta.User, path, client string, of
 		if n.Written+int64(len(data)) > t.e.cfg.InlineThreshold {
 			if t.e.blocks != nil {
 				bf = n
-				fw, err = t.toBlocks(ctx, n, client)
+				fw, err = t.toBlocks(ctx, n, n.LeaseHolder)
 				return err
 			}
 			return meta.Errorf(op, p, meta.ErrTooLarge,
@@ -95,7 +99,7 @@ func (e *Engine) Write(ctx context.Context, u meta.User, path, client string, of
 			return err
 		}
 		t.put(n)
-		t.e.leases.renew(client, t.e.cfg.Now())
+		t.e.leases.renew(n.LeaseHolder, t.e.cfg.Now())
 		return nil
 	})
 	if err != nil || fw == nil {
@@ -107,10 +111,10 @@ func (e *Engine) Write(ctx context.Context, u meta.User, path, client string, of
 	return nil
 }
 
-// writerFile locks the file client is writing, named p when it was opened.
-// When p no longer names it (the file, or a directory above it, was renamed
-// while it was open — HDFS allows that), the client's lease row knows the
-// file's current path, and the operation restarts there.
+// writerFile locks the file client is writing for the caller, named p when
+// it was opened. When p no longer names it (the file, or a directory above
+// it, was renamed while it was open — HDFS allows that), the client's lease
+// row knows the file's current path, and the operation restarts there.
 func (t *tx) writerFile(ctx context.Context, op, p, client string) (*resolved, *store.Inode, error) {
 	path := p
 	if t.op.movedTo != "" {
@@ -122,11 +126,11 @@ func (t *tx) writerFile(ctx context.Context, op, p, client string) (*resolved, *
 	}
 	r := rs[0]
 	n, err := t.existing(op, r)
-	if err == nil && n.Type == meta.TypeFile && n.LeaseHolder == client {
+	if err == nil && n.Type == meta.TypeFile && holds(n.LeaseHolder, client, t.user) {
 		return r, n, nil
 	}
 	if err == nil || meta.KindOf(err) == meta.KindNotFound {
-		ls, lerr := t.leases(ctx, client)
+		ls, lerr := t.leases(ctx, holderKey(client, t.user))
 		if lerr != nil {
 			return nil, nil, lerr
 		}
@@ -141,7 +145,10 @@ func (t *tx) writerFile(ctx context.Context, op, p, client string) (*resolved, *
 	return r, n, t.checkWriter(op, p, n, client)
 }
 
-// checkWriter fails unless n is a file under construction leased to client.
+// checkWriter fails unless n is a file under construction leased to client
+// for the caller. A caller who is not the user that opened the file gets a
+// permission error whatever client it names: writing, adding a block and
+// closing are that user's (HDFS trusts the client name alone).
 func (t *tx) checkWriter(op, path string, n *store.Inode, client string) error {
 	if err := checkFile(op, path, n); err != nil {
 		return err
@@ -149,10 +156,15 @@ func (t *tx) checkWriter(op, path string, n *store.Inode, client string) error {
 	if !n.UnderConstruction() {
 		return meta.Errorf(op, path, meta.ErrLease, "the file is not open for writing")
 	}
-	if n.LeaseHolder != client {
-		return meta.Errorf(op, path, meta.ErrLease, "the lease is held by %s, not %s", n.LeaseHolder, client)
+	if holds(n.LeaseHolder, client, t.user) {
+		return nil
 	}
-	return nil
+	hc, hu := splitHolder(n.LeaseHolder)
+	if hu != t.user {
+		return meta.Errorf(op, path, meta.ErrPermission,
+			"user %s may not %s the file: it is open for writing by %s", t.user, op, describeHolder(n.LeaseHolder))
+	}
+	return meta.Errorf(op, path, meta.ErrLease, "the lease is held by client %s, not %s", hc, client)
 }
 
 // appendContent writes data after the n.Written bytes of n's content, in
@@ -269,7 +281,7 @@ func (e *Engine) Truncate(ctx context.Context, u meta.User, path string, newLeng
 			return err
 		}
 		if n.UnderConstruction() {
-			return meta.Errorf(op, p, meta.ErrLease, "open for writing by %s", n.LeaseHolder)
+			return meta.Errorf(op, p, meta.ErrLease, "open for writing by %s", describeHolder(n.LeaseHolder))
 		}
 		if newLength < 0 || newLength > n.Length {
 			return meta.Errorf(op, p, meta.ErrInvalidArgument, "new length %d not in [0, %d]", newLength, n.Length)
@@ -341,7 +353,7 @@ func (e *Engine) Concat(ctx context.Context, u meta.User, target string, srcs []
 				return err
 			}
 			if n.UnderConstruction() {
-				return meta.Errorf(op, r.path, meta.ErrLease, "open for writing by %s", n.LeaseHolder)
+				return meta.Errorf(op, r.path, meta.ErrLease, "open for writing by %s", describeHolder(n.LeaseHolder))
 			}
 			bits := permR | permW
 			if i == 0 {

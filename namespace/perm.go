@@ -2,6 +2,7 @@ package namespace
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/store"
@@ -27,6 +28,32 @@ func accessName(bits meta.Perm) string {
 	}
 	return string(b)
 }
+
+// checkUser refuses a caller without a name: an empty user would own what
+// it creates as nobody, and match the owner class of nothing. (The WebHDFS
+// gateway gives a request without user.name its default user, as HDFS does;
+// over the RPC the name is always explicit.)
+func checkUser(op, path string, u meta.User) error {
+	switch {
+	case u.Name == "":
+		return meta.Errorf(op, path, meta.ErrPermission, "no user name: anonymous callers are refused")
+	case strings.IndexByte(u.Name, 0) >= 0:
+		return meta.Errorf(op, path, meta.ErrInvalidArgument, "the user name %q contains a NUL byte", u.Name)
+	}
+	return nil
+}
+
+// IsSuperuser implements meta.Superusers: the configured superuser and the
+// members of the supergroup.
+func (e *Engine) IsSuperuser(u meta.User) bool {
+	if u.Name == "" {
+		return false
+	}
+	_, super := e.identity(u.Name)
+	return super
+}
+
+var _ meta.Superusers = (*Engine)(nil)
 
 // allowed reports whether the caller has all of bits on n, by POSIX rules: the
 // owner class if the caller owns it, else the group class if a member, else

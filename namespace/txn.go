@@ -48,6 +48,10 @@ type tx struct {
 // or a lock could not be had, and commits when fn returns nil.
 func (e *Engine) run(ctx context.Context, opName, path string, u meta.User, fn func(t *tx) error) error {
 	start := time.Now()
+	if err := checkUser(opName, path, u); err != nil {
+		e.metrics.observe(opName, err, time.Since(start))
+		return err
+	}
 	groups, super := e.identity(u.Name)
 	op := &opState{}
 	var err error

@@ -102,6 +102,12 @@ func (s *Server) dispatch(ctx context.Context, req *api.Request, m Method, path 
 			err = meta.Errorf("fsck", "/", meta.ErrUnsupported, "this server does not run fsck")
 			break
 		}
+		// fsck reads the whole store: superusers only, as HDFS's fsck. A
+		// file system that cannot tell superusers serves it to nobody.
+		if su, ok := fs.(meta.Superusers); !ok || !su.IsSuperuser(u) {
+			err = meta.Errorf("fsck", "/", meta.ErrPermission, "user %q is not a superuser; fsck is for superusers only", u.Name)
+			break
+		}
 		var r *meta.FsckReport
 		r, err = s.opts.Fsck(ctx)
 		resp.Result = &api.Response_Fsck{Fsck: FsckToProto(r)}

@@ -39,6 +39,11 @@ type Config struct {
 	Namespace namespace.Config
 	// Store configures the embedded store; Logger and Registerer are filled in.
 	Store pebblestore.Options
+	// DebugAddr, when set, is a second HTTP address serving Go's profiler
+	// (/debug/pprof/). Empty (the default): no profiler anywhere. It is
+	// never on Listen: profiles show the server's internals and a CPU
+	// profile costs CPU, so only an operator who opens the port gets them.
+	DebugAddr string
 	// Logger may be nil (discard).
 	Logger *slog.Logger
 }
@@ -86,6 +91,8 @@ type Server struct {
 	rpc    *rpc.Server
 	http   *http.Server
 	ln     net.Listener
+	debug  *http.Server // nil unless Config.DebugAddr
+	debugL net.Listener
 	ready  atomic.Bool
 	start  time.Time
 
@@ -163,12 +170,17 @@ func New(cfg Config) (*Server, error) {
 	mux.Handle("/webhdfs/v1", wh)
 	mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
 	mux.HandleFunc("/readyz", s.readyz)
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/{$}", s.statusPage)
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	if cfg.DebugAddr != "" {
+		dm := http.NewServeMux()
+		dm.HandleFunc("/debug/pprof/", pprof.Index)
+		dm.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		dm.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		dm.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		dm.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		s.debug = &http.Server{Handler: dm, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	}
 	return s, nil
 }
 
@@ -182,6 +194,20 @@ func (s *Server) Start(ctx context.Context) error {
 	ln, err := lc.Listen(ctx, "tcp", s.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("server: listen on %s: %w", s.cfg.Listen, err)
+	}
+	if s.debug != nil {
+		dl, err := lc.Listen(ctx, "tcp", s.cfg.DebugAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("server: listen on the debug address %s: %w", s.cfg.DebugAddr, err)
+		}
+		s.debugL = dl
+		go func() {
+			if err := s.debug.Serve(dl); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.log.Warn("debug listener", "addr", dl.Addr().String(), "err", err)
+			}
+		}()
+		s.log.Info("profiler serving", "addr", "http://"+dl.Addr().String()+"/debug/pprof/")
 	}
 	s.ln = ln
 	s.start = time.Now()
@@ -197,6 +223,14 @@ func (s *Server) Addr() string {
 		return ""
 	}
 	return "http://" + s.ln.Addr().String()
+}
+
+// DebugAddr returns the base URL of the debug listener, "" when there is none.
+func (s *Server) DebugAddr() string {
+	if s.debugL == nil {
+		return ""
+	}
+	return "http://" + s.debugL.Addr().String()
 }
 
 // Wait blocks until the HTTP server fails or ctx is done.
@@ -220,6 +254,9 @@ func (s *Server) Stop(ctx context.Context) error {
 		var errs []error
 		if s.ln != nil {
 			errs = append(errs, s.http.Shutdown(ctx))
+		}
+		if s.debugL != nil {
+			errs = append(errs, s.debug.Close()) // a profile in progress is cut off
 		}
 		errs = append(errs, s.rpc.Shutdown(ctx))
 		errs = append(errs, s.ns.Close())

@@ -28,6 +28,7 @@ func openEngine(t testing.TB) meta.FileSystem {
 	cfg.Groups = func(string) []string { return nil }
 	cfg.InlineThreshold = testInline
 	cfg.DefaultReplication = 3
+	cfg.MinBlockSize = 0 // the tests' 1 KB blocks, as HDFS's test configurations allow
 	eng, err := namespace.New(st, cfg)
 	if err != nil {
 		_ = st.Close()

@@ -122,6 +122,16 @@ func (sh *shell) putStream(ctx context.Context, r io.Reader, src string, size in
 	opts := job.create
 	opts.Overwrite = true
 	w, err := sh.fs.CreateWriter(ctx, sh.user, tmp, opts)
+	if meta.KindOf(err) == meta.KindLease && sh.ownCopy(ctx, tmp) {
+		// A put of ours that was killed left its copy open, and its lease
+		// would keep this one out until the soft limit: the copy is
+		// nobody's work in progress but an abandoned one's (two puts to
+		// one destination at once would clash in the rename anyway), so
+		// it goes, as HDFS's recoverLease would close it.
+		if derr := sh.fs.Delete(ctx, sh.user, tmp, false); derr == nil || meta.KindOf(derr) == meta.KindNotFound {
+			w, err = sh.fs.CreateWriter(ctx, sh.user, tmp, opts)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -140,6 +150,13 @@ func (sh *shell) putStream(ctx context.Context, r io.Reader, src string, size in
 		cancel()
 	}
 	return err
+}
+
+// ownCopy reports whether tmp is a copy being written that the caller owns:
+// one a put of the same user left behind.
+func (sh *shell) ownCopy(ctx context.Context, tmp string) bool {
+	st, err := sh.fs.Stat(ctx, sh.user, tmp)
+	return err == nil && st.Type == meta.TypeFile && st.UnderConstruction && st.Owner == sh.user.Name
 }
 
 // putDir copies a local directory tree to dst, which must not exist as a

@@ -44,7 +44,9 @@ func cliError(op, p string, err error) *meta.OpError {
 	var oe *meta.OpError
 	if errors.As(err, &oe) {
 		var details []string
-		if oe.Path != "" && oe.Path != p && !strings.HasSuffix(oe.Path, copyingSuffix) {
+		// A copy's temporary file is named only when the error is about it
+		// as such: another writer holds it.
+		if oe.Path != "" && oe.Path != p && (!strings.HasSuffix(oe.Path, copyingSuffix) || meta.KindOf(oe.Err) == meta.KindLease) {
 			details = append(details, "at "+oe.Path)
 		}
 		if oe.Detail != "" {

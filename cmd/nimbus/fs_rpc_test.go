@@ -80,6 +80,12 @@ func TestCommandsOverRPC(t *testing.T) {
 	expectEq(t, "rm", mustRun("rm", "-r", "d"), "Deleted d\n")
 
 	var out, ferrs bytes.Buffer
+	if code := cmdFsck(ctx, nil, &out, &ferrs); code != 1 || !strings.Contains(ferrs.String(), "permission denied") {
+		t.Errorf("fsck over RPC as alice: exit %d\n%s%s", code, out.String(), ferrs.String())
+	}
+	out.Reset()
+	ferrs.Reset()
+	t.Setenv("NIMBUS_USER", testSuperuser) // fsck is the superuser's
 	if code := cmdFsck(ctx, nil, &out, &ferrs); code != 0 || !strings.Contains(out.String(), "is HEALTHY") {
 		t.Errorf("fsck over RPC: exit %d\n%s%s", code, out.String(), ferrs.String())
 	}

@@ -25,6 +25,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fl.StringVar(&cfg.DataDir, "data", cfg.DataDir, "directory holding the metadata store (created if missing)")
 	fl.StringVar(&cfg.Listen, "listen", cfg.Listen, "HTTP address for the RPC, WebHDFS, /metrics and /readyz")
 	fl.StringVar(&cfg.Advertise, "advertise", "", "base URL put in WebHDFS redirects (default: the address each request came to)")
+	fl.StringVar(&cfg.DebugAddr, "debug-addr", "", "address of a second HTTP listener serving /debug/pprof/ (default: none; the profiler is never on --listen)")
+	fl.Func("min-block-size", fmt.Sprintf("smallest block size a create may ask for, bytes or with suffix k/m/g, 0 for none (default %d)", cfg.Namespace.MinBlockSize), func(v string) (err error) {
+		cfg.Namespace.MinBlockSize, err = parseSize(v)
+		return err
+	})
+	fl.IntVar(&cfg.Namespace.MaxBlocksPerFile, "max-blocks-per-file", cfg.Namespace.MaxBlocksPerFile, "most blocks one file may have")
 	fl.StringVar(&cfg.Namespace.Superuser, "superuser", cfg.Namespace.Superuser, "the superuser (default: the user running the server)")
 	fl.Int64Var(&cfg.Namespace.InlineThreshold, "inline-threshold", cfg.Namespace.InlineThreshold, "largest file kept in the metadata store, in bytes")
 	fl.DurationVar(&cfg.Namespace.LeaseSoftLimit, "lease-soft-limit", cfg.Namespace.LeaseSoftLimit, "after this silence another client may take over a file being written")

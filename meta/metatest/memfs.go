@@ -54,6 +54,9 @@ func NewMemFS() *MemFS {
 	return fs
 }
 
+// IsSuperuser implements meta.Superusers: Superuser is the only one.
+func (fs *MemFS) IsSuperuser(u meta.User) bool { return u.Name == Superuser }
+
 // Echo does nothing but count the call (and run the hook as "echo"). It makes
 // MemFS a bench.Target.
 func (fs *MemFS) Echo(ctx context.Context) error {

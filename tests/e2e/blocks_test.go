@@ -23,7 +23,7 @@ const threshold = 128 << 10 // the server's default inline threshold
 // library with a small block size, reads each back through the CLI and
 // compares every byte.
 func TestFileSizes(t *testing.T) {
-	s := startServer(t, "", "")
+	s := startServer(t, "", "", "--min-block-size", "64k") // 256 KB blocks, under HDFS's 1 MB minimum
 	ctx := context.Background()
 	c, err := client.Dial(ctx, s.url(), client.Options{})
 	if err != nil {
