@@ -58,7 +58,7 @@ else
   done
 fi
 curl -sf "http://$ADDR/metrics" >"$OUT/aged.metrics"
-curl -sf -o "$OUT/aged-rename.cpu.pprof" "http://$ADDR/debug/pprof/profile?seconds=7" &
+curl -sf -o "$OUT/aged-rename.cpu.pprof" "http://$DEBUG_ADDR/debug/pprof/profile?seconds=7" &
 PROF=$!
 run aged rename 64 8s
 wait "$PROF"

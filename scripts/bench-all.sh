@@ -107,7 +107,7 @@ start_servers() {
     fi
     mkdir -p "$NIMBUS_DATA"
     log "starting nimbus serve --data $NIMBUS_DATA --listen 127.0.0.1:9870"
-    "$BIN" serve --data "$NIMBUS_DATA" --listen 127.0.0.1:9870 >"$(dirname "$NIMBUS_DATA")/serve.log" 2>&1 &
+    "$BIN" serve --data "$NIMBUS_DATA" --listen 127.0.0.1:9870 --debug-addr 127.0.0.1:6060 >"$(dirname "$NIMBUS_DATA")/serve.log" 2>&1 &
     STARTED_NIMBUS=$!
     echo "$STARTED_NIMBUS" >"$(dirname "$NIMBUS_DATA")/serve.pid"
     for _ in $(seq 1 100); do nimbus_up && break; sleep 0.2; done
@@ -302,7 +302,7 @@ for stage in build servers prepare echo compare hot issue2 bigdir plot report st
       prof=""
       if [[ ! -s "$OUT/issue2-stat-32.json" || -n "${FORCE:-}" ]]; then
         curl -fsS -o "$OUT/issue2-stat-32.metrics-before.txt" http://127.0.0.1:9870/metrics || true
-        curl -fsS -o "$OUT/issue2-stat-32.cpu.pprof" "http://127.0.0.1:9870/debug/pprof/profile?seconds=12" &
+        curl -fsS -o "$OUT/issue2-stat-32.cpu.pprof" "http://127.0.0.1:6060/debug/pprof/profile?seconds=12" &
         prof=$!
       fi
       # with its own echo at 32 clients (echo_fraction in the JSON)
