@@ -1,0 +1,135 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+
+	"github.com/nimbus-fs/nimbus/client"
+	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/store"
+)
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func readyz(t *testing.T, addr string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// TestFailStopServer: a server whose store's log starts failing (ENOSPC from
+// an injected file system) answers /readyz 503 with the cause, logs it at
+// ERROR, Wait returns the fatal error, and Stop returns within
+// FailStopTimeout. Before, the store hung every later operation and the
+// server went on answering /readyz 200.
+func TestFailStopServer(t *testing.T) {
+	var fail atomic.Bool
+	fs := errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if !fail.Load() || !strings.HasSuffix(op.Path, ".log") {
+			return nil
+		}
+		switch op.Kind {
+		case errorfs.OpFileWrite, errorfs.OpFileWriteAt, errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo:
+			return &os.PathError{Op: "write", Path: op.Path, Err: syscall.ENOSPC}
+		}
+		return nil
+	}))
+	var logBuf lockedBuffer
+	cfg := DefaultConfig()
+	cfg.DataDir, cfg.Listen = t.TempDir(), "127.0.0.1:0"
+	cfg.Namespace.Superuser = "root"
+	cfg.Store.CacheSize, cfg.Store.MemTableSize, cfg.Store.RowCacheEntries = 8<<20, 4<<20, 1024
+	cfg.Store.FS = fs
+	cfg.FailStopTimeout = 2 * time.Second
+	cfg.Logger = slog.New(slog.NewTextHandler(&logBuf, nil))
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = srv.Stop(ctx)
+		}
+	})
+	c, err := client.Dial(ctx, srv.Addr(), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	root := meta.User{Name: "root"}
+	if err := c.Mkdirs(ctx, root, "/before", 0); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := readyz(t, srv.Addr()); code != 200 {
+		t.Fatalf("/readyz before the failure: %d", code)
+	}
+
+	fail.Store(true)
+	opCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := c.Mkdirs(opCtx, root, "/after", 0); err == nil {
+		t.Fatal("mkdir on a failing log was acknowledged")
+	}
+	waitCtx, cancelWait := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelWait()
+	werr := srv.Wait(waitCtx)
+	if !errors.Is(werr, store.ErrFailed) || !errors.Is(werr, syscall.ENOSPC) {
+		t.Fatalf("Wait = %v, want store.ErrFailed and ENOSPC", werr)
+	}
+	if code, body := readyz(t, srv.Addr()); code != http.StatusServiceUnavailable || !strings.Contains(body, "no space left") {
+		t.Fatalf("/readyz after the failure: %d %q, want 503 naming the cause", code, body)
+	}
+	if err := c.Mkdirs(opCtx, root, "/later", 0); err == nil {
+		t.Fatal("mkdir after the failure was acknowledged")
+	}
+	start := time.Now()
+	stopped = true
+	if err := srv.Stop(ctx); !errors.Is(err, store.ErrFailed) {
+		t.Errorf("Stop after the failure: %v, want the store's fatal error", err)
+	}
+	if d := time.Since(start); d > cfg.FailStopTimeout+2*time.Second {
+		t.Errorf("Stop took %v, want at most FailStopTimeout (%v) and a little", d, cfg.FailStopTimeout)
+	}
+	if log := logBuf.String(); !strings.Contains(log, "level=ERROR msg=\"the metadata store failed") || !strings.Contains(log, "no space left on device") {
+		t.Errorf("log does not name the failure at ERROR:\n%s", log)
+	}
+}
