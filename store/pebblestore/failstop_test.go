@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -259,6 +260,33 @@ func TestFailStopRemovedDir(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFailStopRemovedDirAtOnce: with the periodic check off, removing the
+// directory fails the store at once through the kernel's notification
+// (identity_linux.go), well before any check interval.
+func TestFailStopRemovedDirAtOnce(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("inotify is Linux's")
+	}
+	dir := filepath.Join(t.TempDir(), "meta")
+	opts := failTestOptions(nil)
+	opts.IdentityCheckInterval = 0
+	st := openTest(t, dir, opts)
+	if err := putRow(st, "a", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	removed := time.Now()
+	select {
+	case <-st.Failed():
+	case <-time.After(time.Second):
+		t.Fatal("the store did not fail within 1 s of its directory's removal")
+	}
+	t.Logf("failed %v after the removal: %v", time.Since(removed), st.Err())
+	assertFailed(t, st, errDataDir)
 }
 
 // TestIdentityKept: the identity file is written once and a reopened store

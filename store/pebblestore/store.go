@@ -56,7 +56,9 @@ type Store struct {
 	fail failure       // failstop.go
 	id   *identity     // identity.go
 	stop chan struct{} // closed by Close: stops the background checks
-	bg   sync.WaitGroup
+	// unwatch stops the inotify watch of the directory (identity_linux.go)
+	unwatch func()
+	bg      sync.WaitGroup
 
 	scanFlush struct { // scanwaste.go
 		last      atomic.Int64  // unix ns of the last flush a scan asked for
@@ -120,6 +122,15 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.IdentityCheckInterval > 0 {
 		s.bg.Add(1)
 		go s.watchIdentity(opts.IdentityCheckInterval)
+	}
+	if opts.FS == nil { // a directory of the operating system's
+		if s.unwatch, err = s.watchDirEvents(); err != nil {
+			// Not fatal: the periodic check remains.
+			log.Warn("cannot watch the store's directory; relying on the periodic identity check", "dir", dir, "err", err)
+			s.unwatch = func() {}
+		}
+	} else {
+		s.unwatch = func() {}
 	}
 	log.Info("store opened", "dir", dir, "engine", "pebble", "identity", string(s.id.id))
 	return s, nil
@@ -260,7 +271,7 @@ func (s *Store) writeCounter(name string, v uint64) error {
 // returns the fatal error at once. The files are left as a crash leaves them,
 // and the next Open recovers them.
 func (s *Store) Close() error {
-	s.closeOnce.Do(func() { close(s.stop) })
+	s.closeOnce.Do(func() { close(s.stop); s.unwatch() })
 	if err := s.failed(); err != nil {
 		return s.closeFailed(err)
 	}

@@ -139,11 +139,12 @@ func TestDiskFullFailStop(t *testing.T) {
 }
 
 // TestDataDirRemovedFailStop removes the data directory (rm -rf) under a
-// running server: it notices within its check interval, logs why, exits
-// non-zero, and writes are refused from then on. Before, mkdir and put went
+// running server: it notices (at once through inotify, else within its
+// check interval), logs why, exits non-zero, and writes are refused from
+// then on. Before, mkdir and put went
 // on succeeding into unlinked files and were lost.
 func TestDataDirRemovedFailStop(t *testing.T) {
-	s := startServer(t, "", "", "--data-check-interval", "200ms", "--fail-stop-timeout", "2s")
+	s := startServer(t, "", "", "--fail-stop-timeout", "2s")
 	ctx := context.Background()
 	c, err := client.Dial(ctx, s.url(), client.Options{})
 	if err != nil {
@@ -160,6 +161,7 @@ func TestDataDirRemovedFailStop(t *testing.T) {
 	removed := time.Now()
 	// Writes go on until the server notices; the ones after that are refused.
 	var refused error
+	acked := 0
 	for i := 0; time.Since(removed) < failStopBound; i++ {
 		opCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		_, err := c.CreateFile(opCtx, root, fmt.Sprintf("/d/f%05d", i), meta.CreateOptions{}, []byte("lost?"))
@@ -168,12 +170,13 @@ func TestDataDirRemovedFailStop(t *testing.T) {
 			refused = err
 			break
 		}
+		acked++
 		time.Sleep(10 * time.Millisecond)
 	}
 	if refused == nil {
 		t.Fatalf("writes still acknowledged %v after the data directory was removed", failStopBound)
 	}
-	t.Logf("first refused write %v after the removal: %v", time.Since(removed).Round(time.Millisecond), refused)
+	t.Logf("first refused write %v after the removal, %d acknowledged in between: %v", time.Since(removed).Round(time.Millisecond), acked, refused)
 	if code := s.waitExit(failStopBound); code == 0 {
 		t.Fatalf("server exited 0 after its data directory was removed\n%s", s.log.String())
 	}
