@@ -133,3 +133,11 @@ func TestFailStopServer(t *testing.T) {
 		t.Errorf("log does not name the failure at ERROR:\n%s", log)
 	}
 }
+
+func TestConfigValidateFailStopTimeout(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.FailStopTimeout = 0
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "FailStopTimeout") {
+		t.Fatalf("Validate with FailStopTimeout 0: %v", err)
+	}
+}
