@@ -233,6 +233,32 @@ func TestPebblePanicRecovered(t *testing.T) {
 	assertUnlocked(t, st, []string{"b"})
 }
 
+// TestFailStopOnManifestFailure: a failed MANIFEST write in a background
+// flush is a Fatalf of Pebble on its own goroutine. It fails the store,
+// and does not panic there (which would kill the process before the server
+// could log the cause and stop).
+func TestFailStopOnManifestFailure(t *testing.T) {
+	var fail atomic.Bool
+	fs := errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if fail.Load() && strings.Contains(op.Path, "MANIFEST") && op.Kind.ReadOrWrite() == errorfs.OpIsWrite {
+			return &os.PathError{Op: "write", Path: op.Path, Err: syscall.EIO}
+		}
+		return nil
+	}))
+	st := openTest(t, t.TempDir(), failTestOptions(fs))
+	if err := putRow(st, "a", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	fail.Store(true)
+	if _, err := st.db.AsyncFlush(); err != nil {
+		t.Fatal(err)
+	}
+	assertFailed(t, st, store.ErrFailed)
+	if !strings.Contains(st.Err().Error(), "MANIFEST") {
+		t.Fatalf("Err() = %v, want the MANIFEST failure named", st.Err())
+	}
+}
+
 // TestFailStopRemovedDir: the data directory removed (rm -rf) or replaced
 // under a running store fails it within the check interval; before, commits
 // went on succeeding into unlinked files and were lost.
