@@ -16,9 +16,7 @@ func (s *Store) eventListener() *pebble.EventListener {
 			if m := s.metrics; m != nil {
 				m.backgroundErrors.Inc()
 			}
-			if idErr := s.id.check(); idErr != nil {
-				s.failStop("check data directory", idErr)
-			}
+			s.checkDir("check data directory")
 		},
 		WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
 			s.log.Warn("pebble write stall: commits wait for flushes", "dir", s.dir, "reason", info.Reason)

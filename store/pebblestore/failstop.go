@@ -66,7 +66,7 @@ func (s *Store) failStop(op string, cause error) error {
 		// A failing commit may be the first sign that the directory is gone:
 		// name that, the real cause, rather than what it led to.
 		if !errors.Is(cause, errDataDir) {
-			if idErr := s.id.check(); idErr != nil {
+			if idErr := s.id.check(); errors.Is(idErr, errDataDir) {
 				cause = fmt.Errorf("%w (after %v)", idErr, cause)
 			}
 		}

@@ -343,6 +343,30 @@ func TestIdentityKept(t *testing.T) {
 	assertFailed(t, st, errDataDir)
 }
 
+// TestIdentityCheckInconclusive: a check that cannot read the identity for a
+// reason that says nothing of the directory (out of file descriptors under
+// load) does not fail a healthy store.
+func TestIdentityCheckInconclusive(t *testing.T) {
+	var fail atomic.Bool
+	fs := errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if fail.Load() && op.Kind == errorfs.OpOpen && strings.HasSuffix(op.Path, IdentityFile) {
+			return &os.PathError{Op: "open", Path: op.Path, Err: syscall.EMFILE}
+		}
+		return nil
+	}))
+	opts := failTestOptions(fs)
+	opts.IdentityCheckInterval = 5 * time.Millisecond
+	st := openTest(t, t.TempDir(), opts)
+	fail.Store(true)
+	time.Sleep(100 * time.Millisecond)
+	if err := st.Err(); err != nil {
+		t.Fatalf("a store failed on EMFILE reading its identity: %v", err)
+	}
+	if err := putRow(st, "a", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func readRows(t *testing.T, st *Store, n int) [][]byte {
 	t.Helper()
 	txn, err := st.Begin(bg)

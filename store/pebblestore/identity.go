@@ -108,15 +108,17 @@ func readSmall(fs vfs.FS, path string) ([]byte, error) {
 }
 
 // check reports, wrapping errDataDir, that the directory is not the one the
-// store opened: gone, another inode at its path, or another identity. Nil
-// on a nil identity (before Open has read it).
+// store opened: gone, another inode at its path, or another identity. An
+// error that does not say so (out of file descriptors under load, EIO) is
+// returned without errDataDir: the caller must not fail a healthy store on
+// it. Nil on a nil identity (before Open has read it).
 func (id *identity) check() error {
 	if id == nil {
 		return nil
 	}
 	fi, err := id.fs.Stat(id.dir)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %w", errDataDir, id.dir, err)
+		return dataDirError(id.dir, err)
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && id.haveIno && (uint64(st.Dev) != id.dev || st.Ino != id.ino) {
 		return fmt.Errorf("%w: %s is another directory now (device %d inode %d, opened as device %d inode %d)",
@@ -125,12 +127,37 @@ func (id *identity) check() error {
 	path := id.fs.PathJoin(id.dir, IdentityFile)
 	got, err := readSmall(id.fs, path)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %w", errDataDir, path, err)
+		return dataDirError(path, err)
 	}
 	if !bytes.Equal(got, id.id) {
 		return fmt.Errorf("%w: %s holds identity %q, opened as %q", errDataDir, path, got, id.id)
 	}
 	return nil
+}
+
+// dataDirError wraps errDataDir around the errors that mean the path is
+// gone (or, over NFS, replaced), and only those.
+func dataDirError(path string, err error) error {
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ESTALE) {
+		return fmt.Errorf("%w: %s: %w", errDataDir, path, err)
+	}
+	return fmt.Errorf("pebblestore: check data directory %s: %w", path, err)
+}
+
+// checkDir runs the identity check and fails the store if the directory is
+// gone or another one; it logs an inconclusive check. It reports whether the
+// store failed.
+func (s *Store) checkDir(why string) bool {
+	err := s.id.check()
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, errDataDir):
+		s.failStop(why, err)
+		return true
+	}
+	s.log.Warn("data directory check inconclusive", "dir", s.dir, "err", err)
+	return false
 }
 
 // watchIdentity checks the directory every interval until the store closes
@@ -146,8 +173,7 @@ func (s *Store) watchIdentity(every time.Duration) {
 		case <-s.fail.ch:
 			return
 		case <-t.C:
-			if err := s.id.check(); err != nil {
-				s.failStop("check data directory", err)
+			if s.checkDir("check data directory") {
 				return
 			}
 		}

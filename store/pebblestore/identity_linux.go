@@ -37,8 +37,7 @@ func (s *Store) watchDirEvents() (func(), error) {
 			if _, err := f.Read(buf); err != nil {
 				return // closed by Close
 			}
-			if err := s.id.check(); err != nil {
-				s.failStop("watch data directory", err)
+			if s.checkDir("watch data directory") {
 				return
 			}
 		}
