@@ -55,19 +55,25 @@ func (s *Server) watchStore() {
 	close(s.fatal.ch)
 }
 
-// stopBounded runs shutdown, but once the store has failed (before or during
-// the stop) gives it Config.FailStopTimeout: past that, requests stuck on
-// the store get their connections closed, and what still has not returned is
-// abandoned (the process is about to exit).
+// stopBounded runs shutdown, but bounds it by Config.FailStopTimeout once
+// the store has failed (before or during the stop), or once ctx is done
+// while shutdown still waits (a store stuck without failing, on a hung
+// disk): past that, the connections of requests stuck on the store are
+// closed, and what still has not returned is abandoned, as the process is
+// about to exit (a restart recovers the store as after a crash).
 func (s *Server) stopBounded(ctx context.Context) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- s.shutdown(sctx) }()
+	var why error
 	select {
 	case err := <-done:
 		return err
 	case <-s.fatal.ch:
+		why = s.fatal.err
+	case <-ctx.Done():
+		why = fmt.Errorf("server: stop: %w", ctx.Err())
 	}
 	timer := time.NewTimer(s.cfg.FailStopTimeout)
 	defer timer.Stop()
@@ -85,8 +91,7 @@ func (s *Server) stopBounded(ctx context.Context) error {
 		return err
 	case <-time.After(time.Second):
 	}
-	err := fmt.Errorf("server: stop after the store failed: gave up after %v waiting for requests stuck on the store: %w",
-		s.cfg.FailStopTimeout, s.fatal.err)
-	s.log.Error("nimbus stopped, abandoning requests stuck on the failed store", "err", err)
+	err := fmt.Errorf("server: stop: gave up after %v waiting for requests stuck on the store: %w", s.cfg.FailStopTimeout, why)
+	s.log.Error("nimbus stopped, abandoning requests stuck on the store", "err", err)
 	return err
 }

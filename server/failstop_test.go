@@ -141,3 +141,70 @@ func TestConfigValidateFailStopTimeout(t *testing.T) {
 		t.Fatalf("Validate with FailStopTimeout 0: %v", err)
 	}
 }
+
+// TestStopBoundedOnStuckStore: a store stuck without failing (a hung disk:
+// the log's sync never returns) does not hold the stop past its deadline
+// and FailStopTimeout. Before, SIGTERM then never stopped the process.
+func TestStopBoundedOnStuckStore(t *testing.T) {
+	var block atomic.Bool
+	release := make(chan struct{})
+	fs := errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if block.Load() && strings.HasSuffix(op.Path, ".log") {
+			switch op.Kind {
+			case errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo:
+				<-release
+			}
+		}
+		return nil
+	}))
+	cfg := DefaultConfig()
+	cfg.DataDir, cfg.Listen = t.TempDir(), "127.0.0.1:0"
+	cfg.Namespace.Superuser = "root"
+	cfg.Store.CacheSize, cfg.Store.MemTableSize, cfg.Store.RowCacheEntries = 8<<20, 4<<20, 1024
+	cfg.Store.FS = fs
+	cfg.FailStopTimeout = time.Second
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer close(release) // let the stuck goroutines go at the end
+	c, err := client.Dial(ctx, srv.Addr(), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	root := meta.User{Name: "root"}
+	if err := c.Mkdirs(ctx, root, "/before", 0); err != nil {
+		t.Fatal(err)
+	}
+	block.Store(true)
+	stuck := make(chan error, 1)
+	go func() { stuck <- c.Mkdirs(ctx, root, "/stuck", 0) }()
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case err := <-stuck:
+		t.Fatalf("mkdir with the log's sync blocked returned: %v", err)
+	default:
+	}
+	sctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	var stopErr error
+	done := make(chan struct{})
+	go func() { stopErr = srv.Stop(sctx); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stop still waiting 10 s after its deadline on a stuck store")
+	}
+	if stopErr == nil || !strings.Contains(stopErr.Error(), "gave up") {
+		t.Errorf("Stop on a stuck store: %v, want it to say it gave up", stopErr)
+	}
+	if d := time.Since(start); d > 300*time.Millisecond+cfg.FailStopTimeout+3*time.Second {
+		t.Errorf("Stop took %v", d)
+	}
+}

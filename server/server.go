@@ -41,8 +41,9 @@ type Config struct {
 	Store pebblestore.Options
 	// Logger may be nil (discard).
 	Logger *slog.Logger
-	// FailStopTimeout bounds the stop after the store failed (failstop.go):
-	// requests stuck on the store are abandoned after it.
+	// FailStopTimeout bounds the stop after the store failed, or after the
+	// stop's own deadline passed (failstop.go): requests stuck on the store
+	// are abandoned after it.
 	FailStopTimeout time.Duration
 }
 
@@ -227,7 +228,8 @@ func (s *Server) Wait(ctx context.Context) error {
 
 // Stop shuts down gracefully: no new requests, in-flight ones finish (bounded
 // by ctx), then the namespace and the store close. Safe to call twice. Once
-// the store has failed it takes at most Config.FailStopTimeout (failstop.go).
+// the store has failed, or ctx is done, it takes at most
+// Config.FailStopTimeout more (failstop.go).
 func (s *Server) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		s.ready.Store(false)
