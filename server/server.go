@@ -46,6 +46,10 @@ type Config struct {
 	DebugAddr string
 	// Logger may be nil (discard).
 	Logger *slog.Logger
+	// FailStopTimeout bounds the stop after the store failed, or after the
+	// stop's own deadline passed (failstop.go): requests stuck on the store
+	// are abandoned after it.
+	FailStopTimeout time.Duration
 }
 
 // DefaultConfig serves ./nimbus-data on 127.0.0.1:9870.
@@ -55,6 +59,8 @@ func DefaultConfig() Config {
 		Listen:    "127.0.0.1:9870",
 		Namespace: namespace.DefaultConfig(),
 		Store:     pebblestore.DefaultOptions(),
+
+		FailStopTimeout: 5 * time.Second,
 	}
 }
 
@@ -65,6 +71,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Listen == "" {
 		return errors.New("server: Listen is empty")
+	}
+	if c.FailStopTimeout <= 0 {
+		return fmt.Errorf("server: FailStopTimeout = %v, want > 0", c.FailStopTimeout)
 	}
 	if err := c.Namespace.Validate(); err != nil {
 		return err
@@ -99,6 +108,7 @@ type Server struct {
 	serveErr chan error
 	stopOnce sync.Once
 	stopErr  error
+	fatal    fatal // failstop.go
 }
 
 // New opens the store and the namespace. It does not listen yet.
@@ -109,7 +119,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, reg: prometheus.NewRegistry(), serveErr: make(chan error, 1)}
+	s := &Server{cfg: cfg, log: cfg.Logger, reg: prometheus.NewRegistry(), serveErr: make(chan error, 1), fatal: newFatal()}
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	metaDir := StoreDir(cfg.DataDir)
@@ -213,6 +223,7 @@ func (s *Server) Start(ctx context.Context) error {
 	s.start = time.Now()
 	go func() { s.serveErr <- s.http.Serve(ln) }()
 	s.ready.Store(true)
+	go s.watchStore()
 	s.log.Info("nimbus serving", "addr", s.Addr(), "data", s.cfg.DataDir)
 	return nil
 }
@@ -233,11 +244,14 @@ func (s *Server) DebugAddr() string {
 	return "http://" + s.debugL.Addr().String()
 }
 
-// Wait blocks until the HTTP server fails or ctx is done.
+// Wait blocks until the HTTP server fails, the store fails (the fatal error,
+// wrapping store.ErrFailed) or ctx is done.
 func (s *Server) Wait(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 		return nil
+	case <-s.fatal.ch:
+		return s.fatal.err
 	case err := <-s.serveErr:
 		if errors.Is(err, http.ErrServerClosed) {
 			return nil
@@ -247,28 +261,41 @@ func (s *Server) Wait(ctx context.Context) error {
 }
 
 // Stop shuts down gracefully: no new requests, in-flight ones finish (bounded
-// by ctx), then the namespace and the store close. Safe to call twice.
+// by ctx), then the namespace and the store close. Safe to call twice. Once
+// the store has failed, or ctx is done, it takes at most
+// Config.FailStopTimeout more (failstop.go).
 func (s *Server) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		s.ready.Store(false)
-		var errs []error
-		if s.ln != nil {
-			errs = append(errs, s.http.Shutdown(ctx))
-		}
-		if s.debugL != nil {
-			errs = append(errs, s.debug.Close()) // a profile in progress is cut off
-		}
-		errs = append(errs, s.rpc.Shutdown(ctx))
-		errs = append(errs, s.ns.Close())
-		errs = append(errs, s.blocks.Close())
-		errs = append(errs, s.store.Close())
-		s.stopErr = errors.Join(errs...)
-		s.log.Info("nimbus stopped", "err", s.stopErr)
+		close(s.fatal.stopped)
+		s.stopErr = s.stopBounded(ctx)
 	})
 	return s.stopErr
 }
 
+// shutdown closes everything in order, waiting for in-flight requests.
+func (s *Server) shutdown(ctx context.Context) error {
+	var errs []error
+	if s.ln != nil {
+		errs = append(errs, s.http.Shutdown(ctx))
+	}
+	if s.debugL != nil {
+		errs = append(errs, s.debug.Close()) // a profile in progress is cut off
+	}
+	errs = append(errs, s.rpc.Shutdown(ctx))
+	errs = append(errs, s.ns.Close())
+	errs = append(errs, s.blocks.Close())
+	errs = append(errs, s.store.Close())
+	err := errors.Join(errs...)
+	s.log.Info("nimbus stopped", "err", err)
+	return err
+}
+
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	if s.fatal.failed() {
+		http.Error(w, "failed: "+s.fatal.err.Error(), http.StatusServiceUnavailable)
+		return
+	}
 	if !s.ready.Load() {
 		http.Error(w, "not ready", http.StatusServiceUnavailable)
 		return

@@ -51,7 +51,22 @@ var (
 	ErrTxnDone = errors.New("store: transaction already finished")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store: closed")
+	// ErrFailed: the store met a storage error it cannot recover from (a
+	// failed write or sync of its log, its data directory gone) and refuses
+	// every operation from then on; see Failer.
+	ErrFailed = errors.New("store: failed")
 )
+
+// Failer is implemented by stores that can fail permanently at run time: after
+// a failed sync of its log a store cannot tell what is durable, so rather than
+// acknowledge writes it may lose it stops (fail-stop), and its owner stops the
+// server. Found by type assertion (an optional capability of a Store).
+type Failer interface {
+	// Failed is closed once the store has failed; it never reopens.
+	Failed() <-chan struct{}
+	// Err is the cause, wrapping ErrFailed, once Failed is closed; nil before.
+	Err() error
+}
 
 // IsRetryable reports whether err means the transaction lost a race and the
 // whole operation may be run again from the start.

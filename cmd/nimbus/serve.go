@@ -42,6 +42,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	memLimitMB := fl.Int64("memory-limit-mb", -1, "soft limit of the server's Go memory, in MiB, 0 for none (default: 2048 + the block cache + two memtables, unless GOMEMLIMIT is set)")
 	level := fl.String("log-level", "info", "log level: debug, info, warn, error")
 	grace := fl.Duration("shutdown-timeout", 30*time.Second, "how long in-flight requests may take on shutdown")
+	fl.DurationVar(&cfg.FailStopTimeout, "fail-stop-timeout", cfg.FailStopTimeout, "after the metadata store failed (disk full, data directory removed), how long the server waits for requests stuck on it before it exits non-zero")
+	fl.DurationVar(&cfg.Store.IdentityCheckInterval, "data-check-interval", cfg.Store.IdentityCheckInterval, "how often the server checks that its data directory is still the one it opened (0: never); a removed or replaced one stops it")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
@@ -122,6 +124,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cfg.Logger.Info("processors", "gomaxprocs", procs, "cpus", runtime.NumCPU())
 	fmt.Fprintf(stdout, "nimbus serving on %s (data in %s)\n", srv.Addr(), cfg.DataDir)
 	waitErr := srv.Wait(ctx)
+	if waitErr != nil {
+		fmt.Fprintln(stderr, "nimbus serve:", waitErr)
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), *grace)
 	defer cancel()
 	if err := srv.Stop(sctx); err != nil {
@@ -129,7 +134,6 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 1
 	}
 	if waitErr != nil {
-		fmt.Fprintln(stderr, "nimbus serve:", waitErr)
 		return 1
 	}
 	return 0

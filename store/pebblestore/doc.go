@@ -43,4 +43,17 @@
 // A Commit or AllocateIDs that returned nil is in a synced WAL and survives
 // kill -9 and power loss (to the extent the disk honours fsync); the tests
 // check this by SIGKILLing a committing child process.
+//
+// # Failure
+//
+// A storage error the store cannot recover from fails it for good
+// (fail-stop, failstop.go): a failed write or sync of the write-ahead log
+// (after a failed fsync what is durable is unknown, and Pebble's log keeps
+// the error), a panic or Fatalf of Pebble, or the directory removed or
+// replaced under it (identity.go: an identity file, the directory's inode,
+// checked every Options.IdentityCheckInterval and on every deletion in the
+// directory through inotify). From then on every operation returns an error
+// wrapping store.ErrFailed at once, without entering Pebble; Failed and Err
+// (store.Failer) tell the owner, which stops the process. The next Open
+// replays the log: every commit that returned nil is there.
 package pebblestore

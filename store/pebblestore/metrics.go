@@ -16,11 +16,12 @@ type metrics struct {
 	durableWaits                 prometheus.Counter
 	scanSkipped, scanFlushes     prometheus.Counter
 	scanCacheHits, scanCacheMiss prometheus.Counter
+	failed                       prometheus.Gauge   // failstop.go
+	backgroundErrors             prometheus.Counter // events.go
 }
 
-func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
-	m := &metrics{
-		reg: reg,
+func newMetrics(s *Store) *metrics {
+	return &metrics{
 		commitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "nimbus", Subsystem: "pebblestore", Name: "commit_seconds",
 			Help:    "Latency of durable commits (batch apply and WAL fsync).",
@@ -55,22 +56,36 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "nimbus", Subsystem: "pebblestore", Name: "scan_cache_misses_total",
 			Help: "Scans inside one partition that read Pebble because the partition was not cached.",
 		}),
+		failed: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "nimbus", Subsystem: "pebblestore", Name: "failed",
+			Help: "1 once the store has failed on a storage error it cannot recover from (a failed write or sync of its log, its directory removed) and refuses every operation; the server stops then.",
+		}),
+		backgroundErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "pebblestore", Name: "background_errors_total",
+			Help: "Errors of Pebble's flushes and compactions (retried by Pebble; a full disk shows here first).",
+		}),
 	}
-	if reg != nil {
-		for i, c := range m.collectors() {
-			if err := reg.Register(c); err != nil {
-				for _, done := range m.collectors()[:i] {
-					reg.Unregister(done)
-				}
-				return nil, err
+}
+
+// register registers the metrics on reg (nil: none).
+func (m *metrics) register(reg prometheus.Registerer) error {
+	if reg == nil {
+		return nil
+	}
+	for i, c := range m.collectors() {
+		if err := reg.Register(c); err != nil {
+			for _, done := range m.collectors()[:i] {
+				reg.Unregister(done)
 			}
+			return err
 		}
 	}
-	return m, nil
+	m.reg = reg
+	return nil
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.commitSeconds, m.pebble, m.rowCacheHits, m.rowCacheMisses, m.durableWaits, m.scanSkipped, m.scanFlushes, m.scanCacheHits, m.scanCacheMiss}
+	return []prometheus.Collector{m.commitSeconds, m.pebble, m.rowCacheHits, m.rowCacheMisses, m.durableWaits, m.scanSkipped, m.scanFlushes, m.scanCacheHits, m.scanCacheMiss, m.failed, m.backgroundErrors}
 }
 
 func (m *metrics) unregister() {

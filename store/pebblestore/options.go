@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -44,6 +45,13 @@ type Options struct {
 	// (tombstones, overwritten versions) makes the store flush its
 	// memtables, rate-limited (scanwaste.go). 0 disables it.
 	ScanFlushTrigger int
+	// FS is the file system under the store; nil means the operating
+	// system's (vfs.Default). Tests inject failing ones (vfs/errorfs).
+	FS vfs.FS
+	// IdentityCheckInterval is how often the store checks that its directory
+	// is still the one it opened (identity.go); a removed or replaced
+	// directory fails the store. 0 disables the periodic check.
+	IdentityCheckInterval time.Duration
 	// Logger receives Pebble's log and the store's own events. Nil: discarded.
 	Logger *slog.Logger
 	// Registerer receives the store's metrics (metrics.go) and the lock
@@ -54,18 +62,19 @@ type Options struct {
 // DefaultOptions returns a 256 MB block cache, 64 MB memtables, a row cache
 // of a million rows, 64 MB of cached partitions, a 10 s lock wait limit, 64
 // lock shards, an id prefetch of 1024 and 4 MB of write-ahead log
-// prefilled.
+// prefilled, and a check of the directory's identity every 2 s.
 func DefaultOptions() Options {
 	return Options{
-		CacheSize:        256 << 20,
-		MemTableSize:     64 << 20,
-		LockWaitMax:      10 * time.Second,
-		LockShards:       64,
-		IDPrefetch:       1024,
-		RowCacheEntries:  1 << 20,
-		ScanCacheBytes:   64 << 20,
-		WALPrefill:       4 << 20,
-		ScanFlushTrigger: 1024,
+		CacheSize:             256 << 20,
+		MemTableSize:          64 << 20,
+		LockWaitMax:           10 * time.Second,
+		LockShards:            64,
+		IDPrefetch:            1024,
+		RowCacheEntries:       1 << 20,
+		ScanCacheBytes:        64 << 20,
+		WALPrefill:            4 << 20,
+		ScanFlushTrigger:      1024,
+		IdentityCheckInterval: 2 * time.Second,
 	}
 }
 
@@ -85,6 +94,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: ScanCacheBytes = %d, want >= 0", ErrOptions, o.ScanCacheBytes)
 	case o.ScanFlushTrigger < 0:
 		return fmt.Errorf("%w: ScanFlushTrigger = %d, want >= 0", ErrOptions, o.ScanFlushTrigger)
+	case o.IdentityCheckInterval < 0:
+		return fmt.Errorf("%w: IdentityCheckInterval = %v, want >= 0", ErrOptions, o.IdentityCheckInterval)
 	case o.WALPrefill < 0:
 		return fmt.Errorf("%w: WALPrefill = %d, want >= 0", ErrOptions, o.WALPrefill)
 	case o.LockShards <= 0 || o.LockShards&(o.LockShards-1) != 0:

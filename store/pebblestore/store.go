@@ -33,8 +33,10 @@ type Store struct {
 
 	// mu orders Close after every in-flight use of db: operations hold it
 	// shared while they touch db, Close exclusively.
-	mu     sync.RWMutex
-	closed bool
+	mu           sync.RWMutex
+	closed       bool
+	closeOnce    sync.Once   // closes stop
+	closedFailed atomic.Bool // Close ran on a failed store
 
 	ids struct {
 		sync.Mutex
@@ -50,6 +52,13 @@ type Store struct {
 	pendingKeys *unsyncedKeys // the keys of those commits
 	commits     atomic.Uint64 // transactions that wrote and synced
 	walSyncs    atomic.Uint64 // counted by walCountingFS
+
+	fail failure       // failstop.go
+	id   *identity     // identity.go
+	stop chan struct{} // closed by Close: stops the background checks
+	// unwatch stops the inotify watch of the directory (identity_linux.go)
+	unwatch func()
+	bg      sync.WaitGroup
 
 	scanFlush struct { // scanwaste.go
 		last      atomic.Int64  // unix ns of the last flush a scan asked for
@@ -80,20 +89,50 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref() // the DB holds its own reference
-	s := &Store{dir: dir, locks: locks, log: log, opts: opts, rows: newRowCache(opts.RowCacheEntries), scans: newScanCache(opts.ScanCacheBytes), pendingKeys: newUnsyncedKeys()}
-	db, err := pebble.Open(dir, pebbleOptions(opts, cache, log, &s.walSyncs))
+	s := &Store{dir: dir, locks: locks, log: log, opts: opts, rows: newRowCache(opts.RowCacheEntries), scans: newScanCache(opts.ScanCacheBytes), pendingKeys: newUnsyncedKeys(),
+		stop: make(chan struct{})}
+	s.fail.ch = make(chan struct{})
+	fs := opts.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	// The identity and the metrics first: Pebble's background goroutines,
+	// started by Open, may report an error at once.
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		locks.Unregister()
+		return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
+	}
+	if s.id, err = openIdentity(fs, dir); err != nil {
+		locks.Unregister()
+		return nil, err
+	}
+	s.metrics = newMetrics(s)
+	db, err := pebble.Open(dir, pebbleOptions(opts, fs, cache, log, s))
 	if err != nil {
 		locks.Unregister()
 		return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
 	}
 	s.db = db
 	s.ids.counters = map[string]*counter{}
-	if s.metrics, err = newMetrics(s, opts.Registerer); err != nil {
+	if err := s.metrics.register(opts.Registerer); err != nil {
 		locks.Unregister()
 		_ = db.Close()
 		return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
 	}
-	log.Info("store opened", "dir", dir, "engine", "pebble")
+	if opts.IdentityCheckInterval > 0 {
+		s.bg.Add(1)
+		go s.watchIdentity(opts.IdentityCheckInterval)
+	}
+	if opts.FS == nil { // a directory of the operating system's
+		if s.unwatch, err = s.watchDirEvents(); err != nil {
+			// Not fatal: the periodic check remains.
+			log.Warn("cannot watch the store's directory; relying on the periodic identity check", "dir", dir, "err", err)
+			s.unwatch = func() {}
+		}
+	} else {
+		s.unwatch = func() {}
+	}
+	log.Info("store opened", "dir", dir, "engine", "pebble", "identity", string(s.id.id))
 	return s, nil
 }
 
@@ -101,13 +140,15 @@ func Open(dir string, opts Options) (*Store, error) {
 // (columnar blocks, which compress shared key prefixes well), Snappy on the
 // upper levels and zstd on the bottom two, where almost all data lives
 // (docs/STORE.md has the measured footprint).
-func pebbleOptions(opts Options, cache *pebble.Cache, log *slog.Logger, walSyncs *atomic.Uint64) *pebble.Options {
+func pebbleOptions(opts Options, fs vfs.FS, cache *pebble.Cache, log *slog.Logger, s *Store) *pebble.Options {
 	po := &pebble.Options{
-		FS:                 walCountingFS{FS: vfs.Default, syncs: walSyncs, prefill: opts.WALPrefill},
+		FS: walCountingFS{FS: fs, syncs: &s.walSyncs, prefill: opts.WALPrefill,
+			onError: func(op string, err error) { s.failStop(op, err) }},
 		Cache:              cache,
 		MemTableSize:       opts.MemTableSize,
 		FormatMajorVersion: pebble.FormatNewest,
-		Logger:             pebbleLogger{log},
+		Logger:             pebbleLogger{log: log, fatal: func(err error) { s.failStop("pebble", err) }},
+		EventListener:      s.eventListener(),
 	}
 	po.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionBalanced })
 	// Bloom filters on every level: a point read of a row that lives in one
@@ -120,8 +161,13 @@ func pebbleOptions(opts Options, cache *pebble.Cache, log *slog.Logger, walSyncs
 	return po
 }
 
-// acquire guards a use of db; release must follow when it returns nil.
+// acquire guards a use of db; release must follow when it returns nil. It
+// fails at once, before touching the lock, on a failed store: a failed store's
+// readers may be stuck in Pebble for good.
 func (s *Store) acquire() error {
+	if err := s.failed(); err != nil {
+		return err
+	}
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
@@ -209,8 +255,8 @@ func (s *Store) counterLocked(name string) (*counter, error) {
 func (s *Store) writeCounter(name string, v uint64) error {
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], v)
-	if err := s.db.Set(store.CounterKey(name), b[:], pebble.Sync); err != nil {
-		return fmt.Errorf("pebblestore: write counter %q: %w", name, err)
+	if err := s.setSync(store.CounterKey(name), b[:]); err != nil {
+		return s.failStop(fmt.Sprintf("write counter %q", name), err)
 	}
 	return nil
 }
@@ -218,13 +264,24 @@ func (s *Store) writeCounter(name string, v uint64) error {
 // Close records the exact position of every id counter, then closes the
 // database. Transactions still open fail with store.ErrClosed afterwards;
 // Close waits for operations in flight. A second Close returns nil.
+//
+// A failed store (failstop.go) is not closed: operations may be stuck in
+// Pebble for good, and Pebble's commit pipeline may be wedged, so Close
+// neither waits for them nor writes; it stops the store's own goroutines and
+// returns the fatal error at once. The files are left as a crash leaves them,
+// and the next Open recovers them.
 func (s *Store) Close() error {
+	s.closeOnce.Do(func() { close(s.stop); s.unwatch() })
+	if err := s.failed(); err != nil {
+		return s.closeFailed(err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil
 	}
 	s.closed = true
+	s.bg.Wait()
 	s.ids.Lock()
 	var firstErr error
 	for name, c := range s.ids.counters {
@@ -235,6 +292,11 @@ func (s *Store) Close() error {
 		}
 	}
 	s.ids.Unlock()
+	if err := s.failed(); err != nil { // writing the counters failed the store
+		s.metrics.unregister()
+		s.locks.Unregister()
+		return fmt.Errorf("pebblestore: close %s: %w", s.dir, err)
+	}
 	if err := s.db.Close(); err != nil && firstErr == nil {
 		firstErr = fmt.Errorf("pebblestore: close %s: %w", s.dir, err)
 	}
@@ -242,6 +304,18 @@ func (s *Store) Close() error {
 	s.locks.Unregister()
 	s.log.Info("store closed", "dir", s.dir)
 	return firstErr
+}
+
+// closeFailed is Close on a failed store; only the first call reports.
+func (s *Store) closeFailed(err error) error {
+	if !s.closedFailed.CompareAndSwap(false, true) {
+		return nil
+	}
+	s.bg.Wait()
+	s.metrics.unregister()
+	s.locks.Unregister()
+	s.log.Error("store failed: left open (the next start recovers it)", "dir", s.dir, "err", err)
+	return fmt.Errorf("pebblestore: close %s: %w", s.dir, err)
 }
 
 // Stats are cumulative counters since Open.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -32,6 +33,7 @@ func TestOptionsValidate(t *testing.T) {
 		func(o *Options) { o.MemTableSize = 10 },
 		func(o *Options) { o.LockWaitMax = 0 },
 		func(o *Options) { o.LockShards = 6 },
+		func(o *Options) { o.IdentityCheckInterval = -time.Second },
 	} {
 		o := DefaultOptions()
 		mut(&o)

@@ -32,6 +32,10 @@ func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) 
 	if t.done {
 		return nil, store.ErrTxnDone
 	}
+	// Not into a lock wait on a failed store: the holder may never return.
+	if err := t.s.failed(); err != nil {
+		return nil, err
+	}
 	for i := range reqs {
 		r := &reqs[i]
 		if r.Mode == store.ReadCommitted {
@@ -251,25 +255,25 @@ func (t *txn) Commit(ctx context.Context) error {
 	if t.s.scans != nil {
 		t.s.scans.beginCommit(t.keys) // likewise: see scanCache
 	}
-	var err error
-	if early {
-		err = t.s.db.ApplyNoSyncWait(t.batch, pebble.Sync)
-	} else {
-		err = t.batch.Commit(pebble.Sync)
-	}
+	err := t.applyBatch(early)
 	if t.s.rows != nil {
 		t.s.rows.endCommit(t.installable(err))
 	}
 	if t.s.scans != nil {
 		t.s.scans.endCommit(t.keys)
 	}
+	// Any error of Pebble's commit is fatal (failstop.go): the batch may be
+	// in the log or not, and the log cannot take another.
 	if err != nil {
-		return fmt.Errorf("pebblestore: commit: %w", err)
+		if _, ok := err.(pebblePanic); ok {
+			t.batch = nil // Pebble may hold it still: not closed, not reused
+		}
+		return t.s.failStop("commit", err)
 	}
 	if early {
 		t.releaseLocks()
 		if err := t.batch.SyncWait(); err != nil {
-			return fmt.Errorf("pebblestore: commit: wal sync: %w", err)
+			return t.s.failStop("commit: wal sync", err)
 		}
 	}
 	t.s.commits.Add(1)
@@ -305,8 +309,8 @@ func (t *txn) waitDurable() error {
 	}
 	defer t.s.release()
 	t.s.metrics.durableWaits.Inc()
-	if err := t.s.db.LogData(nil, pebble.Sync); err != nil {
-		return fmt.Errorf("pebblestore: wait for the wal sync: %w", err)
+	if err := t.s.logSync(); err != nil {
+		return t.s.failStop("wait for the wal sync", err)
 	}
 	return nil
 }

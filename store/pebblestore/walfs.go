@@ -14,10 +14,15 @@ import (
 //
 // With prefill > 0 it also keeps that many zero bytes written and synced
 // ahead of the end of every log it creates (walprefill.go).
+//
+// It also reports the first failed write or sync of a log to onError, which
+// fails the store (failstop.go) before Pebble's log writer has recorded the
+// error: no commit that starts after it enters Pebble's dead log.
 type walCountingFS struct {
 	vfs.FS
 	syncs   *atomic.Uint64
 	prefill int64
+	onError func(op string, err error)
 }
 
 func isWAL(name string) bool { return strings.HasSuffix(name, ".log") }
@@ -26,7 +31,7 @@ func (fs walCountingFS) wrap(name string, f vfs.File, err error) (vfs.File, erro
 	if err != nil || !isWAL(name) {
 		return f, err
 	}
-	return walFile{File: f, syncs: fs.syncs}, nil
+	return walFile{File: f, syncs: fs.syncs, onError: fs.onError, name: name}, nil
 }
 
 // wrapForWrite wraps a file about to be written from its start: a log is
@@ -61,7 +66,24 @@ func (fs walCountingFS) Unwrap() vfs.FS { return fs.FS }
 
 type walFile struct {
 	vfs.File
-	syncs *atomic.Uint64
+	syncs   *atomic.Uint64
+	onError func(op string, err error)
+	name    string
+}
+
+// failed reports a failed write or sync of the log.
+func (f walFile) failed(op string, err error) {
+	if f.onError != nil {
+		f.onError("wal "+op+" "+f.name, err)
+	}
+}
+
+func (f walFile) Write(b []byte) (int, error) {
+	n, err := f.File.Write(b)
+	if err != nil {
+		f.failed("write", err)
+	}
+	return n, err
 }
 
 // walSyncHook, when set (tests only), runs before every WAL sync: a test
@@ -79,6 +101,8 @@ func (f walFile) Sync() error {
 	err := f.File.Sync()
 	if err == nil {
 		f.syncs.Add(1)
+	} else {
+		f.failed("sync", err)
 	}
 	return err
 }
@@ -88,6 +112,8 @@ func (f walFile) SyncData() error {
 	err := f.File.SyncData()
 	if err == nil {
 		f.syncs.Add(1)
+	} else {
+		f.failed("sync", err)
 	}
 	return err
 }
@@ -97,6 +123,8 @@ func (f walFile) SyncTo(length int64) (bool, error) {
 	full, err := f.File.SyncTo(length)
 	if err == nil {
 		f.syncs.Add(1)
+	} else {
+		f.failed("sync", err)
 	}
 	return full, err
 }
