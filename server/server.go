@@ -41,6 +41,8 @@ type Config struct {
 	Store pebblestore.Options
 	// Logger may be nil (discard).
 	Logger *slog.Logger
+	// Limits bound connections, their timeouts and RPC memory (limits.go).
+	Limits Limits
 }
 
 // DefaultConfig serves ./nimbus-data on 127.0.0.1:9870.
@@ -50,6 +52,7 @@ func DefaultConfig() Config {
 		Listen:    "127.0.0.1:9870",
 		Namespace: namespace.DefaultConfig(),
 		Store:     pebblestore.DefaultOptions(),
+		Limits:    DefaultLimits(),
 	}
 }
 
@@ -60,6 +63,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Listen == "" {
 		return errors.New("server: Listen is empty")
+	}
+	if err := c.Limits.Validate(); err != nil {
+		return err
 	}
 	if err := c.Namespace.Validate(); err != nil {
 		return err
@@ -142,7 +148,9 @@ func New(cfg Config) (*Server, error) {
 	} else if n > 0 {
 		s.log.Info("removed orphaned block replicas", "count", n)
 	}
-	s.rpc = rpc.NewServer(ns, rpc.ServerOptions{Logger: s.log.With("component", "rpc"), Registerer: s.reg, Fsck: ns.Fsck})
+	lim := cfg.Limits.withDefaults()
+	s.rpc = rpc.NewServer(ns, rpc.ServerOptions{Logger: s.log.With("component", "rpc"), Registerer: s.reg, Fsck: ns.Fsck,
+		MaxConnBytes: lim.RPCConnBytes, MaxServerBytes: lim.RPCServerBytes, FrameTimeout: lim.RPCFrameTimeout, IdleTimeout: lim.RPCIdleTimeout})
 	wcfg := webhdfs.DefaultConfig()
 	wcfg.Advertise = cfg.Advertise
 	wcfg.Superuser = nc.Superuser
@@ -168,7 +176,11 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/{$}", s.statusPage)
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	// No ReadTimeout or WriteTimeout: they would cut long uploads, downloads
+	// and upgraded RPC connections. Writes are bounded by the connection's
+	// stall timeout instead (limitConn), request bodies by the handlers.
+	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: lim.ReadHeaderTimeout, IdleTimeout: lim.IdleTimeout,
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	return s, nil
 }
 
@@ -183,6 +195,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("server: listen on %s: %w", s.cfg.Listen, err)
 	}
+	ln = s.limitListener(ln)
 	s.ln = ln
 	s.start = time.Now()
 	go func() { s.serveErr <- s.http.Serve(ln) }()

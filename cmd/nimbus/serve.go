@@ -36,9 +36,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	memLimitMB := fl.Int64("memory-limit-mb", -1, "soft limit of the server's Go memory, in MiB, 0 for none (default: 2048 + the block cache + two memtables, unless GOMEMLIMIT is set)")
 	level := fl.String("log-level", "info", "log level: debug, info, warn, error")
 	grace := fl.Duration("shutdown-timeout", 30*time.Second, "how long in-flight requests may take on shutdown")
+	applyLimits := limitFlags(fl, &cfg.Limits)
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
+	applyLimits()
 	if fl.NArg() != 0 {
 		fmt.Fprintf(stderr, "nimbus serve: unexpected argument %q\n", fl.Arg(0))
 		return 2
