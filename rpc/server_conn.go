@@ -187,7 +187,8 @@ var errStopping = errors.New("rpc: connection stopping")
 // poller, so it is done only where the reader is about to block: a pipelined
 // connection reads its frames out of the buffer without one, and a client
 // sending one request at a time re-arms the idle deadline only after an
-// eighth of it has passed (so it fires after 7/8 to all of IdleTimeout).
+// eighth of it has passed (so it fires after 7/8 to all of IdleTimeout). A
+// connection with requests under way is not idle, however long they take.
 func (c *serverConn) awaitFrame() error {
 	if c.br.Buffered() == 0 {
 		now := time.Now()
@@ -196,8 +197,20 @@ func (c *serverConn) awaitFrame() error {
 				return err
 			}
 		}
-		if _, err := c.br.Peek(1); err != nil {
-			return err
+		for {
+			_, err := c.br.Peek(1)
+			if err == nil {
+				break
+			}
+			if !isTimeout(err) || c.stopping.Load() || c.budget.queued.Load() == 0 {
+				return err
+			}
+			// Silent, but waiting for answers (a long fsck, a big delete):
+			// not idle.
+			now = time.Now()
+			if err := c.setDeadline(now, now.Add(c.s.opts.IdleTimeout), false); err != nil {
+				return err
+			}
 		}
 	}
 	if c.frameBuffered() {

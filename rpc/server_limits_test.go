@@ -216,3 +216,25 @@ func TestUnfinishedFrameClosed(t *testing.T) {
 		t.Fatalf("idle_timeout closes = %v, want 1", got)
 	}
 }
+
+// TestIdleTimeoutSparesWaitingConnection: a client silent because it waits
+// for a long request is not idle; the idle timeout counts once it has its
+// answer.
+func TestIdleTimeoutSparesWaitingConnection(t *testing.T) {
+	fs := metatest.NewMemFS()
+	fs.Hook = func(ctx context.Context, m string) error {
+		if m == "mkdirs" {
+			time.Sleep(1200 * time.Millisecond) // four idle timeouts
+		}
+		return nil
+	}
+	e := start(t, fs, rpc.ServerOptions{IdleTimeout: 300 * time.Millisecond})
+	c := dial(t, e)
+	mustOK(t, call(t, c, "u", &api.Request{Body: &api.Request_Mkdirs{Mkdirs: &api.MkdirsRequest{Path: "/slow"}}}))
+	if got := metricValue(t, e.reg, "nimbus_rpc_connections_closed_total", "idle_timeout"); got != 0 {
+		t.Fatalf("idle_timeout closes = %v while a request was under way", got)
+	}
+	waitFor(t, "the idle close after the answer", func() bool {
+		return metricValue(t, e.reg, "nimbus_rpc_connections_closed_total", "idle_timeout") == 1
+	})
+}
