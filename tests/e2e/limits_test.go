@@ -15,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nimbus-fs/nimbus/api"
 	"github.com/nimbus-fs/nimbus/client"
 	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/rpc"
 )
 
 // startLimited starts `nimbus serve` under a descriptor limit of nofile (soft
@@ -199,5 +201,78 @@ func TestConnectionFloodUnderDescriptorLimit(t *testing.T) {
 	}
 	if m := regexp.MustCompile(`(?i)too many open files`).FindString(s.log.String()); m != "" {
 		t.Fatalf("the server ran out of descriptors:\n%s", s.log.String())
+	}
+}
+
+// TestSlowRPCReaderIsCutOff: against the real server, an RPC client that
+// pipelines 1 MiB reads and never reads holds at most its connection's byte
+// bound, and once its answers have stalled for the write-stall timeout the
+// connection is closed and the memory given back; other clients are served
+// throughout.
+func TestSlowRPCReaderIsCutOff(t *testing.T) {
+	s := startServer(t, "", "", "--rpc-conn-max-mb", "16", "--write-stall-timeout", "2s")
+	ctx := context.Background()
+	u := meta.User{Name: "root"}
+	cl, err := client.Dial(ctx, s.url(), client.Options{Conns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<16)
+	w, err := cl.CreateWriter(ctx, u, "/big", meta.CreateOptions{Perm: 0o644})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(big); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	nc, err := net.Dial("tcp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	fmt.Fprintf(nc, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", rpc.ConnPath, rpc.UpgradeToken)
+	br := bufio.NewReader(nc)
+	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v", resp, err)
+	}
+	// Take no answer from here on: shrink the receive buffer so that the
+	// kernel holds little for us.
+	nc.(*net.TCPConn).SetReadBuffer(4096)
+	var out []byte
+	for i := range 200 {
+		out, _ = rpc.AppendFrame(out, &api.Request{RequestId: uint64(i + 1), User: "root",
+			Body: &api.Request_Read{Read: &api.ReadRequest{Path: "/big", Length: int64(len(big))}}}, 0)
+	}
+	if _, err := nc.Write(out); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for metric(t, s, "nimbus_rpc_backpressure_waits_total") < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the server never stopped reading the slow connection")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if held := metric(t, s, "nimbus_rpc_held_bytes"); held > 16<<20+rpc.DefaultMaxFrameSize {
+		t.Fatalf("nimbus_rpc_held_bytes = %v, bound 16 MiB + a frame", held)
+	}
+	if got, err := cl.ReadFile(ctx, u, "/big"); err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("another client's read beside the slow one: %d bytes, %v", len(got), err)
+	}
+	// The stall timeout closes it and its memory comes back.
+	for metric(t, s, "nimbus_rpc_held_bytes") != 0 || metric(t, s, "nimbus_rpc_connections") != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stalled connection was not closed: held %v bytes, %v connections",
+				metric(t, s, "nimbus_rpc_held_bytes"), metric(t, s, "nimbus_rpc_connections"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := cl.Stat(ctx, u, "/big"); err != nil {
+		t.Fatalf("after the slow client was cut off: %v", err)
 	}
 }
