@@ -20,6 +20,15 @@
 // maximum size, or one that does not decode, is a protocol error: the server
 // answers with an Error whose request_id is 0 and closes the connection.
 //
+// A connection holds bounded resources (ServerOptions): the bytes of the
+// requests it has read and not answered plus the answers not yet written
+// (MaxConnBytes, and MaxServerBytes across connections) and the number of
+// such requests (MaxConnQueued). Over a bound the server stops reading the
+// connection's next request until the client takes answers; requests already
+// read are still answered. A frame must arrive whole within FrameTimeout of
+// its first byte, and a connection may be silent between frames for at most
+// IdleTimeout; either ends the connection.
+//
 // POST /rpc/call carries one request frame in its body and answers one
 // response frame: the invocation path a platform gateway can route and scale.
 //

@@ -18,6 +18,12 @@ type metrics struct {
 	conns       prometheus.Gauge
 	connsTotal  prometheus.Counter
 	protoErrors prometheus.Counter
+	// backpressure counts the times a connection's reader stopped reading
+	// because the connection or the server held too much; closed counts
+	// connections the server closed, by reason.
+	backpressure prometheus.Counter
+	closed       *prometheus.CounterVec
+	heldBytes    prometheus.GaugeFunc
 
 	// Hot-path caches so that a request costs no label lookup.
 	ok  [numMethods]prometheus.Counter
@@ -26,7 +32,10 @@ type metrics struct {
 	errs [numMethods][16]atomic.Pointer[prometheus.Counter]
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+// newMetrics registers the instruments on reg; held reads the bytes the
+// connections hold (a gauge read at scrape time, so the request path only
+// keeps its own counter).
+func newMetrics(reg prometheus.Registerer, held func() float64) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "nimbus", Subsystem: "rpc", Name: "requests_total",
@@ -53,13 +62,25 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "nimbus", Subsystem: "rpc", Name: "protocol_errors_total",
 			Help: "Connections or calls rejected for breaking the protocol (oversized or undecodable frames, bad handshakes).",
 		}),
+		backpressure: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "rpc", Name: "backpressure_waits_total",
+			Help: "Times a connection stopped reading requests because it or the server held too many unanswered bytes or requests.",
+		}),
+		closed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "rpc", Name: "connections_closed_total",
+			Help: "Connections the server closed on its own, by reason (frame_timeout, idle_timeout, protocol_error).",
+		}, []string{"reason"}),
+		heldBytes: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "nimbus", Subsystem: "rpc", Name: "held_bytes",
+			Help: "Bytes of requests read and not yet answered plus answers not yet written, across connections.",
+		}, held),
 	}
 	for i := Method(0); i < numMethods; i++ {
 		m.ok[i] = m.requests.WithLabelValues(i.String(), "ok")
 		m.obs[i] = m.latency.WithLabelValues(i.String())
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.latency, m.inflight, m.conns, m.connsTotal, m.protoErrors)
+		reg.MustRegister(m.requests, m.latency, m.inflight, m.conns, m.connsTotal, m.protoErrors, m.backpressure, m.closed, m.heldBytes)
 	}
 	return m
 }

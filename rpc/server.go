@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nimbus-fs/nimbus/api"
@@ -39,6 +40,27 @@ type ServerOptions struct {
 	// MaxFrameSize bounds one frame in either direction; 0 means
 	// DefaultMaxFrameSize.
 	MaxFrameSize int
+	// MaxConnBytes bounds the bytes one connection holds: requests read and
+	// not yet answered (a read counts its length from the start) and
+	// answers not yet handed to the socket. Over it the connection's reader
+	// stops reading until the client takes its answers; requests already
+	// read are still answered, so the bound can be passed by one frame.
+	// 0 means DefaultMaxConnBytes.
+	MaxConnBytes int64
+	// MaxServerBytes bounds the same across every connection; 0 means
+	// DefaultMaxServerBytes.
+	MaxServerBytes int64
+	// MaxConnQueued bounds the requests one connection has read and not yet
+	// answered on its socket; 0 means DefaultMaxConnQueued.
+	MaxConnQueued int
+	// FrameTimeout bounds the time from a frame's first byte to its last;
+	// a connection that leaves a frame unfinished that long is closed.
+	// 0 means DefaultFrameTimeout.
+	FrameTimeout time.Duration
+	// IdleTimeout closes a connection that sends nothing between frames for
+	// that long (a reader waiting for room does not count as idle); 0 means
+	// DefaultIdleTimeout.
+	IdleTimeout time.Duration
 	// Fsck, when set, serves the fsck request; without it fsck answers
 	// meta.ErrUnsupported.
 	Fsck func(ctx context.Context) (*meta.FsckReport, error)
@@ -46,7 +68,9 @@ type ServerOptions struct {
 
 // DefaultServerOptions returns options with every default filled in.
 func DefaultServerOptions() ServerOptions {
-	return ServerOptions{MaxInflight: 1024, MaxFrameSize: DefaultMaxFrameSize}
+	return ServerOptions{MaxInflight: 1024, MaxFrameSize: DefaultMaxFrameSize, MaxConnBytes: DefaultMaxConnBytes,
+		MaxServerBytes: DefaultMaxServerBytes, MaxConnQueued: DefaultMaxConnQueued, FrameTimeout: DefaultFrameTimeout,
+		IdleTimeout: DefaultIdleTimeout}
 }
 
 // Validate reports options that cannot work.
@@ -56,6 +80,13 @@ func (o ServerOptions) Validate() error {
 	}
 	if o.MaxFrameSize < 0 {
 		return fmt.Errorf("rpc: MaxFrameSize %d is negative", o.MaxFrameSize)
+	}
+	if o.MaxConnBytes < 0 || o.MaxServerBytes < 0 || o.MaxConnQueued < 0 {
+		return fmt.Errorf("rpc: negative connection bound (MaxConnBytes %d, MaxServerBytes %d, MaxConnQueued %d)",
+			o.MaxConnBytes, o.MaxServerBytes, o.MaxConnQueued)
+	}
+	if o.FrameTimeout < 0 || o.IdleTimeout < 0 {
+		return fmt.Errorf("rpc: negative timeout (FrameTimeout %v, IdleTimeout %v)", o.FrameTimeout, o.IdleTimeout)
 	}
 	return nil
 }
@@ -72,6 +103,11 @@ type Server struct {
 	work    chan job      // idle workers receive here (see submit)
 	baseCtx context.Context
 	cancel  context.CancelFunc // cancels every request: the forced end of Shutdown
+
+	// held counts the bytes every connection holds (see budget); heldPeak
+	// is its highest value; gate wakes readers waiting for the total to fall.
+	held, heldPeak atomic.Int64
+	gate           gate
 
 	mu struct {
 		sync.Mutex
@@ -90,12 +126,27 @@ func NewServer(fs meta.FileSystem, opts ServerOptions) *Server {
 	if opts.MaxFrameSize <= 0 {
 		opts.MaxFrameSize = def.MaxFrameSize
 	}
+	if opts.MaxConnBytes <= 0 {
+		opts.MaxConnBytes = def.MaxConnBytes
+	}
+	if opts.MaxServerBytes <= 0 {
+		opts.MaxServerBytes = def.MaxServerBytes
+	}
+	if opts.MaxConnQueued <= 0 {
+		opts.MaxConnQueued = def.MaxConnQueued
+	}
+	if opts.FrameTimeout <= 0 {
+		opts.FrameTimeout = def.FrameTimeout
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = def.IdleTimeout
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{fs: fs, opts: opts, log: log, met: newMetrics(opts.Registerer), sem: make(chan struct{}, opts.MaxInflight),
-		work: make(chan job)}
+	s := &Server{fs: fs, opts: opts, log: log, sem: make(chan struct{}, opts.MaxInflight), work: make(chan job)}
+	s.met = newMetrics(opts.Registerer, func() float64 { return float64(s.held.Load()) })
 	s.baseCtx, s.cancel = context.WithCancel(context.Background())
 	s.mu.conns = make(map[*serverConn]struct{})
 	return s

@@ -3,6 +3,7 @@ package rpc
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -77,16 +78,24 @@ type serverConn struct {
 	// and the requests in flight must finish rather than be cancelled.
 	stopping atomic.Bool
 	closed   chan struct{} // closed when the connection is fully closed
+	budget   budget
+
+	// The reader's deadline (owned by the reader loop): idle between frames,
+	// else within a frame; armed is when it was last set.
+	inFrame bool
+	armed   time.Time
 }
 
 func (s *Server) newConn(nc net.Conn, br *bufio.Reader) *serverConn {
-	c := &serverConn{s: s, nc: nc, br: br, closed: make(chan struct{})}
+	c := &serverConn{s: s, nc: nc, br: br, closed: make(chan struct{}), inFrame: true}
+	c.budget.s = s
 	c.ctx, c.cancel = context.WithCancel(s.baseCtx)
 	c.w = newFrameWriter(nc, func(err error) {
 		c.s.log.Debug("rpc: connection write failed", "remote", c.nc.RemoteAddr().String(), "err", err)
 		c.cancel()
 		c.stopReading()
 	})
+	c.w.budget = &c.budget
 	s.mu.Lock()
 	if s.mu.shutdown {
 		s.mu.Unlock()
@@ -105,6 +114,8 @@ func (s *Server) newConn(nc net.Conn, br *bufio.Reader) *serverConn {
 func (c *serverConn) stopReading() {
 	c.stopping.Store(true)
 	_ = c.nc.SetReadDeadline(time.Unix(1, 0))
+	c.budget.gate.open()
+	c.s.gate.open()
 }
 
 func (c *serverConn) serve() {
@@ -127,17 +138,18 @@ func (c *serverConn) serve() {
 func (c *serverConn) readLoop() {
 	max := c.s.opts.MaxFrameSize
 	for {
+		if !c.budget.waitRoom(c.ctx, c.stopping.Load) {
+			return
+		}
+		if err := c.awaitFrame(); err != nil {
+			c.readFailed(err, false)
+			return
+		}
 		bp := getBuf()
 		frame, err := ReadFrame(c.br, (*bp)[:0], max)
 		if err != nil {
 			putBuf(bp)
-			if errors.Is(err, ErrFrameTooLarge) || errors.Is(err, ErrProtocol) {
-				c.s.met.protoErrors.Inc()
-				c.s.log.Warn("rpc: closing connection after a protocol error", "remote", c.nc.RemoteAddr().String(), "err", err)
-				c.sendError(api.Kind_KIND_INVALID_ARGUMENT, err.Error())
-			} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !isTimeout(err) {
-				c.s.log.Debug("rpc: connection read failed", "remote", c.nc.RemoteAddr().String(), "err", err)
-			}
+			c.readFailed(err, true)
 			return
 		}
 		if cap(frame) > cap(*bp) {
@@ -149,6 +161,8 @@ func (c *serverConn) readLoop() {
 			putBuf(bp)
 			return
 		}
+		est := estimate(frame, max)
+		c.budget.admit(est)
 		c.wg.Add(1)
 		c.w.begin()
 		if c.br.Buffered() == 0 && isQuick(frame) {
@@ -157,18 +171,106 @@ func (c *serverConn) readLoop() {
 			// thread (a futex call and, on an idle core, an interrupt),
 			// which costs more than a stat; requests that arrive meanwhile
 			// wait in the socket for a few microseconds.
-			c.run(bp, len(frame))
+			c.run(bp, len(frame), est)
 			continue
 		}
-		c.s.submit(job{c, bp, len(frame)})
+		c.s.submit(job{c, bp, len(frame), est})
+	}
+}
+
+// errStopping ends the reader when stopReading raced with its own deadline.
+var errStopping = errors.New("rpc: connection stopping")
+
+// awaitFrame sets the read deadline for the next frame: the idle timeout
+// while nothing of it has arrived, then the frame timeout unless the whole
+// frame is already buffered. Setting a deadline takes a lock in the runtime's
+// poller, so it is done only where the reader is about to block: a pipelined
+// connection reads its frames out of the buffer without one, and a client
+// sending one request at a time re-arms the idle deadline only after an
+// eighth of it has passed (so it fires after 7/8 to all of IdleTimeout). A
+// connection with requests under way is not idle, however long they take.
+func (c *serverConn) awaitFrame() error {
+	if c.br.Buffered() == 0 {
+		now := time.Now()
+		if c.inFrame || now.Sub(c.armed) > c.s.opts.IdleTimeout/8 {
+			if err := c.setDeadline(now, now.Add(c.s.opts.IdleTimeout), false); err != nil {
+				return err
+			}
+		}
+		for {
+			_, err := c.br.Peek(1)
+			if err == nil {
+				break
+			}
+			if !isTimeout(err) || c.stopping.Load() || c.budget.queued.Load() == 0 {
+				return err
+			}
+			// Silent, but waiting for answers (a long fsck, a big delete):
+			// not idle.
+			now = time.Now()
+			if err := c.setDeadline(now, now.Add(c.s.opts.IdleTimeout), false); err != nil {
+				return err
+			}
+		}
+	}
+	if c.frameBuffered() {
+		return nil
+	}
+	now := time.Now()
+	return c.setDeadline(now, now.Add(c.s.opts.FrameTimeout), true)
+}
+
+func (c *serverConn) setDeadline(now, d time.Time, inFrame bool) error {
+	_ = c.nc.SetReadDeadline(d)
+	c.inFrame, c.armed = inFrame, now
+	if c.stopping.Load() {
+		// stopReading's deadline may have come before this one.
+		return errStopping
+	}
+	return nil
+}
+
+// frameBuffered reports whether the reader's buffer holds a whole frame (or
+// a length prefix that is already invalid), so reading it cannot block.
+func (c *serverConn) frameBuffered() bool {
+	n := c.br.Buffered()
+	b, _ := c.br.Peek(min(n, binary.MaxVarintLen64))
+	l, k := binary.Uvarint(b)
+	if k < 0 {
+		return true
+	}
+	return k > 0 && uint64(n-k) >= l
+}
+
+// readFailed logs why the reader ended, and answers a protocol error.
+// started says whether part of a frame had arrived.
+func (c *serverConn) readFailed(err error, started bool) {
+	remote := c.nc.RemoteAddr().String()
+	switch {
+	case errors.Is(err, ErrFrameTooLarge) || errors.Is(err, ErrProtocol):
+		c.s.met.protoErrors.Inc()
+		c.s.met.closed.WithLabelValues("protocol_error").Inc()
+		c.s.log.Warn("rpc: closing connection after a protocol error", "remote", remote, "err", err)
+		c.sendError(api.Kind_KIND_INVALID_ARGUMENT, err.Error())
+	case c.stopping.Load() || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed):
+	case isTimeout(err) && (started || c.inFrame):
+		c.s.met.closed.WithLabelValues("frame_timeout").Inc()
+		c.s.log.Warn("rpc: closing connection: a frame was left unfinished", "remote", remote,
+			"frame_timeout", c.s.opts.FrameTimeout, "buffered", c.br.Buffered())
+	case isTimeout(err):
+		c.s.met.closed.WithLabelValues("idle_timeout").Inc()
+		c.s.log.Info("rpc: closing idle connection", "remote", remote, "idle_timeout", c.s.opts.IdleTimeout)
+	default:
+		c.s.log.Debug("rpc: connection read failed", "remote", remote, "err", err)
 	}
 }
 
 // job is one request frame waiting for a worker.
 type job struct {
-	c  *serverConn
-	bp *[]byte
-	n  int
+	c   *serverConn
+	bp  *[]byte
+	n   int
+	est int // the bytes admitted for it (budget.admit)
 }
 
 // submit hands j to an idle worker, or starts a new one. Workers live on
@@ -191,7 +293,7 @@ func (s *Server) worker(j job) {
 	idle := time.NewTimer(workerIdle)
 	defer idle.Stop()
 	for {
-		j.c.run(j.bp, j.n)
+		j.c.run(j.bp, j.n, j.est)
 		idle.Reset(workerIdle)
 		select {
 		case j = <-s.work:
@@ -206,14 +308,16 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// run executes one request whose frame is (*bp)[:n].
-func (c *serverConn) run(bp *[]byte, n int) {
+// run executes one request whose frame is (*bp)[:n] and for which est bytes
+// were admitted.
+func (c *serverConn) run(bp *[]byte, n, est int) {
 	defer c.wg.Done()
 	ob := getBuf()
 	out, ok := c.s.handle(c.ctx, (*bp)[:n], (*ob)[:0])
 	putBuf(bp)
 	<-c.s.sem
 	*ob = out
+	c.budget.adjust(len(out) - est)
 	c.w.send(ob)
 	c.w.end()
 	if !ok {
@@ -227,5 +331,6 @@ func (c *serverConn) sendError(kind api.Kind, detail string) {
 	ob := getBuf()
 	out, _ := AppendFrame((*ob)[:0], &api.Response{Error: &api.Error{Kind: kind, Op: "rpc", Detail: detail}}, 0)
 	*ob = out
+	c.budget.admit(len(out))
 	c.w.send(ob)
 }

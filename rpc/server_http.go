@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
 )
 
 var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
@@ -20,6 +21,12 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	max := s.opts.MaxFrameSize
+	// A body that stops halfway would hold the connection forever: the
+	// frame timeout applies here too, and is lifted once the frame is in so
+	// that a long request keeps its context (the server's background read
+	// would fail at the deadline and cancel it).
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.opts.FrameTimeout))
 	body := http.MaxBytesReader(w, r.Body, int64(max)+16)
 	br := readerPool.Get().(*bufio.Reader)
 	br.Reset(body)
@@ -27,6 +34,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	frame, err := ReadFrame(br, (*bp)[:0], max)
 	br.Reset(nil)
 	readerPool.Put(br)
+	_ = rc.SetReadDeadline(time.Time{})
 	if err != nil {
 		s.met.protoErrors.Inc()
 		status := http.StatusBadRequest

@@ -46,6 +46,9 @@ type frameWriter struct {
 	closed bool // after an error: frames are dropped (guarded by qmu)
 	// inflight counts the connection's requests under way (begin, end).
 	inflight atomic.Int32
+	// budget, on a server connection, is told of every frame that leaves
+	// the queue, written or dropped (nil on a client connection).
+	budget *budget
 }
 
 // newFrameWriter writes to w; onErr is called once, by the writer, with the
@@ -69,7 +72,7 @@ func (w *frameWriter) send(b *[]byte) {
 	w.qmu.Lock()
 	if w.closed {
 		w.qmu.Unlock()
-		putBuf(b)
+		w.done(b)
 		return
 	}
 	w.queue = append(w.queue, b)
@@ -111,7 +114,7 @@ func (w *frameWriter) writeQueued() {
 					w.fail(err)
 				}
 			}
-			putBuf(b)
+			w.done(b)
 			w.batch[i] = nil
 		}
 	}
@@ -129,9 +132,18 @@ func (w *frameWriter) fail(err error) {
 	w.qmu.Lock()
 	w.closed = true
 	for _, b := range w.queue {
-		putBuf(b)
+		w.done(b)
 	}
 	w.queue = nil
 	w.qmu.Unlock()
 	w.onErr(err)
+}
+
+// done returns a frame that left the queue, written or dropped, to the pool
+// and its bytes to the connection's budget.
+func (w *frameWriter) done(b *[]byte) {
+	if w.budget != nil {
+		w.budget.release(len(*b))
+	}
+	putBuf(b)
 }

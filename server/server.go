@@ -50,6 +50,8 @@ type Config struct {
 	// stop's own deadline passed (failstop.go): requests stuck on the store
 	// are abandoned after it.
 	FailStopTimeout time.Duration
+	// Limits bound connections, their timeouts and RPC memory (limits.go).
+	Limits Limits
 }
 
 // DefaultConfig serves ./nimbus-data on 127.0.0.1:9870.
@@ -61,6 +63,7 @@ func DefaultConfig() Config {
 		Store:     pebblestore.DefaultOptions(),
 
 		FailStopTimeout: 5 * time.Second,
+		Limits:          DefaultLimits(),
 	}
 }
 
@@ -74,6 +77,9 @@ func (c *Config) Validate() error {
 	}
 	if c.FailStopTimeout <= 0 {
 		return fmt.Errorf("server: FailStopTimeout = %v, want > 0", c.FailStopTimeout)
+	}
+	if err := c.Limits.Validate(); err != nil {
+		return err
 	}
 	if err := c.Namespace.Validate(); err != nil {
 		return err
@@ -159,7 +165,9 @@ func New(cfg Config) (*Server, error) {
 	} else if n > 0 {
 		s.log.Info("removed orphaned block replicas", "count", n)
 	}
-	s.rpc = rpc.NewServer(ns, rpc.ServerOptions{Logger: s.log.With("component", "rpc"), Registerer: s.reg, Fsck: ns.Fsck})
+	lim := cfg.Limits.withDefaults()
+	s.rpc = rpc.NewServer(ns, rpc.ServerOptions{Logger: s.log.With("component", "rpc"), Registerer: s.reg, Fsck: ns.Fsck,
+		MaxConnBytes: lim.RPCConnBytes, MaxServerBytes: lim.RPCServerBytes, FrameTimeout: lim.RPCFrameTimeout, IdleTimeout: lim.RPCIdleTimeout})
 	wcfg := webhdfs.DefaultConfig()
 	wcfg.Advertise = cfg.Advertise
 	wcfg.Superuser = nc.Superuser
@@ -191,6 +199,11 @@ func New(cfg Config) (*Server, error) {
 		dm.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		s.debug = &http.Server{Handler: dm, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	}
+	// No ReadTimeout or WriteTimeout: they would cut long uploads, downloads
+	// and upgraded RPC connections. Writes are bounded by the connection's
+	// stall timeout instead (limitConn), request bodies by the handlers.
+	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: lim.ReadHeaderTimeout, IdleTimeout: lim.IdleTimeout,
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	return s, nil
 }
 
@@ -219,6 +232,7 @@ func (s *Server) Start(ctx context.Context) error {
 		}()
 		s.log.Info("profiler serving", "addr", "http://"+dl.Addr().String()+"/debug/pprof/")
 	}
+	ln = s.limitListener(ln)
 	s.ln = ln
 	s.start = time.Now()
 	go func() { s.serveErr <- s.http.Serve(ln) }()

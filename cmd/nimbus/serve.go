@@ -44,9 +44,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	grace := fl.Duration("shutdown-timeout", 30*time.Second, "how long in-flight requests may take on shutdown")
 	fl.DurationVar(&cfg.FailStopTimeout, "fail-stop-timeout", cfg.FailStopTimeout, "after the metadata store failed (disk full, data directory removed), how long the server waits for requests stuck on it before it exits non-zero")
 	fl.DurationVar(&cfg.Store.IdentityCheckInterval, "data-check-interval", cfg.Store.IdentityCheckInterval, "how often the server checks that its data directory is still the one it opened (0: never); a removed or replaced one stops it")
+	applyLimits := limitFlags(fl, &cfg.Limits)
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
+	applyLimits()
 	if fl.NArg() != 0 {
 		fmt.Fprintf(stderr, "nimbus serve: unexpected argument %q\n", fl.Arg(0))
 		return 2

@@ -1,0 +1,309 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Limits bound what clients can hold of the server: connections (and so file
+// descriptors, which the store needs too), the time each phase of a
+// connection may take, and the memory an RPC connection may hold. The zero
+// value of a field means its default (DefaultLimits); docs/OPERATIONS.md
+// lists them with the flags that set them and what a client sees.
+type Limits struct {
+	// MaxConnections bounds the open client connections (HTTP, WebHDFS and
+	// upgraded RPC alike). 0 derives it from the descriptor limit:
+	// RLIMIT_NOFILE minus a reserve for the store and the rest of the
+	// process (ConnectionBudget). A client over the limit is answered 503
+	// with Retry-After and the connection closed.
+	MaxConnections int
+	// ReadHeaderTimeout bounds the reading of a request's headers.
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout closes a keep-alive HTTP connection idle between requests.
+	IdleTimeout time.Duration
+	// WriteStallTimeout fails a write to a client (an HTTP response or RPC
+	// answers) that makes no progress for that long: a client that stops
+	// reading cannot hold a connection and its buffers forever. Long
+	// downloads and listings are not cut as long as the client reads.
+	WriteStallTimeout time.Duration
+	// RPCConnBytes, RPCServerBytes, RPCFrameTimeout and RPCIdleTimeout are
+	// the rpc.ServerOptions of the same names (MaxConnBytes, ...).
+	RPCConnBytes    int64
+	RPCServerBytes  int64
+	RPCFrameTimeout time.Duration
+	RPCIdleTimeout  time.Duration
+}
+
+// DefaultLimits returns the defaults. MaxConnections stays 0: it is worked
+// out from the descriptor limit at Start.
+func DefaultLimits() Limits {
+	return Limits{
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		WriteStallTimeout: 2 * time.Minute,
+	}
+}
+
+// Validate reports the first negative field.
+func (l *Limits) Validate() error {
+	if l.MaxConnections < 0 {
+		return fmt.Errorf("server: MaxConnections %d is negative", l.MaxConnections)
+	}
+	if l.ReadHeaderTimeout < 0 || l.IdleTimeout < 0 || l.WriteStallTimeout < 0 || l.RPCFrameTimeout < 0 || l.RPCIdleTimeout < 0 {
+		return errors.New("server: a timeout is negative")
+	}
+	if l.RPCConnBytes < 0 || l.RPCServerBytes < 0 {
+		return errors.New("server: an RPC byte bound is negative")
+	}
+	return nil
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.ReadHeaderTimeout == 0 {
+		l.ReadHeaderTimeout = d.ReadHeaderTimeout
+	}
+	if l.IdleTimeout == 0 {
+		l.IdleTimeout = d.IdleTimeout
+	}
+	if l.WriteStallTimeout == 0 {
+		l.WriteStallTimeout = d.WriteStallTimeout
+	}
+	return l
+}
+
+// raiseNoFile raises the soft descriptor limit to the hard one where the
+// system allows and returns the soft limit in force afterwards. (Go's
+// runtime does the same at start on Linux; doing it here makes the number
+// the budget is based on the one in force, whatever started the process.)
+func raiseNoFile() (uint64, error) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 0, err
+	}
+	if rl.Cur < rl.Max {
+		up := rl
+		up.Cur = up.Max
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &up); err == nil {
+			rl = up
+		}
+	}
+	return rl.Cur, nil
+}
+
+// ConnectionBudget returns the connections a process with nofile descriptors
+// may hold: nofile minus a reserve of max(1024, nofile/4) for the store's
+// files, its write-ahead log, block files, the rejections in progress and
+// the runtime; the reserve never takes more than half.
+func ConnectionBudget(nofile uint64) int {
+	reserve := max(1024, nofile/4)
+	if reserve > nofile/2 {
+		reserve = nofile / 2
+	}
+	return int(min(nofile-reserve, 1<<30))
+}
+
+// maxRejecting bounds the connections being drained after their 503 at
+// once; each holds a descriptor and a goroutine for at most rejectTimeout.
+// Past it a refused connection is answered and closed without draining.
+const (
+	maxRejecting  = 64
+	rejectTimeout = time.Second
+)
+
+// rejectResponse is what a client over the connection limit reads.
+const rejectResponse = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n" +
+	"Retry-After: 1\r\nConnection: close\r\nContent-Length: 54\r\n\r\n" +
+	"nimbus: too many connections, retry in a few seconds\r\n"
+
+// limitListener caps the connections accepted and not yet closed. Over the
+// cap it still accepts (a connection left in the backlog is a client waiting
+// in silence until its own timeout) and answers 503 at once.
+type limitListener struct {
+	net.Listener
+	max       int64
+	stall     time.Duration
+	log       *slog.Logger
+	active    atomic.Int64
+	rejecting atomic.Int32
+	lastWarn  atomic.Int64 // unix nanos of the last "limit reached" log line
+	rejected  prometheus.Counter
+}
+
+func newLimitListener(ln net.Listener, max int, stall time.Duration, log *slog.Logger, reg prometheus.Registerer) *limitListener {
+	l := &limitListener{Listener: ln, max: int64(max), stall: stall, log: log,
+		rejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "http", Name: "connections_rejected_total",
+			Help: "Connections turned away with 503 because the server held its maximum.",
+		})}
+	reg.MustRegister(l.rejected,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "nimbus", Subsystem: "http", Name: "connections",
+			Help: "Client connections open (HTTP, WebHDFS and upgraded RPC).",
+		}, func() float64 { return float64(l.active.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "nimbus", Subsystem: "http", Name: "max_connections",
+			Help: "The connection limit in force.",
+		}, func() float64 { return float64(l.max) }))
+	return l
+}
+
+// Accept returns the next connection under the limit; connections over it
+// are answered and closed here.
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.active.Add(1) > l.max {
+			l.active.Add(-1)
+			l.reject(c)
+			continue
+		}
+		return &limitConn{Conn: c, l: l}, nil
+	}
+}
+
+// reject answers 503 and closes c without blocking the accept loop. It
+// half-closes and drains what the client sent before closing, so that the
+// client reads the answer rather than a reset.
+func (l *limitListener) reject(c net.Conn) {
+	l.rejected.Inc()
+	if now := time.Now().UnixNano(); now-l.lastWarn.Load() > int64(10*time.Second) {
+		l.lastWarn.Store(now)
+		l.log.Warn("connection limit reached: turning clients away with 503", "max_connections", l.max,
+			"remote", c.RemoteAddr().String())
+	}
+	if l.rejecting.Add(1) > maxRejecting {
+		// Too many being drained: answer and close here. The answer fits
+		// in a new connection's send buffer, so the write does not wait; a
+		// request the client already sent may turn the close into a reset.
+		l.rejecting.Add(-1)
+		_ = c.SetWriteDeadline(time.Now().Add(rejectTimeout / 10))
+		_, _ = io.WriteString(c, rejectResponse)
+		c.Close()
+		return
+	}
+	go func() {
+		defer l.rejecting.Add(-1)
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(rejectTimeout))
+		if _, err := io.WriteString(c, rejectResponse); err != nil {
+			return
+		}
+		if cw, ok := c.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(c, 64<<10))
+	}()
+}
+
+// limitConn gives its slot back on Close and arms the write-stall deadline
+// before writes. Deadlines are set through the runtime's poller under a
+// lock, so a write re-arms only when an eighth of the timeout has passed
+// since the last arming: a stalled write fails after 7/8 to all of
+// WriteStallTimeout. An explicit write deadline (the HTTP server's or a
+// handler's through http.ResponseController) takes over until cleared.
+type limitConn struct {
+	net.Conn
+	l      *limitListener
+	closed atomic.Bool
+	armed  atomic.Int64 // unix nanos of the last arming; -1 while an explicit deadline rules
+}
+
+func (c *limitConn) Close() error {
+	if c.closed.CompareAndSwap(false, true) {
+		c.l.active.Add(-1)
+	}
+	return c.Conn.Close()
+}
+
+func (c *limitConn) arm() {
+	stall := c.l.stall
+	if stall <= 0 {
+		return
+	}
+	a := c.armed.Load()
+	if a < 0 {
+		return
+	}
+	now := time.Now().UnixNano()
+	if now-a > int64(stall/8) {
+		_ = c.Conn.SetWriteDeadline(time.Unix(0, now+int64(stall)))
+		c.armed.Store(now)
+	}
+}
+
+func (c *limitConn) Write(b []byte) (int, error) {
+	c.arm()
+	return c.Conn.Write(b)
+}
+
+// ReadFrom keeps the kernel's copy (sendfile, splice) of the TCP connection
+// for large responses, re-arming the stall deadline every chunk.
+func (c *limitConn) ReadFrom(r io.Reader) (int64, error) {
+	rf, ok := c.Conn.(io.ReaderFrom)
+	if !ok {
+		return io.Copy(struct{ io.Writer }{c}, r)
+	}
+	const chunk = 4 << 20
+	var total int64
+	for {
+		c.arm()
+		lr := &io.LimitedReader{R: r, N: chunk}
+		n, err := rf.ReadFrom(lr)
+		total += n
+		if err != nil || lr.N > 0 {
+			return total, err // an error, or r ended inside this chunk
+		}
+	}
+}
+
+func (c *limitConn) SetWriteDeadline(t time.Time) error {
+	c.explicit(t)
+	return c.Conn.SetWriteDeadline(t)
+}
+
+func (c *limitConn) SetDeadline(t time.Time) error {
+	c.explicit(t)
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *limitConn) explicit(t time.Time) {
+	if t.IsZero() {
+		c.armed.Store(0) // the stall deadline applies again from the next write
+	} else {
+		c.armed.Store(-1)
+	}
+}
+
+// limitListener wraps ln with the connection limit: Limits.MaxConnections,
+// or the budget of the descriptor limit (raised to its hard limit first).
+func (s *Server) limitListener(ln net.Listener) net.Listener {
+	lim := s.cfg.Limits.withDefaults()
+	max := lim.MaxConnections
+	nofile, err := raiseNoFile()
+	if err != nil {
+		s.log.Warn("reading the descriptor limit", "err", err)
+	}
+	if max == 0 {
+		max = 1 << 20
+		if err == nil {
+			max = ConnectionBudget(nofile)
+		}
+	} else if err == nil && uint64(max) > nofile {
+		s.log.Warn("the connection limit is above the descriptor limit: the store may run out of descriptors",
+			"max_connections", max, "nofile", nofile)
+	}
+	s.log.Info("connection limit", "max_connections", max, "nofile", nofile)
+	return newLimitListener(ln, max, lim.WriteStallTimeout, s.log.With("component", "http"), s.reg)
+}

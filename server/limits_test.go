@@ -1,0 +1,187 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+func TestConnectionBudget(t *testing.T) {
+	for _, c := range []struct {
+		nofile uint64
+		want   int
+	}{
+		{512, 256},     // the reserve is capped at half
+		{2048, 1024},   // 1024 kept
+		{20000, 15000}, // a quarter kept
+		{1 << 20, 786432},
+	} {
+		if got := ConnectionBudget(c.nofile); got != c.want {
+			t.Errorf("ConnectionBudget(%d) = %d, want %d", c.nofile, got, c.want)
+		}
+	}
+}
+
+func listen(t *testing.T, max int, stall time.Duration) (*limitListener, *prometheus.Registry) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	l := newLimitListener(ln, max, stall, slog.New(slog.DiscardHandler), reg)
+	t.Cleanup(func() { l.Close() })
+	return l, reg
+}
+
+// TestLimitListenerRejects: past the limit a client reads a 503 with
+// Retry-After at once; a closed connection frees its slot.
+func TestLimitListenerRejects(t *testing.T) {
+	l, reg := listen(t, 2, 0)
+	accepted := make(chan net.Conn, 8)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	dial()
+	dial()
+	first, second := <-accepted, <-accepted
+	c := dial()
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got, err := io.ReadAll(c)
+	if err != nil || !strings.HasPrefix(string(got), "HTTP/1.1 503 ") || !strings.Contains(string(got), "Retry-After: 1\r\n") {
+		t.Fatalf("over the limit: read %q, %v", got, err)
+	}
+	var m dto.Metric
+	l.rejected.Write(&m)
+	if n := m.GetCounter().GetValue(); n != 1 {
+		t.Fatalf("rejected = %v, want 1", n)
+	}
+	first.Close()
+	first.Close() // twice: the slot is given back once
+	dial()
+	select {
+	case c := <-accepted:
+		c.Close()
+	case <-time.After(5 * time.Second):
+		t.Fatal("a slot freed by Close was not reused")
+	}
+	second.Close()
+	mfs, err := reg.Gather()
+	if err != nil || len(mfs) != 3 {
+		t.Fatalf("metrics: %d families, %v", len(mfs), err)
+	}
+	if a := l.active.Load(); a != 0 {
+		t.Fatalf("active = %d after every connection closed", a)
+	}
+}
+
+// TestWriteStall: a write the client does not take fails after the stall
+// timeout; an explicit deadline rules while set; ReadFrom copies a file
+// through and re-arms.
+func TestWriteStall(t *testing.T) {
+	l, _ := listen(t, 10, 400*time.Millisecond)
+	client, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	sc, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+
+	// ReadFrom: a file of 5 MiB through the kernel copy, read by the client.
+	data := bytes.Repeat([]byte("0123456789abcdef"), 5<<16)
+	f := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(f, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(client, int64(len(data))))
+		done <- b
+	}()
+	fh, err := os.Open(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := sc.(io.ReaderFrom).ReadFrom(fh)
+	fh.Close()
+	if err != nil || n != int64(len(data)) || !bytes.Equal(<-done, data) {
+		t.Fatalf("ReadFrom: %d bytes, %v", n, err)
+	}
+
+	// The client stops reading: writes fail within the stall timeout.
+	start := time.Now()
+	chunk := make([]byte, 1<<20)
+	for {
+		if _, err = sc.Write(chunk); err != nil {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("writes to a client that does not read went on for 10s")
+		}
+	}
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("stalled write: %v, want a timeout", err)
+	}
+
+	// An explicit deadline in the past rules over the stall deadline, and
+	// clearing it brings the stall deadline back.
+	sc2, c2 := pair(t, l)
+	sc2.SetWriteDeadline(time.Unix(1, 0))
+	if _, err := sc2.Write([]byte("x")); err == nil {
+		t.Fatal("write past an explicit deadline succeeded")
+	}
+	sc2.SetWriteDeadline(time.Time{})
+	if _, err := sc2.Write([]byte("y")); err != nil {
+		t.Fatalf("write after clearing the deadline: %v", err)
+	}
+	b := make([]byte, 1)
+	c2.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(c2, b); err != nil || b[0] != 'y' {
+		t.Fatalf("client read %q, %v", b, err)
+	}
+}
+
+func pair(t *testing.T, l *limitListener) (net.Conn, net.Conn) {
+	t.Helper()
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	s, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, c
+}
