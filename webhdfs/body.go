@@ -27,13 +27,19 @@ type idleBody struct {
 	body io.ReadCloser
 	rc   *http.ResponseController // nil when the connection has no deadlines
 	idle time.Duration
+	eof  bool // the body ended where it said it would
+	bad  bool // a read failed: the rest of the body will not come
 }
 
 // watchBody puts an idle deadline on rq's body for the data step of CREATE
-// and APPEND. The returned function lifts the deadline; call it once the
-// body is done with, before any further work on the request: the server's
-// own read that watches for a client hang-up after the body (and cancels the
-// request context when it fails) must not trip over it.
+// and APPEND. Call the returned function once the body is done with, before
+// any further work on the request. After a complete body it lifts the
+// deadline: the server's own read that watches for a client hang-up after
+// the body (and cancels the request context when it fails) must not trip
+// over it. After a failed one it keeps the deadline and asks for the
+// connection to be closed after the answer: net/http would otherwise read
+// what is left of the body first, from a client that may have stopped
+// sending, before answering.
 func (h *Handler) watchBody(rq *request) func() {
 	if rq.r.Body == nil || rq.r.Body == http.NoBody {
 		return func() {}
@@ -41,9 +47,15 @@ func (h *Handler) watchBody(rq *request) func() {
 	b := &idleBody{body: rq.r.Body, rc: http.NewResponseController(rq.w), idle: h.cfg.BodyIdleTimeout}
 	rq.r.Body = b
 	return func() {
-		if b.rc != nil {
+		switch {
+		case b.bad:
+			rq.w.Header().Set("Connection", "close")
+		case b.eof && b.rc != nil:
 			_ = b.rc.SetReadDeadline(time.Time{})
 		}
+		// A body left unread for another failure keeps its deadline:
+		// net/http reads (discards) some of it before answering, and a
+		// client that stops sending then must not hold the handler either.
 	}
 }
 
@@ -54,8 +66,14 @@ func (b *idleBody) Read(p []byte) (int, error) {
 		}
 	}
 	n, err := b.body.Read(p)
-	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
-		err = &idleError{idle: b.idle, err: err}
+	switch {
+	case err == io.EOF:
+		b.eof = true
+	case err != nil:
+		b.bad = true
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			err = &idleError{idle: b.idle, err: err}
+		}
 	}
 	return n, err
 }

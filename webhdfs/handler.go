@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -165,7 +166,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // message names it even when err names another (the ancestor that denied
 // access, say). A client that went away is counted and logged at debug
 // level, and not answered when its connection is gone (499 in the metrics,
-// nginx's "client closed request").
+// nginx's "client closed request"), unless it merely stalled.
 func (h *Handler) fail(sw *statusWriter, r *http.Request, path string, err error) {
 	gone := clientGone(r, err)
 	if gone {
@@ -178,7 +179,10 @@ func (h *Handler) fail(sw *statusWriter, r *http.Request, path string, err error
 		}
 		panic(http.ErrAbortHandler)
 	}
-	if gone && r.Context().Err() != nil {
+	// net/http cancels the context of a request whose body read failed, a
+	// stalled client's too: that one is still there to read its 400.
+	var ie *idleError
+	if gone && r.Context().Err() != nil && !errors.As(err, &ie) {
 		sw.status = statusClientClosed
 		return
 	}

@@ -300,6 +300,11 @@ func (h *Handler) upload(rq *request, path, client string, offset int64) error {
 	buf := make([]byte, h.cfg.WriteChunk)
 	for {
 		n, rerr := fill(rq.r.Body, buf)
+		if rerr != nil && rerr != io.EOF {
+			// The upload has failed: what came before the error is not
+			// worth writing (and net/http has cancelled the context).
+			return readError(rq, path, rerr)
+		}
 		if n > 0 {
 			if err := h.fs.Write(rq.ctx(), rq.user, path, client, offset, buf[:n]); err != nil {
 				return err
@@ -307,11 +312,8 @@ func (h *Handler) upload(rq *request, path, client string, offset int64) error {
 			offset += int64(n)
 			h.m.bytesWritten.Add(float64(n))
 		}
-		switch {
-		case rerr == io.EOF:
+		if rerr == io.EOF {
 			return nil
-		case rerr != nil:
-			return readError(rq, path, rerr)
 		}
 	}
 }
