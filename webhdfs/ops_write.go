@@ -269,15 +269,29 @@ func (h *Handler) appendOp(rq *request) error {
 	return writeEmpty(rq.w)
 }
 
-// undoAppend closes a file whose APPEND failed and cuts it back to length,
-// the length it had before: the appended bytes are visible only between the
-// two steps. When the file cannot be closed (its block stream failed), it
-// stays open until lease recovery, which keeps what was durably written
-// (docs/WEBHDFS.md).
+// completerAt is an optional capability of the file system (Nimbus's engine
+// has it): close a file at length bytes, discarding what was written after,
+// in one step.
+type completerAt interface {
+	CompleteAt(ctx context.Context, u meta.User, path, client string, length int64) (*meta.FileStatus, error)
+}
+
+// undoAppend closes a file whose APPEND failed at length, the length it had
+// before. With a completerAt nobody ever sees the appended bytes; otherwise
+// the file is closed, then truncated, and they are visible in between (and
+// stay if another writer opens the file first). When the file cannot be
+// closed, it stays open until lease recovery, which keeps what was durably
+// written (docs/WEBHDFS.md).
 func (h *Handler) undoAppend(rq *request, client string, length int64) {
 	p := rq.path
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(rq.ctx()), cleanupTimeout)
 	defer cancel()
+	if ca, ok := h.fs.(completerAt); ok {
+		if _, err := ca.CompleteAt(ctx, rq.user, p, client, length); err != nil {
+			h.log.Warn("webhdfs: undoing a failed append", "path", p, "length", length, "err", err)
+		}
+		return
+	}
 	st, err := h.fs.Complete(ctx, rq.user, p, client)
 	if err != nil {
 		h.log.Warn("webhdfs: closing the file of a failed append", "path", p, "err", err)
