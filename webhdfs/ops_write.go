@@ -95,7 +95,7 @@ func (h *Handler) create(rq *request) error {
 			opts.Overwrite, opts.CreateParent = false, false
 		}
 	}
-	_, err = h.fs.Create(rq.ctx(), rq.user, target, opts)
+	st, err := h.fs.Create(rq.ctx(), rq.user, target, opts)
 	if meta.KindOf(err) == meta.KindIsDir {
 		// HDFS: "<path> already exists as a directory".
 		return meta.Errorf(op, p, meta.ErrExists, "already exists as a directory")
@@ -114,7 +114,7 @@ func (h *Handler) create(rq *request) error {
 	if err != nil {
 		// Nothing of a failed upload stays visible, and its lease goes with
 		// it, so that the client can retry at once.
-		h.discard(rq, target)
+		h.discard(rq, target, st.FileID)
 		return err
 	}
 	return h.created(rq, p)
@@ -163,14 +163,24 @@ func (h *Handler) replace(rq *request, tmp, p string) error {
 	return h.fs.Rename(rq.ctx(), rq.user, tmp, p, meta.RenameOptions{Overwrite: true})
 }
 
-// discard removes the file of a failed upload, lease and all. It runs on a
-// context of its own, bounded by cleanupTimeout: the request's is cancelled
-// when the client that cut its upload short goes away.
-func (h *Handler) discard(rq *request, p string) {
+// discard removes the file of a failed upload, lease and all, if path still
+// names it (id): another client may have renamed it away, and put another
+// file there, meanwhile. It runs on a context of its own, bounded by
+// cleanupTimeout: the request's is cancelled when the client that cut its
+// upload short goes away.
+func (h *Handler) discard(rq *request, path string, id uint64) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(rq.ctx()), cleanupTimeout)
 	defer cancel()
-	if err := h.fs.Delete(ctx, rq.user, p, false); err != nil && meta.KindOf(err) != meta.KindNotFound {
-		h.log.Warn("webhdfs: removing the file of a failed upload", "path", p, "err", err)
+	st, err := h.fs.Stat(ctx, rq.user, path)
+	if err == nil && st.FileID != id {
+		h.log.Debug("webhdfs: the file of a failed upload was replaced", "path", path)
+		return
+	}
+	if err == nil {
+		err = h.fs.Delete(ctx, rq.user, path, false)
+	}
+	if err != nil && meta.KindOf(err) != meta.KindNotFound {
+		h.log.Warn("webhdfs: removing the file of a failed upload", "path", path, "err", err)
 	}
 }
 
