@@ -168,6 +168,19 @@ func TestWebHDFSCutUploadNotPublished(t *testing.T) {
 		t.Errorf("MKDIRS /x as alice: %d %s", code, b)
 	}
 
+	// Readers that hang up mid-download are not errors either.
+	for range 3 {
+		c, err := net.Dial("tcp", s.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(c, "GET /webhdfs/v1/up/new-large?op=OPEN&data=true&user.name=alice HTTP/1.1\r\nHost: %s\r\n\r\n", s.addr)
+		if _, err := io.ReadFull(c, make([]byte, 64<<10)); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+
 	res, err := http.Get(s.url() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
