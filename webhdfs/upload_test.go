@@ -76,6 +76,14 @@ func (f *faultyBlocks) Create(ctx context.Context, id blocks.ID) (blocks.Writer,
 	return &faultyWriter{Writer: w, f: f}, nil
 }
 
+func (f *faultyBlocks) OpenAppend(ctx context.Context, id blocks.ID, gs uint64) (blocks.Writer, error) {
+	w, err := f.Store.OpenAppend(ctx, id, gs)
+	if err != nil {
+		return nil, err
+	}
+	return &faultyWriter{Writer: w, f: f}, nil
+}
+
 type faultyWriter struct {
 	blocks.Writer
 	f *faultyBlocks
@@ -561,5 +569,81 @@ func TestPermissionErrorNamesPaths(t *testing.T) {
 	msg, _ = r.json(t)["RemoteException"].(map[string]any)["message"].(string)
 	if !strings.Contains(msg, " /d: permission denied (") || strings.Contains(msg, "(at ") {
 		t.Errorf("LISTSTATUS /d as alice: message %q", msg)
+	}
+}
+
+// BenchmarkUploadHTTP: an 8 MiB CREATE over loopback HTTP into block
+// storage, body idle deadline included (it is pushed forward on every read).
+func BenchmarkUploadHTTP(b *testing.B) {
+	fs, _ := openBlockEngine(b)
+	e := newEnv(b, fs, nil)
+	body := payload(9, 8<<20)
+	b.SetBytes(int64(len(body)))
+	for i := 0; b.Loop(); i++ {
+		r := e.doURL("PUT", fmt.Sprintf("%s%s/b%d?op=CREATE&data=true&user.name=alice", e.srv.URL, PathPrefix, i), bytes.NewReader(body), "")
+		if r.status != 201 {
+			b.Fatalf("%d %s", r.status, r.body)
+		}
+	}
+}
+
+// TestBlockFailureUndoesAppend: an APPEND that fails on a bad disk, served
+// over the engine itself (which can close a file at a given length), leaves
+// the file closed at its old length: a retry succeeds at once.
+func TestBlockFailureUndoesAppend(t *testing.T) {
+	fs, fb := openBlockEngine(t)
+	h, err := New(fs, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := any(fs).(completerAt); !ok {
+		t.Fatal("the engine does not implement CompleteAt")
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	ctx, root := context.Background(), meta.User{Name: "root"}
+	for _, size := range []int{1000, 300 << 10} {
+		name := fmt.Sprintf("/f%d", size)
+		orig := payload(10, size)
+		if _, err := meta.CreateFile(ctx, fs, root, name, meta.CreateOptions{Client: "t"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fs.Append(ctx, root, name, "t"); err != nil {
+			t.Fatal(err)
+		}
+		for off := 0; off < size; off += 64 << 10 {
+			if err := fs.Write(ctx, root, name, "t", int64(off), orig[off:min(size, off+64<<10)]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := fs.Complete(ctx, root, name, "t"); err != nil {
+			t.Fatal(err)
+		}
+		appendURL := srv.URL + PathPrefix + name + "?op=APPEND&data=true&user.name=root"
+		fb.fail.Store(true)
+		res, err := http.Post(appendURL, "application/octet-stream", bytes.NewReader(payload(11, 2<<20)))
+		fb.fail.Store(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 500 {
+			t.Fatalf("%s: append on a failing disk answered %d", name, res.StatusCode)
+		}
+		st, err := fs.Stat(ctx, root, name)
+		if err != nil || st.UnderConstruction || st.Length != int64(size) {
+			t.Fatalf("%s after a failed append: %+v, %v", name, st, err)
+		}
+		if got, err := fs.Read(ctx, root, name, 0, 1<<30); err != nil || !bytes.Equal(got, orig) {
+			t.Fatalf("%s: content after a failed append: %d bytes, %v", name, len(got), err)
+		}
+		res, err = http.Post(appendURL, "application/octet-stream", strings.NewReader("tail"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Fatalf("%s: retry answered %d", name, res.StatusCode)
+		}
 	}
 }
