@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -33,6 +34,10 @@ type Config struct {
 	WriteChunk int
 	// ReadChunk is the length of each meta.FileSystem.Read (1 MiB).
 	ReadChunk int
+	// BodyIdleTimeout bounds each read of a CREATE or APPEND body: a client
+	// that sends nothing for this long fails its upload (400, nothing of it
+	// is kept) and loses the connection (30s).
+	BodyIdleTimeout time.Duration
 	// StatfsDir, when set, is a directory whose file system's size and free
 	// space GETSTATUS reports as capacity and remaining.
 	StatfsDir string
@@ -49,6 +54,8 @@ func DefaultConfig() Config {
 		ListBatch:   1000,
 		WriteChunk:  64 << 10,
 		ReadChunk:   1 << 20,
+
+		BodyIdleTimeout: 30 * time.Second,
 	}
 }
 
@@ -80,6 +87,9 @@ func (c Config) Validate() error {
 	}
 	if c.ReadChunk <= 0 || c.ReadChunk > 64<<20 {
 		return fmt.Errorf("%w: ReadChunk = %d, want 1..64 MiB", ErrConfig, c.ReadChunk)
+	}
+	if c.BodyIdleTimeout <= 0 {
+		return fmt.Errorf("%w: BodyIdleTimeout = %v, want > 0", ErrConfig, c.BodyIdleTimeout)
 	}
 	return nil
 }

@@ -7,9 +7,12 @@
 //
 //	h, err := webhdfs.New(fs, cfg) // or webhdfs.NewHandler(fs, cfg) for a validated cfg
 //	mux.Handle(webhdfs.PathPrefix+"/", h)
+//	srv := &http.Server{Handler: h.Intercept(mux)}
 //
 // Mount the handler on PathPrefix+"/" without stripping the prefix: the handler
-// parses the full request path.
+// parses the full request path. Intercept hands it WebHDFS requests before an
+// http.ServeMux can redirect a path with "." or ".." components to another
+// path; the gateway refuses such paths, as HDFS does.
 //
 // # Protocol
 //
@@ -26,7 +29,11 @@
 //     holds no state: a client may reuse one APPEND URL for many appends.
 //   - Uploads are streamed: the body, chunked or not, is fed to
 //     meta.FileSystem.Write in pieces of at most Config.WriteChunk bytes under a
-//     lease holder name unique to the request; downloads are read in ranges
+//     lease holder name unique to the request. An upload whose body is cut
+//     short, stalls for Config.BodyIdleTimeout or fails otherwise publishes
+//     nothing: a new file is removed, an overwritten one kept (a large body
+//     is staged beside it and renamed over it once complete), an append
+//     undone (docs/WEBHDFS.md). Downloads are read in ranges
 //     of Config.ReadChunk bytes. Memory per request is bounded by these sizes,
 //     never by the file size.
 //   - Parameter names are case-insensitive, unknown parameters are ignored.

@@ -35,31 +35,51 @@ func exceptionFor(err error) wire.Exception {
 
 // errorMessage phrases err as HDFS would where clients look at the text
 // (Python's hdfs package and fsspec show it; some match "File does not
-// exist"), keeping Nimbus's own description after it.
-func errorMessage(err error) string {
+// exist"), keeping Nimbus's own description after it. path is the path the
+// request named ("" if unknown); see opMessage.
+func errorMessage(path string, err error) string {
 	var oe *meta.OpError
 	if errors.As(err, &oe) {
+		msg := opMessage(path, oe)
 		switch meta.KindOf(err) {
 		case meta.KindNotFound:
-			return "File does not exist: " + oe.Path + " (" + oe.Error() + ")"
+			return "File does not exist: " + oe.Path + " (" + msg + ")"
 		case meta.KindIsDir:
-			return "Path is not a file: " + oe.Path + " (" + oe.Error() + ")"
+			return "Path is not a file: " + oe.Path + " (" + msg + ")"
 		case meta.KindExists:
-			return oe.Path + " already exists (" + oe.Error() + ")"
+			return oe.Path + " already exists (" + msg + ")"
 		case meta.KindPermission:
-			return "Permission denied: " + oe.Error()
+			return "Permission denied: " + msg
 		}
+		return msg
 	}
 	return err.Error()
 }
 
-// writeError sends err as a RemoteException with the table's status.
-func writeError(w http.ResponseWriter, err error) int {
+// opMessage renders oe as the CLI does (cmd/nimbus/fs_errors.go): the
+// operation on the path the request named leads, and the path the engine
+// names, when another (the ancestor that denied access, the staging file of
+// an upload), follows with the detail: "mkdirs /x: permission denied (at /:
+// user alice needs WRITE ...)", not "mkdirs /: ...".
+func opMessage(path string, oe *meta.OpError) string {
+	if path == "" || oe.Path == path {
+		return oe.Error()
+	}
+	detail := "at " + oe.Path
+	if oe.Detail != "" {
+		detail += ": " + oe.Detail
+	}
+	return (&meta.OpError{Op: oe.Op, Path: path, Err: oe.Err, Detail: detail}).Error()
+}
+
+// writeError sends err, an error of the request for path, as a
+// RemoteException with the table's status.
+func writeError(w http.ResponseWriter, path string, err error) int {
 	ex := exceptionFor(err)
 	var body wire.RemoteException
 	body.RemoteException.Exception = ex.Name
 	body.RemoteException.JavaClassName = ex.ClassName
-	body.RemoteException.Message = errorMessage(err)
+	body.RemoteException.Message = errorMessage(path, err)
 	b, _ := json.Marshal(body) // a struct of strings always marshals
 	h := w.Header()
 	h.Set("Content-Type", "application/json")

@@ -169,6 +169,7 @@ func TestConfigValidate(t *testing.T) {
 		func(c *Config) { c.ListBatch = 0 },
 		func(c *Config) { c.WriteChunk = 0 },
 		func(c *Config) { c.ReadChunk = -1 },
+		func(c *Config) { c.BodyIdleTimeout = 0 },
 	}
 	for i, f := range bad {
 		c := DefaultConfig()

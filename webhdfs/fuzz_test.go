@@ -32,6 +32,9 @@ func FuzzParseTarget(f *testing.F) {
 			}
 			return
 		}
+		if raw := strings.TrimPrefix(path, PathPrefix); strings.Contains(raw, "//") {
+			t.Fatalf("accepted %q, whose path has an empty component", path)
+		}
 		if c, err := meta.CleanPath("x", tg.path); err != nil || c != tg.path {
 			t.Fatalf("accepted path %q is not clean (%q, %v)", tg.path, c, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -66,6 +67,23 @@ func NewHandler(fs meta.FileSystem, cfg Config) http.Handler {
 	return h
 }
 
+// Intercept returns a handler that serves every request for a WebHDFS URL
+// (PathPrefix, or a path under it, as the client sent it) with h and any
+// other with next. Put it in front of an http.ServeMux: a mux answers a path
+// with "." or ".." components or "//" with a 301 to the cleaned path, so a
+// client's DELETE /webhdfs/v1/a/../b would act on /b once the client followed
+// the redirect. HDFS refuses such paths; through Intercept, h sees the path
+// as sent and refuses it too (400 InvalidPathException naming the path).
+func (h *Handler) Intercept(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; p == PathPrefix || strings.HasPrefix(p, PathPrefix+"/") {
+			h.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // request is one WebHDFS call being served.
 type request struct {
 	w        http.ResponseWriter
@@ -99,6 +117,10 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 	return s.ResponseWriter.Write(b)
 }
 
+// Unwrap lets http.ResponseController reach the connection (read deadlines
+// for upload bodies).
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
 func (s *statusWriter) Flush() {
 	if f, ok := s.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
@@ -130,23 +152,49 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err != nil {
-		h.fail(sw, r, err)
+		path := "" // unknown until the request parsed far enough
+		if rq != nil && rq.op != nil {
+			path = rq.path
+		}
+		h.fail(sw, r, path, err)
 	}
 }
 
 // fail answers err unless the response has started, in which case the
 // connection is cut so the client cannot mistake a partial body for a
-// complete one.
-func (h *Handler) fail(sw *statusWriter, r *http.Request, err error) {
+// complete one. path is the request's path ("" when it did not parse): the
+// message names it even when err names another (the ancestor that denied
+// access, say). A client that went away is counted and logged at debug
+// level, and not answered when its connection is gone (499 in the metrics,
+// nginx's "client closed request"), unless it merely stalled.
+func (h *Handler) fail(sw *statusWriter, r *http.Request, path string, err error) {
+	gone := clientGone(r, err)
+	if gone {
+		h.m.disconnects.Inc()
+		h.log.Debug("webhdfs: client went away", "method", r.Method, "url", r.URL.String(), "err", err)
+	}
 	if sw.status != 0 {
-		h.log.Error("webhdfs: error after the response started", "method", r.Method, "url", r.URL.String(), "err", err)
+		if !gone {
+			h.log.Error("webhdfs: error after the response started", "method", r.Method, "url", r.URL.String(), "err", err)
+		}
 		panic(http.ErrAbortHandler)
 	}
-	status := writeError(sw, err)
-	if status >= 500 {
+	// net/http cancels the context of a request whose body read failed, a
+	// stalled client's too: that one is still there to read its 400.
+	var ie *idleError
+	if gone && r.Context().Err() != nil && !errors.As(err, &ie) {
+		sw.status = statusClientClosed
+		return
+	}
+	status := writeError(sw, path, err)
+	if status >= 500 && !gone {
 		h.log.Error("webhdfs: server error", "method", r.Method, "url", r.URL.String(), "status", status, "err", err)
 	}
 }
+
+// statusClientClosed is the status counted for a request whose client went
+// away before it could be answered.
+const statusClientClosed = 499
 
 // parse resolves op, path and user. The returned request is non-nil whenever
 // the op is known, so that metrics can name it.
@@ -154,7 +202,7 @@ func (h *Handler) parse(w http.ResponseWriter, r *http.Request) (*request, error
 	t, err := parseTarget(r.URL.Path, r.URL.RawQuery)
 	rq := &request{w: w, r: r, q: t.q, path: t.path}
 	if t.q == nil {
-		return rq, err
+		return rq, err // a malformed query: nothing in it can be trusted
 	}
 	if t.op == "" {
 		return rq, meta.Errorf("webhdfs", r.URL.Path, meta.ErrInvalidArgument, "missing parameter \"op\"")

@@ -13,6 +13,7 @@ type metrics struct {
 	seconds      *prometheus.HistogramVec // op
 	bytesRead    prometheus.Counter
 	bytesWritten prometheus.Counter
+	disconnects  prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -34,11 +35,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "nimbus", Subsystem: "webhdfs", Name: "written_bytes_total",
 			Help: "File content bytes accepted by CREATE and APPEND.",
 		}),
+		disconnects: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "webhdfs", Name: "client_disconnects_total",
+			Help: "Requests that failed because the client went away, cut its upload short or stalled it.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	cs := []prometheus.Collector{m.requests, m.seconds, m.bytesRead, m.bytesWritten}
+	cs := []prometheus.Collector{m.requests, m.seconds, m.bytesRead, m.bytesWritten, m.disconnects}
 	for i, c := range cs {
 		if err := reg.Register(c); err != nil {
 			// A second handler on the same registry shares the first one's
@@ -54,6 +59,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.seconds = cs[1].(*prometheus.HistogramVec)
 	m.bytesRead = cs[2].(prometheus.Counter)
 	m.bytesWritten = cs[3].(prometheus.Counter)
+	m.disconnects = cs[4].(prometheus.Counter)
 	return m, nil
 }
 

@@ -3,7 +3,6 @@ package webhdfs
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"math"
 	"net/http"
@@ -66,9 +65,12 @@ func (h *Handler) create(rq *request) error {
 		Client: client, Perm: perm, Overwrite: overwrite, CreateParent: createParent,
 		Replication: repl, BlockSize: blockSize,
 	}
+	stop := h.watchBody(rq)
+	defer stop()
 	if small, ok, err := h.smallBody(rq); err != nil {
 		return err
 	} else if ok {
+		stop()
 		// The whole body fits one write: create, write and close it in one
 		// step where the file system can (one transaction in Nimbus's engine).
 		if _, err = meta.CreateFile(rq.ctx(), h.fs, rq.user, p, opts, small); err != nil {
@@ -79,7 +81,21 @@ func (h *Handler) create(rq *request) error {
 		}
 		return h.created(rq, p)
 	}
-	_, err = h.fs.Create(rq.ctx(), rq.user, p, opts)
+	// A larger body is streamed into a file under construction. Over an
+	// existing file it goes to a staging file beside it, renamed over the
+	// target once complete: a failed upload must not destroy what it was
+	// meant to replace (HDFS deletes the old file at create; see
+	// docs/WEBHDFS.md).
+	target := p
+	if overwrite {
+		if target, err = h.stagingPath(rq, client); err != nil {
+			return err
+		}
+		if target != p {
+			opts.Overwrite, opts.CreateParent = false, false
+		}
+	}
+	st, err := h.fs.Create(rq.ctx(), rq.user, target, opts)
 	if meta.KindOf(err) == meta.KindIsDir {
 		// HDFS: "<path> already exists as a directory".
 		return meta.Errorf(op, p, meta.ErrExists, "already exists as a directory")
@@ -87,23 +103,85 @@ func (h *Handler) create(rq *request) error {
 	if err != nil {
 		return err
 	}
-	if err := h.upload(rq, client, 0); err != nil {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(rq.ctx()), cleanupTimeout)
-		defer cancel()
-		// Nothing half-written stays visible: close the file and remove it.
-		if _, cerr := h.fs.Complete(ctx, rq.user, p, client); cerr == nil {
-			if derr := h.fs.Delete(ctx, rq.user, p, false); derr != nil {
-				h.log.Warn("webhdfs: removing a failed upload", "path", p, "err", derr)
-			}
-		} else {
-			h.log.Warn("webhdfs: closing a failed upload", "path", p, "err", cerr)
-		}
-		return err
+	err = h.upload(rq, target, client, 0)
+	stop()
+	if err == nil {
+		_, err = h.fs.Complete(rq.ctx(), rq.user, target, client)
 	}
-	if _, err := h.fs.Complete(rq.ctx(), rq.user, p, client); err != nil {
+	if err == nil && target != p {
+		err = h.replace(rq, target, p)
+	}
+	if err != nil {
+		// Nothing of a failed upload stays visible, and its lease goes with
+		// it, so that the client can retry at once.
+		h.discard(rq, target, st.FileID)
 		return err
 	}
 	return h.created(rq, p)
+}
+
+// stagingPath returns where CREATE with overwrite streams its data: p itself
+// when there is nothing to keep there (no file, or a file still being
+// written, for which the engine applies HDFS's lease rules), else a hidden
+// sibling named after p and the request's lease holder.
+func (h *Handler) stagingPath(rq *request, client string) (string, error) {
+	p := rq.path
+	st, err := h.fs.Stat(rq.ctx(), rq.user, p)
+	switch {
+	case meta.KindOf(err) == meta.KindNotFound:
+		return p, nil
+	case err != nil:
+		return "", err
+	case st.Type == meta.TypeDir:
+		return "", meta.Errorf(rq.op.lower, p, meta.ErrExists, "already exists as a directory")
+	case st.UnderConstruction:
+		return p, nil
+	}
+	dir, name := meta.ParentPath(p)
+	tmp := "." + name + "." + client + stagingSuffix
+	if len(tmp) > meta.MaxNameLen {
+		tmp = "." + client + stagingSuffix
+	}
+	return meta.JoinPath(dir, tmp), nil
+}
+
+// stagingSuffix ends the name of the file a CREATE with overwrite writes
+// before renaming it over its target.
+const stagingSuffix = "._UPLOADING_"
+
+// replace renames the complete staging file tmp over p, unless p has been
+// reopened for writing meanwhile (an APPEND, a CREATE that replaced it):
+// that writer's file is not destroyed.
+func (h *Handler) replace(rq *request, tmp, p string) error {
+	st, err := h.fs.Stat(rq.ctx(), rq.user, p)
+	if err == nil && st.UnderConstruction {
+		return meta.Errorf(rq.op.lower, p, meta.ErrLease, "opened for writing by another client during the upload, which was not kept")
+	}
+	if err != nil && meta.KindOf(err) != meta.KindNotFound {
+		return err
+	}
+	return h.fs.Rename(rq.ctx(), rq.user, tmp, p, meta.RenameOptions{Overwrite: true})
+}
+
+// discard removes the file of a failed upload, lease and all, if path still
+// names it (id): another client may have renamed it away, and put another
+// file there, meanwhile. It runs on a context of its own, bounded by
+// cleanupTimeout: the request's is cancelled when the client that cut its
+// upload short goes away.
+func (h *Handler) discard(rq *request, path string, id uint64) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(rq.ctx()), cleanupTimeout)
+	defer cancel()
+	st, err := h.fs.Stat(ctx, rq.user, path)
+	if err == nil && st.FileID != id {
+		h.log.Debug("webhdfs: the file of a failed upload was replaced", "path", path)
+		return
+	}
+	if err == nil {
+		err = h.fs.Delete(ctx, rq.user, path, false)
+	}
+	if err != nil && meta.KindOf(err) != meta.KindNotFound {
+		h.log.Warn("webhdfs: removing the file of a failed upload", "path", path, "err", err)
+	}
 }
 
 // created answers a successful CREATE.
@@ -126,12 +204,12 @@ func (h *Handler) smallBody(rq *request) ([]byte, bool, error) {
 		return nil, false, nil
 	}
 	buf := make([]byte, h.cfg.WriteChunk+1)
-	n, err := io.ReadFull(rq.r.Body, buf)
+	n, err := fill(rq.r.Body, buf)
 	switch {
-	case err == io.EOF || err == io.ErrUnexpectedEOF:
+	case err == io.EOF:
 		return buf[:n], true, nil
 	case err != nil:
-		return nil, false, meta.Errorf(rq.op.lower, rq.path, meta.ErrInvalidArgument, "reading the request body: %v", err)
+		return nil, false, readError(rq, rq.path, err)
 	}
 	rq.r.Body = struct {
 		io.Reader
@@ -187,48 +265,79 @@ func (h *Handler) appendOp(rq *request) error {
 	if err != nil {
 		return err
 	}
-	uerr := h.upload(rq, client, st.Length)
-	if uerr != nil {
-		// As HDFS's DataNode does when an append stream breaks: close the
-		// file with what was written, so the lease does not linger.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(rq.ctx()), cleanupTimeout)
-		defer cancel()
-		if _, cerr := h.fs.Complete(ctx, rq.user, p, client); cerr != nil {
-			h.log.Warn("webhdfs: closing a failed append", "path", p, "err", cerr)
-		}
-		return uerr
+	stop := h.watchBody(rq)
+	defer stop()
+	err = h.upload(rq, p, client, st.Length)
+	stop()
+	if err == nil {
+		_, err = h.fs.Complete(rq.ctx(), rq.user, p, client)
 	}
-	if _, err := h.fs.Complete(rq.ctx(), rq.user, p, client); err != nil {
+	if err != nil {
+		h.undoAppend(rq, client, st.Length)
 		return err
 	}
 	return writeEmpty(rq.w)
 }
 
-// upload feeds the request body to Write in pieces of at most WriteChunk
-// bytes, starting at offset. The buffer is reused: Write must not keep it.
-func (h *Handler) upload(rq *request, client string, offset int64) error {
+// completerAt is an optional capability of the file system (Nimbus's engine
+// has it): close a file at length bytes, discarding what was written after,
+// in one step.
+type completerAt interface {
+	CompleteAt(ctx context.Context, u meta.User, path, client string, length int64) (*meta.FileStatus, error)
+}
+
+// undoAppend closes a file whose APPEND failed at length, the length it had
+// before. With a completerAt nobody ever sees the appended bytes; otherwise
+// the file is closed, then truncated, and they are visible in between (and
+// stay if another writer opens the file first). When the file cannot be
+// closed, it stays open until lease recovery, which keeps what was durably
+// written (docs/WEBHDFS.md).
+func (h *Handler) undoAppend(rq *request, client string, length int64) {
+	p := rq.path
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(rq.ctx()), cleanupTimeout)
+	defer cancel()
+	if ca, ok := h.fs.(completerAt); ok {
+		if _, err := ca.CompleteAt(ctx, rq.user, p, client, length); err != nil {
+			h.log.Warn("webhdfs: undoing a failed append", "path", p, "length", length, "err", err)
+		}
+		return
+	}
+	st, err := h.fs.Complete(ctx, rq.user, p, client)
+	if err != nil {
+		h.log.Warn("webhdfs: closing the file of a failed append", "path", p, "err", err)
+		return
+	}
+	if st.Length > length {
+		if err := h.fs.Truncate(ctx, rq.user, st.Path, length); err != nil {
+			h.log.Warn("webhdfs: cutting a failed append", "path", st.Path, "length", length, "err", err)
+		}
+	}
+}
+
+// upload feeds the request body to Write on path in pieces of at most
+// WriteChunk bytes, starting at offset. The buffer is reused: Write must not
+// keep it. A body cut short, stalled or over a limit fails the upload.
+func (h *Handler) upload(rq *request, path, client string, offset int64) error {
 	if rq.r.Body == nil {
 		return nil
 	}
 	buf := make([]byte, h.cfg.WriteChunk)
 	for {
-		n, rerr := io.ReadFull(rq.r.Body, buf)
+		n, rerr := fill(rq.r.Body, buf)
+		if rerr != nil && rerr != io.EOF {
+			// The upload has failed: what came before the error is not
+			// worth writing (and net/http has cancelled the context).
+			return readError(rq, path, rerr)
+		}
 		if n > 0 {
-			if err := h.fs.Write(rq.ctx(), rq.user, rq.path, client, offset, buf[:n]); err != nil {
+			if err := h.fs.Write(rq.ctx(), rq.user, path, client, offset, buf[:n]); err != nil {
 				return err
 			}
 			offset += int64(n)
 			h.m.bytesWritten.Add(float64(n))
 		}
-		switch {
-		case rerr == io.EOF || rerr == io.ErrUnexpectedEOF:
+		if rerr == io.EOF {
 			return nil
-		case rerr != nil:
-			var mbe *http.MaxBytesError
-			if errors.As(rerr, &mbe) {
-				return meta.Errorf(rq.op.lower, rq.path, meta.ErrTooLarge, "request body over %d bytes", mbe.Limit)
-			}
-			return meta.Errorf(rq.op.lower, rq.path, meta.ErrInvalidArgument, "reading the request body: %v", rerr)
 		}
 	}
 }

@@ -24,12 +24,13 @@ type target struct {
 // looks at the op table, so the fuzz target can drive it alone.
 func parseTarget(urlPath, rawQuery string) (target, error) {
 	var t target
-	var err error
-	t.q, err = parseQuery(rawQuery)
+	q, err := parseQuery(rawQuery)
 	if err != nil {
-		// Hadoop rejects malformed query strings before looking at them.
+		// Hadoop rejects malformed query strings before looking at them; the
+		// error names the bad escape (url.EscapeError quotes it).
 		return t, meta.Errorf("webhdfs", urlPath, meta.ErrInvalidArgument, "malformed query string: %v", err)
 	}
+	t.q = q
 	t.op = strings.ToUpper(strings.TrimSpace(t.q["op"]))
 	p, ok := strings.CutPrefix(urlPath, PathPrefix)
 	if !ok || (p != "" && p[0] != '/') {
@@ -37,6 +38,13 @@ func parseTarget(urlPath, rawQuery string) (target, error) {
 	}
 	if p == "" {
 		p = meta.RootPath
+	}
+	// HDFS refuses a path with an empty component ("//") as an invalid path
+	// name, as it does "." and ".." (CleanPath's check); only a trailing
+	// slash is tolerated. Nimbus must not act on another path than the one
+	// the client named.
+	if strings.Contains(p, "//") {
+		return t, meta.Errorf(strings.ToLower(t.op), p, meta.ErrInvalidPath, "Invalid path name: empty path component")
 	}
 	t.path, err = meta.CleanPath(strings.ToLower(t.op), p)
 	return t, err
