@@ -40,6 +40,10 @@ type Limits struct {
 	RPCServerBytes  int64
 	RPCFrameTimeout time.Duration
 	RPCIdleTimeout  time.Duration
+	// UploadIdleTimeout bounds each read of a WebHDFS CREATE or APPEND body
+	// (webhdfs.Config.BodyIdleTimeout): a client that sends nothing for
+	// that long fails its upload, and nothing of it is kept.
+	UploadIdleTimeout time.Duration
 }
 
 // DefaultLimits returns the defaults. MaxConnections stays 0: it is worked
@@ -49,6 +53,7 @@ func DefaultLimits() Limits {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		WriteStallTimeout: 2 * time.Minute,
+		UploadIdleTimeout: 30 * time.Second,
 	}
 }
 
@@ -57,7 +62,7 @@ func (l *Limits) Validate() error {
 	if l.MaxConnections < 0 {
 		return fmt.Errorf("server: MaxConnections %d is negative", l.MaxConnections)
 	}
-	if l.ReadHeaderTimeout < 0 || l.IdleTimeout < 0 || l.WriteStallTimeout < 0 || l.RPCFrameTimeout < 0 || l.RPCIdleTimeout < 0 {
+	if l.ReadHeaderTimeout < 0 || l.IdleTimeout < 0 || l.WriteStallTimeout < 0 || l.RPCFrameTimeout < 0 || l.RPCIdleTimeout < 0 || l.UploadIdleTimeout < 0 {
 		return errors.New("server: a timeout is negative")
 	}
 	if l.RPCConnBytes < 0 || l.RPCServerBytes < 0 {
@@ -76,6 +81,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.WriteStallTimeout == 0 {
 		l.WriteStallTimeout = d.WriteStallTimeout
+	}
+	if l.UploadIdleTimeout == 0 {
+		l.UploadIdleTimeout = d.UploadIdleTimeout
 	}
 	return l
 }

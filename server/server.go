@@ -172,6 +172,7 @@ func New(cfg Config) (*Server, error) {
 	wcfg.Advertise = cfg.Advertise
 	wcfg.Superuser = nc.Superuser
 	wcfg.StatfsDir = cfg.DataDir
+	wcfg.BodyIdleTimeout = lim.UploadIdleTimeout
 	wcfg.Logger = s.log.With("component", "webhdfs")
 	wcfg.Registerer = s.reg
 	wh, err := webhdfs.New(ns, wcfg)
@@ -189,7 +190,6 @@ func New(cfg Config) (*Server, error) {
 	mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
 	mux.HandleFunc("/readyz", s.readyz)
 	mux.HandleFunc("/{$}", s.statusPage)
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	if cfg.DebugAddr != "" {
 		dm := http.NewServeMux()
 		dm.HandleFunc("/debug/pprof/", pprof.Index)
@@ -202,7 +202,9 @@ func New(cfg Config) (*Server, error) {
 	// No ReadTimeout or WriteTimeout: they would cut long uploads, downloads
 	// and upgraded RPC connections. Writes are bounded by the connection's
 	// stall timeout instead (limitConn), request bodies by the handlers.
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: lim.ReadHeaderTimeout, IdleTimeout: lim.IdleTimeout,
+	// wh.Intercept: WebHDFS paths reach the gateway as sent, so that a raw
+	// "/a/../b" is refused as HDFS does instead of redirected by the mux.
+	s.http = &http.Server{Handler: wh.Intercept(mux), ReadHeaderTimeout: lim.ReadHeaderTimeout, IdleTimeout: lim.IdleTimeout,
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	return s, nil
 }

@@ -86,7 +86,12 @@ func startServer(t *testing.T, data, addr string, extra ...string) *server {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Cleanup(func() { s.kill() })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server log:\n%s", s.log.String())
+		}
+		s.kill()
+	})
 	return s
 }
 

@@ -3,11 +3,13 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -47,6 +49,16 @@ func (s *server) cutUpload(method, path, query string, announced int, body []byt
 		method, path, query, s.addr, announced)
 	if _, err := c.Write(body); err != nil {
 		s.t.Fatal(err)
+	}
+	// Half-close, so that the server reads the body's end, then wait for
+	// its answer or its close: the upload's cleanup runs before either, so
+	// the caller's next request sees what the failed upload left (nothing).
+	// Waiting on GETFILESTATUS alone would race the handler, which may not
+	// have created the file yet.
+	c.(*net.TCPConn).CloseWrite()
+	c.SetReadDeadline(time.Now().Add(60 * time.Second))
+	if _, err := io.Copy(io.Discard, c); err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		s.t.Fatalf("%s %s: waiting for the server's answer to a cut upload: %v", method, path, err)
 	}
 	c.Close()
 }
@@ -162,6 +174,23 @@ func TestWebHDFSCutUploadNotPublished(t *testing.T) {
 	code, b := s.webhdfs("GET", "/", "%zz=1", nil)
 	if code != 400 || !strings.Contains(string(b), `%zz`) {
 		t.Errorf("?%%zz=1: %d %s", code, b)
+	}
+	// A raw path with dot segments is refused as HDFS refuses it, not
+	// redirected to the cleaned path and acted on.
+	for _, raw := range []string{"/webhdfs/v1/up/../dots", "/webhdfs/v1/up/./dots", "/webhdfs/v1//dots"} {
+		c, err := net.Dial("tcp", s.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(c, "PUT %s?op=MKDIRS&user.name=root HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", raw, s.addr)
+		reply, _ := io.ReadAll(c)
+		c.Close()
+		if !bytes.HasPrefix(reply, []byte("HTTP/1.1 400")) || !bytes.Contains(reply, []byte(raw[len("/webhdfs/v1"):])) {
+			t.Errorf("MKDIRS %s: want 400 naming the path, got %.200q", raw, reply)
+		}
+	}
+	if code, _ := s.webhdfs("GET", "/dots", "op=GETFILESTATUS", nil); code != 404 {
+		t.Errorf("a refused dot path made /dots: GETFILESTATUS %d", code)
 	}
 	code, b = s.webhdfs("PUT", "/x", "op=MKDIRS&user.name=alice", nil)
 	if code != 403 || !strings.Contains(string(b), "mkdirs /x: permission denied (at /: ") {
