@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 )
 
@@ -26,16 +28,64 @@ func commands() []command {
 		{"fs", "file system shell (ls, mkdir, put, get, cat, mv, rm, ...)", cmdFS},
 		{"fsck", "check the namespace invariants", cmdFsck},
 		{"bench", "run benchmark workloads", cmdBench},
-		{"version", "print the version", cmdVersion},
+		{"stop", "stop a server started with serve --daemon", cmdStop},
+		{"version", "print the version (also --version)", cmdVersion},
 	}
 }
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version may be set at build time with -ldflags "-X main.version=...";
+// otherwise it comes from the module and VCS information the go command
+// records (versionString).
+var version = ""
 
 func cmdVersion(_ context.Context, _ []string, stdout, _ io.Writer) int {
-	fmt.Fprintln(stdout, "nimbus", version)
+	bi, _ := debug.ReadBuildInfo()
+	fmt.Fprintln(stdout, "nimbus", versionString(version, bi))
 	return 0
+}
+
+// versionString is the version to print: the -X stamp when there is one,
+// else the module version (a tagged `go install ...@v1.2.3`) and the VCS
+// commit `go build` records in a git checkout (with "+dirty" when the tree
+// had changes), else "unknown" (a build with -buildvcs=false and no stamp).
+func versionString(stamp string, bi *debug.BuildInfo) string {
+	if stamp != "" {
+		return stamp
+	}
+	if bi == nil {
+		return "unknown"
+	}
+	var v []string
+	if mv := bi.Main.Version; mv != "" && mv != "(devel)" {
+		v = append(v, mv)
+	}
+	rev, dirty, at := "", false, ""
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		case "vcs.time":
+			at = s.Value
+		}
+	}
+	if rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		if dirty {
+			rev += "+dirty"
+		}
+		if at != "" {
+			rev += " (" + at + ")"
+		}
+		v = append(v, "commit "+rev)
+	}
+	if len(v) == 0 {
+		return "unknown (built without VCS information; stamp it with -ldflags \"-X main.version=...\")"
+	}
+	return strings.Join(v, " ")
 }
 
 func usage(w io.Writer) {
@@ -80,6 +130,9 @@ func profiled(file string, stderr io.Writer, f func() int) int {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		return cmdVersion(ctx, nil, stdout, stderr)
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr)
 		if len(args) == 0 {

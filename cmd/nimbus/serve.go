@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"syscall"
 	"time"
 
 	"github.com/nimbus-fs/nimbus/internal/gctune"
@@ -17,16 +19,23 @@ import (
 )
 
 // cmdServe runs the embedded Nimbus until SIGINT or SIGTERM, then shuts down
-// gracefully: in-flight requests finish, the store is closed cleanly.
+// gracefully: in-flight requests finish, the store is closed cleanly. With
+// --daemon it starts itself in the background instead (serve_daemon.go).
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg := server.DefaultConfig()
+	if a := os.Getenv("NIMBUS_ADDR"); a != "" {
+		// Serve where the clients of this environment look.
+		if hp, err := listenFromAddr(a); err == nil {
+			cfg.Listen = hp
+		}
+	}
 	fl := flag.NewFlagSet("nimbus serve", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.StringVar(&cfg.DataDir, "data", cfg.DataDir, "directory holding the metadata store (created if missing)")
-	fl.StringVar(&cfg.Listen, "listen", cfg.Listen, "HTTP address for the RPC, WebHDFS, /metrics and /readyz")
+	fl.StringVar(&cfg.Listen, "listen", cfg.Listen, "HTTP address for the RPC, WebHDFS, /metrics and /readyz (default: NIMBUS_ADDR's host:port when set)")
 	fl.StringVar(&cfg.Advertise, "advertise", "", "base URL put in WebHDFS redirects (default: the address each request came to)")
-	fl.StringVar(&cfg.Namespace.Superuser, "superuser", cfg.Namespace.Superuser, "the superuser (default: the user running the server)")
-	fl.Int64Var(&cfg.Namespace.InlineThreshold, "inline-threshold", cfg.Namespace.InlineThreshold, "largest file kept in the metadata store, in bytes")
+	superuser := fl.String("superuser", "", "the superuser (default: the user running the server, "+cfg.Namespace.Superuser+")")
+	fl.Int64Var(&cfg.Namespace.InlineThreshold, "inline-threshold", cfg.Namespace.InlineThreshold, "files up to this many bytes are kept in the metadata store, larger ones in blocks")
 	fl.DurationVar(&cfg.Namespace.LeaseSoftLimit, "lease-soft-limit", cfg.Namespace.LeaseSoftLimit, "after this silence another client may take over a file being written")
 	fl.DurationVar(&cfg.Namespace.LeaseHardLimit, "lease-hard-limit", cfg.Namespace.LeaseHardLimit, "after this silence the server recovers and closes a file being written")
 	cacheMB := fl.Int64("cache-mb", cfg.Store.CacheSize>>20, "store block cache, in MiB")
@@ -36,16 +45,28 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	memLimitMB := fl.Int64("memory-limit-mb", -1, "soft limit of the server's Go memory, in MiB, 0 for none (default: 2048 + the block cache + two memtables, unless GOMEMLIMIT is set)")
 	level := fl.String("log-level", "info", "log level: debug, info, warn, error")
 	grace := fl.Duration("shutdown-timeout", 30*time.Second, "how long in-flight requests may take on shutdown")
+	daemon := fl.Bool("daemon", false, "start in the background once ready, logging to DATA/"+daemonLog+" and writing DATA/"+daemonPid+"; stop it with `nimbus stop`")
+	pidFile := fl.String("pid-file", "", "write the process id to this file while serving (removed on exit)")
+	fl.Usage = func() {
+		fmt.Fprintln(stderr, "usage: nimbus serve [flags]\n\nRuns Nimbus (store, NameNode, RPC, WebHDFS) in the foreground until SIGINT or SIGTERM.\n\nflags:")
+		printFlags(fl, stderr)
+	}
 	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	if fl.NArg() != 0 {
 		fmt.Fprintf(stderr, "nimbus serve: unexpected argument %q\n", fl.Arg(0))
 		return 2
 	}
+	if *superuser != "" {
+		cfg.Namespace.Superuser = *superuser
+	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
-		fmt.Fprintf(stderr, "nimbus serve: bad -log-level %q\n", *level)
+		fmt.Fprintf(stderr, "nimbus serve: bad --log-level %q\n", *level)
 		return 2
 	}
 	if *cacheMB < 0 {
@@ -73,7 +94,18 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if cfg.Namespace.LeaseSoftLimit > cfg.Namespace.LeaseHardLimit {
 		cfg.Namespace.LeaseSoftLimit = cfg.Namespace.LeaseHardLimit
 	}
+	// Nothing is created before the address is known to be free: a serve
+	// that cannot bind leaves no data directory behind.
+	if err := checkListen(ctx, cfg.Listen); err != nil {
+		fmt.Fprintln(stderr, "nimbus serve:", err)
+		return 1
+	}
+	if *daemon {
+		return startDaemon(ctx, cfg, args, stdout, stderr)
+	}
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
+	bi, _ := debug.ReadBuildInfo()
+	cfg.Version = versionString(version, bi)
 
 	// The server's live heap is small and its allocation rate high (every
 	// request decodes rows and frames), so the default GOGC=100 spends a
@@ -103,6 +135,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	procs := spareProcessor(os.Getenv("GOMAXPROCS") != "")
 	srv, err := server.New(cfg)
+	if errors.Is(err, syscall.EAGAIN) {
+		fmt.Fprintf(stderr, "nimbus serve: opening the store in %s: it is locked; is a server running on it? (%v)\n", server.StoreDir(cfg.DataDir), err)
+		return 1
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "nimbus serve:", err)
 		return 1
@@ -111,6 +147,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "nimbus serve:", err)
 		_ = srv.Stop(context.Background())
 		return 1
+	}
+	if *pidFile != "" {
+		if err := writePidFile(*pidFile); err != nil {
+			fmt.Fprintln(stderr, "nimbus serve:", err)
+			_ = srv.Stop(context.Background())
+			return 1
+		}
+		defer removePidFile(*pidFile)
 	}
 	cfg.Logger.Info("memory", "gogc", gogc, "memory_limit_mb", debug.SetMemoryLimit(-1)>>20) // a negative input reads the limit
 	cfg.Logger.Info("processors", "gomaxprocs", procs, "cpus", runtime.NumCPU())
