@@ -102,8 +102,13 @@ func Open(dir string, opts Options) (*Store, error) {
 // upper levels and zstd on the bottom two, where almost all data lives
 // (docs/STORE.md has the measured footprint).
 func pebbleOptions(opts Options, cache *pebble.Cache, log *slog.Logger, walSyncs *atomic.Uint64) *pebble.Options {
+	var fs vfs.FS = vfs.Default
+	if opts.ReadOnly {
+		fs = readOnlyLockFS{fs}
+	}
 	po := &pebble.Options{
-		FS:                 walCountingFS{FS: vfs.Default, syncs: walSyncs, prefill: opts.WALPrefill},
+		FS:                 walCountingFS{FS: fs, syncs: walSyncs, prefill: opts.WALPrefill},
+		ReadOnly:           opts.ReadOnly,
 		Cache:              cache,
 		MemTableSize:       opts.MemTableSize,
 		FormatMajorVersion: pebble.FormatNewest,
