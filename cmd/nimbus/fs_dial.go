@@ -89,7 +89,9 @@ func fsckLocal(ctx context.Context, dir string) (rep *meta.FsckReport, err error
 	cfg := namespace.DefaultConfig()
 	if blocksDir != "" {
 		// The block replicas are checked against the rows too.
-		bs, err := local.Open(blocksDir, local.DefaultConfig())
+		bc := local.DefaultConfig()
+		bc.ReadOnly = true
+		bs, err := local.Open(blocksDir, bc)
 		if err != nil {
 			return nil, fmt.Errorf("opening the block storage in %s: %w", blocksDir, err)
 		}
