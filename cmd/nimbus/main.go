@@ -12,6 +12,7 @@ import (
 	"runtime/pprof"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // A command runs with its arguments (after the command name) and returns the
@@ -101,8 +102,35 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(profiled(os.Getenv("NIMBUS_CPUPROFILE"), os.Stderr, func() int {
-		return run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		return runInterruptible(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	}))
+}
+
+// interruptGrace is how long a command other than serve (which has its own
+// --shutdown-timeout) may take to end after SIGINT or SIGTERM: a put reading
+// a terminal or a pipe is blocked in a read that no context reaches.
+const interruptGrace = 2 * time.Second
+
+// runInterruptible is run, except that a command still running
+// interruptGrace after ctx ends is abandoned with exit status 130.
+func runInterruptible(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "serve" {
+		return run(ctx, args, stdout, stderr)
+	}
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, args, stdout, stderr) }()
+	select {
+	case code := <-done:
+		return code
+	case <-ctx.Done():
+	}
+	select {
+	case code := <-done:
+		return code
+	case <-time.After(interruptGrace):
+		fmt.Fprintf(stderr, "nimbus %s: interrupted\n", strings.Join(args[:min(2, len(args))], " "))
+		return exitInterrupted
+	}
 }
 
 // profiled runs f under a CPU profile written to file ("" : no profile).

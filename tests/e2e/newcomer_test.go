@@ -267,3 +267,36 @@ func snapshot(t *testing.T, dir string) string {
 	}
 	return b.String()
 }
+
+// TestNewcomerInterrupt: Ctrl-C during a put says "interrupted" (not
+// "context canceled") and exits 130, as shells expect.
+func TestNewcomerInterrupt(t *testing.T) {
+	s := startServer(t, "", "")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "fs", "put", "-", "/slow")
+	cmd.Env = append(os.Environ(), "NIMBUS_ADDR="+s.url(), "NIMBUS_USER=root")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	if _, err := stdin.Write(bytes.Repeat([]byte("x"), 300<<10)); err != nil { // past the inline threshold: a stream is open
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	_ = cmd.Process.Signal(os.Interrupt)
+	err = cmd.Wait()
+	code := -1
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	if code != 130 || !strings.Contains(errb.String(), "interrupted") || strings.Contains(errb.String(), "context canceled") {
+		t.Errorf("put interrupted: exit %d (%v)\n%s", code, err, errb.String())
+	}
+}
