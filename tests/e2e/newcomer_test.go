@@ -300,3 +300,32 @@ func TestNewcomerInterrupt(t *testing.T) {
 		t.Errorf("put interrupted: exit %d (%v)\n%s", code, err, errb.String())
 	}
 }
+
+// TestNewcomerTestScriptCleansUp: when a client suite fails, scripts/test.sh
+// still stops the server it started and removes its temporary directory
+// (its cleanup is an EXIT trap; a RETURN trap was skipped by set -e).
+func TestNewcomerTestScriptCleansUp(t *testing.T) {
+	tmp := t.TempDir()
+	cmd := exec.Command("bash", "scripts/test.sh")
+	cmd.Dir = filepath.Join("..", "..")
+	cmd.Env = append(os.Environ(), "STAGES=clients", "CLIENT_SUITES=fail", "TMPDIR="+tmp,
+		// A client suite that fails at once, as a bash function exported
+		// through the environment.
+		"BASH_FUNC_suite_fail%%=() { echo 'suite fails on purpose'; return 1; }")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "suite fails on purpose") {
+		t.Fatalf("test.sh with a failing suite: %v\n%s", err, out)
+	}
+	left, _ := os.ReadDir(tmp)
+	if len(left) != 0 {
+		t.Errorf("test.sh left %d entries in TMPDIR (%s)", len(left), left[0].Name())
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/exe")
+	for _, p := range procs {
+		if exe, err := os.Readlink(p); err == nil && strings.HasPrefix(exe, tmp) {
+			pid, _ := strconv.Atoi(strings.Split(p, "/")[2])
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("test.sh left a server running: pid %d (%s)", pid, exe)
+		}
+	}
+}
