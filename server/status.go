@@ -42,7 +42,6 @@ var statusTemplate = template.Must(template.New("status").Parse(`<!doctype html>
 <li>RPC: <code>{{.Addr}}/rpc/</code> (nimbus fs, the Go client; it upgrades the connection, a browser gets a note)</li>
 <li><a href="/metrics">/metrics</a>: Prometheus metrics</li>
 <li><a href="/readyz">/readyz</a>: 200 while serving</li>
-<li><a href="/debug/pprof/">/debug/pprof/</a>: Go profiles</li>
 </ul>
 `))
 

@@ -34,8 +34,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fl.StringVar(&cfg.DataDir, "data", cfg.DataDir, "directory holding the metadata store (created if missing)")
 	fl.StringVar(&cfg.Listen, "listen", cfg.Listen, "HTTP address for the RPC, WebHDFS, /metrics and /readyz (default: NIMBUS_ADDR's host:port when set)")
 	fl.StringVar(&cfg.Advertise, "advertise", "", "base URL put in WebHDFS redirects (default: the address each request came to)")
-	superuser := fl.String("superuser", "", "the superuser (default: the user running the server, "+cfg.Namespace.Superuser+")")
-	fl.Int64Var(&cfg.Namespace.InlineThreshold, "inline-threshold", cfg.Namespace.InlineThreshold, "files up to this many bytes are kept in the metadata store, larger ones in blocks")
+	fl.StringVar(&cfg.Namespace.Superuser, "superuser", cfg.Namespace.Superuser, "the superuser (default: the user running the server)")
+	fl.Int64Var(&cfg.Namespace.InlineThreshold, "inline-threshold", cfg.Namespace.InlineThreshold, "largest file kept in the metadata store, in bytes")
 	fl.DurationVar(&cfg.Namespace.LeaseSoftLimit, "lease-soft-limit", cfg.Namespace.LeaseSoftLimit, "after this silence another client may take over a file being written")
 	fl.DurationVar(&cfg.Namespace.LeaseHardLimit, "lease-hard-limit", cfg.Namespace.LeaseHardLimit, "after this silence the server recovers and closes a file being written")
 	cacheMB := fl.Int64("cache-mb", cfg.Store.CacheSize>>20, "store block cache, in MiB")
@@ -61,12 +61,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "nimbus serve: unexpected argument %q\n", fl.Arg(0))
 		return 2
 	}
-	if *superuser != "" {
-		cfg.Namespace.Superuser = *superuser
-	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
-		fmt.Fprintf(stderr, "nimbus serve: bad --log-level %q\n", *level)
+		fmt.Fprintf(stderr, "nimbus serve: bad -log-level %q\n", *level)
 		return 2
 	}
 	if *cacheMB < 0 {
