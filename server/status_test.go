@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nimbus-fs/nimbus/meta"
 )
 
 func get(t *testing.T, url string) (int, string) {
@@ -41,12 +43,15 @@ func TestStatusPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Stop(context.Background())
+	if err := s.Engine().Mkdirs(context.Background(), meta.User{Name: cfg.Namespace.Superuser}, "/a", 0o755); err != nil {
+		t.Fatal(err)
+	}
 	code, page := get(t, s.Addr()+"/")
 	if code != 200 {
 		t.Fatalf("GET /: %d", code)
 	}
 	for _, want := range []string{"Nimbus v1.2.3 &lt;beta&gt;", "&lt;script&gt;&#34;x&#34;", "Files up to 131072 bytes are kept in the metadata store",
-		"no limit on a file", `href="/metrics"`, `href="/readyz"`, `href="/webhdfs/v1/?op=LISTSTATUS"`, " up "} {
+		"no limit on a file", "1 entry in <code>/</code>", `href="/metrics"`, `href="/readyz"`, `href="/webhdfs/v1/?op=LISTSTATUS"`, " up "} {
 		if !strings.Contains(page, want) {
 			t.Errorf("status page lacks %q:\n%s", want, page)
 		}
