@@ -106,15 +106,16 @@ func main() {
 	}))
 }
 
-// interruptGrace is how long a command other than serve (which has its own
-// --shutdown-timeout) may take to end after SIGINT or SIGTERM: a put reading
-// a terminal or a pipe is blocked in a read that no context reaches.
+// interruptGrace is how long `nimbus fs` may take to end after SIGINT or
+// SIGTERM: a put reading a terminal or a pipe is blocked in a read that no
+// context reaches. (serve has its own --shutdown-timeout, and bench reports
+// what it measured after an interrupt, which may take longer.)
 const interruptGrace = 2 * time.Second
 
-// runInterruptible is run, except that a command still running
+// runInterruptible is run, except that `nimbus fs` still running
 // interruptGrace after ctx ends is abandoned with exit status 130.
 func runInterruptible(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "serve" {
+	if len(args) == 0 || args[0] != "fs" {
 		return run(ctx, args, stdout, stderr)
 	}
 	done := make(chan int, 1)
