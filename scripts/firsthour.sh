@@ -5,8 +5,9 @@
 #      server in the background, first commands),
 #   2. the first ```sh block under "## A tour of `nimbus fs`",
 #   3. the second ```sh block under "## The two commands" (stop the server),
-# each with `bash -euo pipefail` in a scratch copy of the work tree, with a
-# clean temporary HOME and USER unset, as in a container or CI. It fails when
+# each with `bash -euo pipefail` in a scratch copy of the work tree (a git
+# repository of its own), with a clean temporary HOME and USER unset, as in
+# a container or CI; `./nimbus version` must name the copy's commit. It fails when
 # any command fails, and stops the server it started whatever happens.
 #
 # The Go module and build caches are kept (GOMODCACHE, GOCACHE), so that
@@ -64,6 +65,12 @@ else
   rm -rf "$copy/nimbus" "$copy/nimbus-data"
 fi
 
+# A repository of its own, as a clone has: the README's `go build` stamps
+# the commit into the binary (checked below).
+git -C "$copy" init -q
+git -C "$copy" add -A
+git -C "$copy" -c user.name=firsthour -c user.email=firsthour@localhost commit -qm "the work tree, for firsthour.sh"
+
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 # A clean environment: no USER, LOGNAME or GOFLAGS; a HOME of its own.
 env_clean=(env -i "PATH=$PATH" "HOME=$work/home" "TERM=dumb" "LANG=C.UTF-8"
@@ -82,6 +89,10 @@ runblock() {
 }
 
 runblock "first command block" "$first"
+if ! "$copy/nimbus" version | grep -q "commit $(git -C "$copy" rev-parse --short=12 HEAD)"; then
+  echo "firsthour: the README's build does not stamp the commit: $("$copy/nimbus" version)" >&2
+  exit 1
+fi
 runblock "tour of nimbus fs" "$tour"
 runblock "stop block" "$stop"
 if [[ -f "$copy/nimbus-data/nimbus.pid" ]] || curl -sf "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; then
