@@ -52,6 +52,8 @@ type Config struct {
 	FailStopTimeout time.Duration
 	// Limits bound connections, their timeouts and RPC memory (limits.go).
 	Limits Limits
+	// Version is shown on the status page.
+	Version string
 }
 
 // DefaultConfig serves ./nimbus-data on 127.0.0.1:9870.
@@ -185,6 +187,7 @@ func New(cfg Config) (*Server, error) {
 
 	mux := http.NewServeMux()
 	mux.Handle("/rpc/", s.rpc.Handler())
+	mux.HandleFunc("GET /rpc/{$}", rpcInfo)
 	mux.Handle("/webhdfs/v1/", wh)
 	mux.Handle("/webhdfs/v1", wh)
 	mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
@@ -303,7 +306,9 @@ func (s *Server) shutdown(ctx context.Context) error {
 	errs = append(errs, s.blocks.Close())
 	errs = append(errs, s.store.Close())
 	err := errors.Join(errs...)
-	s.log.Info("nimbus stopped", "err", err)
+	if s.ln != nil { // a server that never served has nothing to announce
+		s.log.Info("nimbus stopped", "err", err)
+	}
 	return err
 }
 
@@ -317,19 +322,4 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	fmt.Fprintln(w, "ok")
-}
-
-func (s *Server) statusPage(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	cfg := s.ns.Config()
-	fmt.Fprintf(w, `<!doctype html><title>Nimbus</title>
-<h1>Nimbus</h1>
-<p>Embedded NameNode on %s, data in <code>%s</code>, up since %s.</p>
-<ul>
-<li>RPC: <code>%s/rpc/</code> (nimbus fs, the Go client)</li>
-<li>WebHDFS: <a href="/webhdfs/v1/?op=LISTSTATUS"><code>/webhdfs/v1</code></a></li>
-<li>Metrics: <a href="/metrics"><code>/metrics</code></a></li>
-<li>Superuser: <code>%s</code>; files up to %d bytes</li>
-</ul>
-`, s.Addr(), s.cfg.DataDir, s.start.Format(time.RFC3339), s.Addr(), cfg.Superuser, cfg.InlineThreshold)
 }

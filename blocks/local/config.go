@@ -14,6 +14,12 @@ type Config struct {
 	// unit, in bytes: a multiple of 512 in [4 KiB, 64 MiB]. Each open writer
 	// and each open read stream holds one buffer.
 	BufferSize int
+	// ReadOnly opens existing replicas for reading only (offline fsck of a
+	// copy on a read-only file system): nothing in the directory is created
+	// or changed, so Open repairs nothing that a crash left (those replicas
+	// are loaded as found, or left out), the directory lock is a shared one
+	// through a read-only descriptor, and the caller must not write.
+	ReadOnly bool
 	// Logger receives recoveries and the clean-up done by Open. Nil: discarded.
 	Logger *slog.Logger
 	// Registerer receives the store's metrics (metrics.go). Nil: not registered.

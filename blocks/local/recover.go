@@ -240,14 +240,18 @@ func (s *Store) cutToVerified(r *replica) (int64, uint32, error) {
 		return 0, 0, err
 	}
 	defer data.Close()
-	meta, err := os.OpenFile(filepath.Join(dir, metaName(r.id)), os.O_RDWR, 0)
+	flag := os.O_RDWR
+	if s.cfg.ReadOnly {
+		flag = os.O_RDONLY
+	}
+	meta, err := os.OpenFile(filepath.Join(dir, metaName(r.id)), flag, 0)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer meta.Close()
 	n, tail, err := s.verifiedLength(data, meta)
-	if err != nil {
-		return 0, 0, err
+	if err != nil || s.cfg.ReadOnly {
+		return n, tail, err // read-only: the length found, files left as they are
 	}
 	if err := s.cutFiles(r, n, tail); err != nil {
 		return 0, 0, err
@@ -272,6 +276,9 @@ func (s *Store) verifiedLength(data, meta *os.File) (int64, uint32, error) {
 		return 0, 0, err
 	}
 	if mi.Size() < metaHeaderSize {
+		if s.cfg.ReadOnly {
+			return 0, 0, nil
+		}
 		if _, err := meta.WriteAt(AppendMetaHeader(nil, metaHeader), 0); err != nil {
 			return 0, 0, err
 		}

@@ -33,6 +33,12 @@ type found struct {
 // Being-written replicas are verified (read once) to learn their length.
 func (s *Store) scan() error {
 	for _, d := range []string{rbwDir, finalizedDir} {
+		if s.cfg.ReadOnly {
+			if _, err := os.Stat(filepath.Join(s.dir, d)); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := os.MkdirAll(filepath.Join(s.dir, d), 0o755); err != nil {
 			return err
 		}
@@ -56,7 +62,7 @@ func (s *Store) scan() error {
 			}
 			block, gs, isMeta, ok := parseName(name)
 			if !ok {
-				if strings.HasSuffix(name, ".tmp") {
+				if strings.HasSuffix(name, ".tmp") && !s.cfg.ReadOnly {
 					s.log.Warn("blocks/local: removing temporary file", "file", filepath.Join(rel, name))
 					os.Remove(filepath.Join(s.dir, rel, name))
 				}
@@ -126,6 +132,9 @@ func (s *Store) load(block uint64, f *found) error {
 	keep := func(dir string, gss []uint64) uint64 { // highest stamp; remove the others
 		slices.SortFunc(gss, func(a, b uint64) int { return cmp.Compare(b, a) })
 		for _, gs := range gss[1:] {
+			if s.cfg.ReadOnly {
+				break
+			}
 			s.log.Warn("blocks/local: removing stale meta file", "block", block, "genstamp", gs)
 			os.Remove(filepath.Join(s.dir, dir, metaName(blocks.ID{Block: block, GenStamp: gs})))
 		}
@@ -133,6 +142,8 @@ func (s *Store) load(block uint64, f *found) error {
 	}
 	var err error
 	switch {
+	case s.cfg.ReadOnly:
+		// Nothing is repaired: a half-moved replica is left out below.
 	case f.finData && len(f.finMeta) == 0 && len(f.rbwMeta) > 0 && !f.rbwData:
 		gs := keep(rbwDir, f.rbwMeta)
 		id := blocks.ID{Block: block, GenStamp: gs}
@@ -178,6 +189,8 @@ func (s *Store) load(block uint64, f *found) error {
 		}
 		r.length, r.tailCRC, r.tailKnown = n, tail, true
 		s.mu.replicas[block] = r
+	case s.cfg.ReadOnly:
+		s.log.Warn("blocks/local: incomplete replica left out (read-only)", "block", block)
 	default:
 		s.log.Warn("blocks/local: removing files of an incomplete replica", "block", block)
 		s.removeRBW(block, f)
@@ -187,6 +200,9 @@ func (s *Store) load(block uint64, f *found) error {
 }
 
 func (s *Store) removeRBW(block uint64, f *found) {
+	if s.cfg.ReadOnly {
+		return
+	}
 	if f.rbwData {
 		os.Remove(filepath.Join(s.dir, rbwDir, dataName(block)))
 	}
@@ -196,6 +212,9 @@ func (s *Store) removeRBW(block uint64, f *found) {
 }
 
 func (s *Store) removeFinalized(block uint64, f *found) {
+	if s.cfg.ReadOnly {
+		return
+	}
 	sub := subdirs(block)
 	if f.finData {
 		os.Remove(filepath.Join(s.dir, sub, dataName(block)))

@@ -78,6 +78,9 @@ var ErrLocked = errors.New("blocks/local: directory in use")
 // lockDir takes an exclusive flock on dir/LOCK (released by Close, or by
 // the kernel when the process dies).
 func (s *Store) lockDir() error {
+	if s.cfg.ReadOnly {
+		return s.lockDirShared()
+	}
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return err
 	}
@@ -86,6 +89,26 @@ func (s *Store) lockDir() error {
 		return err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return fmt.Errorf("%w: %v", ErrLocked, err)
+	}
+	s.lock = f
+	return nil
+}
+
+// lockDirShared is lockDir for Config.ReadOnly: a shared flock, which
+// conflicts with a writer's exclusive one, on LOCK opened read-only. Without
+// a LOCK file no writer has used the directory; the directory itself is
+// then what is held open.
+func (s *Store) lockDirShared() error {
+	f, err := os.Open(filepath.Join(s.dir, "LOCK"))
+	if errors.Is(err, os.ErrNotExist) {
+		f, err = os.Open(s.dir)
+	}
+	if err != nil {
+		return err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
 		f.Close()
 		return fmt.Errorf("%w: %v", ErrLocked, err)
 	}

@@ -282,3 +282,53 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("Close left %d metrics registered", n)
 	}
 }
+
+// TestReadOnlyOpen: a read-only Open is refused beside a writer, reads what
+// was written, and creates or removes nothing, not even LOCK or a leftover
+// temporary file.
+func TestReadOnlyOpen(t *testing.T) {
+	dir := t.TempDir()
+	st := open(t, dir, DefaultConfig())
+	id := blocks.ID{Block: 7, GenStamp: 1}
+	w, err := st.Create(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Finalize(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ro := DefaultConfig()
+	ro.ReadOnly = true
+	if _, err := Open(dir, ro); !errors.Is(err, ErrLocked) {
+		t.Fatalf("read-only Open beside a writer: %v, want ErrLocked", err)
+	}
+	st.Close()
+	os.Remove(filepath.Join(dir, "LOCK"))
+	tmp := filepath.Join(dir, rbwDir, "x.tmp")
+	if err := os.WriteFile(tmp, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := Open(dir, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	rc, err := rs.Read(context.Background(), id, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil || string(b) != "hello" {
+		t.Fatalf("read %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "LOCK")); !os.IsNotExist(err) {
+		t.Errorf("read-only Open created LOCK: %v", err)
+	}
+	if _, err := os.Stat(tmp); err != nil {
+		t.Errorf("read-only Open removed a temporary file: %v", err)
+	}
+}

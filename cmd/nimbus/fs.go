@@ -20,6 +20,7 @@ package main
 //	fs_dial.go    connecting to the server / opening a local store
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -161,9 +162,41 @@ func cmdFS(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer closeFS()
-	sh := newShell(fsys, user, os.Stdin, stdout, stderr)
+	iw := &interruptWriter{ctx: ctx, w: stderr}
+	sh := newShell(fsys, user, os.Stdin, stdout, iw)
 	sh.json = jsonOut
-	return sh.run(ctx, inv)
+	code = sh.run(ctx, inv)
+	if ctx.Err() != nil {
+		if !iw.said {
+			fmt.Fprintf(stderr, "nimbus fs: %s: interrupted\n", inv.cmd.name)
+		}
+		return exitInterrupted
+	}
+	return code
+}
+
+// exitInterrupted is the status of a command stopped by SIGINT or SIGTERM,
+// 128 + SIGINT's number, as shells report it.
+const exitInterrupted = 130
+
+// interruptWriter is the shell's stderr: once ctx is done (the user pressed
+// Ctrl-C), the operations it cut short say "interrupted" instead of the
+// "context canceled" of the error they return.
+type interruptWriter struct {
+	ctx  context.Context
+	w    io.Writer
+	said bool // a line said "interrupted"
+}
+
+func (iw *interruptWriter) Write(p []byte) (int, error) {
+	if iw.ctx.Err() == nil || !bytes.Contains(p, []byte(context.Canceled.Error())) {
+		return iw.w.Write(p)
+	}
+	iw.said = true
+	if _, err := iw.w.Write(bytes.ReplaceAll(p, []byte(context.Canceled.Error()), []byte("interrupted"))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // parseFSArgs parses global flags, the sub-command name and its flags. It

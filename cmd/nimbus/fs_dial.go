@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 
 	"github.com/nimbus-fs/nimbus/blocks/local"
@@ -24,9 +25,17 @@ func dialFS(ctx context.Context) (remoteFS, meta.User, func(), error) {
 	addr := client.AddrFromEnv()
 	c, err := client.Dial(ctx, addr, client.Options{})
 	if err != nil {
-		return nil, meta.User{}, nil, fmt.Errorf("connecting to %s (NIMBUS_ADDR): %w", addr, err)
+		return nil, meta.User{}, nil, dialError(addr, err)
 	}
 	return c, client.DefaultUser(), func() { _ = c.Close() }, nil
+}
+
+// dialError says what to do when no server answers at addr.
+func dialError(addr string, err error) error {
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("connecting to %s (NIMBUS_ADDR): %w; is the server running? Start one with `nimbus serve --daemon` (or `nimbus serve`), or set NIMBUS_ADDR to where it listens", addr, err)
+	}
+	return fmt.Errorf("connecting to %s (NIMBUS_ADDR): %w", addr, err)
 }
 
 // fsckRemote asks the running server at NIMBUS_ADDR to check the namespace.
@@ -34,22 +43,29 @@ func fsckRemote(ctx context.Context) (*meta.FsckReport, error) {
 	addr := client.AddrFromEnv()
 	c, err := client.Dial(ctx, addr, client.Options{})
 	if err != nil {
-		return nil, fmt.Errorf("connecting to %s (NIMBUS_ADDR): %w", addr, err)
+		return nil, dialError(addr, err)
 	}
 	defer c.Close()
 	return c.Fsck(ctx)
 }
 
 // fsckLocal checks the store of a stopped server. dir is the server's data
-// directory (the store is dir/meta) or the store directory itself. The store
-// is locked while it is open, so a running server's directory is refused.
+// directory (the store is dir/meta, the block replicas dir/blocks) or the
+// store directory itself (its blocks are then ../blocks). The store is
+// opened read-only: nothing in dir is created or changed, so a read-only
+// copy can be checked; a running server's directory is refused (locked).
 func fsckLocal(ctx context.Context, dir string) (rep *meta.FsckReport, err error) {
-	blocksDir := ""
+	dataDir := dir
 	if fi, err := os.Stat(server.StoreDir(dir)); err == nil && fi.IsDir() {
-		if fi, err := os.Stat(server.BlocksDir(dir)); err == nil && fi.IsDir() {
-			blocksDir = server.BlocksDir(dir)
-		}
 		dir = server.StoreDir(dir)
+	} else {
+		dataDir = filepath.Dir(filepath.Clean(dir))
+	}
+	blocksDir := ""
+	if filepath.Clean(dir) == server.StoreDir(dataDir) { // a server's layout: look for its blocks
+		if fi, err := os.Stat(server.BlocksDir(dataDir)); err == nil && fi.IsDir() {
+			blocksDir = server.BlocksDir(dataDir)
+		}
 	}
 	// Open creates a store where there is none; fsck must not.
 	if fi, err := os.Stat(dir); err != nil {
@@ -60,7 +76,9 @@ func fsckLocal(ctx context.Context, dir string) (rep *meta.FsckReport, err error
 	if ents, err := os.ReadDir(dir); err == nil && len(ents) == 0 {
 		return nil, fmt.Errorf("no store in %s: the directory is empty", dir)
 	}
-	st, err := pebblestore.Open(dir, pebblestore.DefaultOptions())
+	so := pebblestore.DefaultOptions()
+	so.ReadOnly = true
+	st, err := pebblestore.Open(dir, so)
 	if errors.Is(err, syscall.EAGAIN) {
 		return nil, fmt.Errorf("opening the store in %s: it is locked; is a server running on it? (%w)", dir, err)
 	}
@@ -71,7 +89,9 @@ func fsckLocal(ctx context.Context, dir string) (rep *meta.FsckReport, err error
 	cfg := namespace.DefaultConfig()
 	if blocksDir != "" {
 		// The block replicas are checked against the rows too.
-		bs, err := local.Open(blocksDir, local.DefaultConfig())
+		bc := local.DefaultConfig()
+		bc.ReadOnly = true
+		bs, err := local.Open(blocksDir, bc)
 		if err != nil {
 			return nil, fmt.Errorf("opening the block storage in %s: %w", blocksDir, err)
 		}

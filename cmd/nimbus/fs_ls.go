@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/nimbus-fs/nimbus/meta"
@@ -11,22 +14,18 @@ import (
 // ls lists each argument as hdfs dfs -ls does: a directory's entries after
 // "Found N items" (no header with -R, nothing for an empty directory), a file
 // as itself; -d lists directories as themselves; -R descends depth first.
-// --json gives one array of jsonStatus for everything listed.
+// --json gives one array of jsonStatus for everything listed (lsJSON).
 func (sh *shell) ls(ctx context.Context, inv *invocation) int {
 	ts := sh.resolveAll(inv.args)
 	if len(ts) == 0 {
 		ts = []target{sh.homeTarget()}
 	}
 	recursive, dirOnly := inv.has('R'), inv.has('d')
+	if sh.json {
+		return sh.lsJSON(ctx, ts, recursive, dirOnly)
+	}
 	f := newLSFormat(inv.has('h'), sh.loc)
-	out := []jsonStatus{}
 	emit := func(batch []meta.FileStatus, ts []target) {
-		if sh.json {
-			for i := range batch {
-				out = append(out, toJSONStatus(&batch[i]))
-			}
-			return
-		}
 		f.adjust(batch)
 		for i := range batch {
 			fmt.Fprintln(sh.stdout, f.line(&batch[i], ts[i].shown()))
@@ -39,7 +38,7 @@ func (sh *shell) ls(ctx context.Context, inv *invocation) int {
 			sh.fail("ls", t.abs, err)
 			return
 		}
-		if !recursive && len(entries) > 0 && !sh.json {
+		if !recursive && len(entries) > 0 {
 			fmt.Fprintf(sh.stdout, "Found %d items\n", len(entries))
 		}
 		children := make([]target, len(entries))
@@ -52,9 +51,7 @@ func (sh *shell) ls(ctx context.Context, inv *invocation) int {
 		}
 		// Hadoop prints each entry then descends into it, widening the
 		// columns per directory batch.
-		if !sh.json {
-			f.adjust(entries)
-		}
+		f.adjust(entries)
 		for i := range entries {
 			emit(entries[i:i+1], children[i:i+1])
 			if entries[i].IsDir() {
@@ -74,10 +71,106 @@ func (sh *shell) ls(ctx context.Context, inv *invocation) int {
 		}
 		listDir(t)
 	}
-	if sh.json {
-		sh.writeJSON(out)
+	return sh.exit()
+}
+
+// lsJSON is ls --json: one JSON array, in the order ls prints (each
+// directory's entries by name; with -R each entry followed by what is below
+// it), written entry by entry as the listing's pages arrive, so that a
+// directory of millions of entries costs one page of memory and the output
+// starts at once. A listing that fails midway still ends the array; the
+// error goes to stderr and the exit status is 1.
+func (sh *shell) lsJSON(ctx context.Context, ts []target, recursive, dirOnly bool) int {
+	w := &jsonArrayWriter{w: sh.stdout}
+	var listDir func(t target) error
+	listDir = func(t target) error {
+		return sh.listPages(ctx, t.abs, func(page []meta.FileStatus) error {
+			for i := range page {
+				if err := w.add(toJSONStatus(&page[i])); err != nil {
+					return err
+				}
+				if recursive && page[i].IsDir() {
+					c := t.child(page[i].Name())
+					if err := listDir(c); err != nil && !errors.Is(err, errOutput) {
+						sh.fail("ls", c.abs, err)
+					} else if err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+	}
+	for _, t := range ts {
+		st, err := sh.fs.Stat(ctx, sh.user, t.abs)
+		if err != nil {
+			sh.fail("ls", t.abs, err)
+			continue
+		}
+		if !st.IsDir() || dirOnly {
+			err = w.add(toJSONStatus(st))
+		} else {
+			err = listDir(t)
+		}
+		if errors.Is(err, errOutput) {
+			break
+		}
+		if err != nil {
+			sh.fail("ls", t.abs, err)
+		}
+	}
+	if err := w.close(); err != nil {
+		fmt.Fprintf(sh.stderr, "nimbus fs: writing JSON: %v\n", err)
+		sh.failed = true
 	}
 	return sh.exit()
+}
+
+// errOutput wraps a failed write of the output: the listing stops.
+var errOutput = errors.New("writing the output")
+
+// jsonArrayWriter writes a JSON array one element at a time, in the layout
+// of writeJSON (two-space indent), so that streamed and buffered output are
+// the same bytes.
+type jsonArrayWriter struct {
+	w   io.Writer
+	n   int
+	err error
+}
+
+func (a *jsonArrayWriter) add(v any) error {
+	if a.err != nil {
+		return a.err
+	}
+	b, err := json.MarshalIndent(v, "  ", "  ")
+	if err != nil {
+		return err
+	}
+	sep := ",\n  "
+	if a.n == 0 {
+		sep = "[\n  "
+	}
+	a.n++
+	if _, err := io.WriteString(a.w, sep); err != nil {
+		a.err = fmt.Errorf("%w: %w", errOutput, err)
+		return a.err
+	}
+	if _, err := a.w.Write(b); err != nil {
+		a.err = fmt.Errorf("%w: %w", errOutput, err)
+	}
+	return a.err
+}
+
+func (a *jsonArrayWriter) close() error {
+	if a.err != nil {
+		return a.err
+	}
+	end := "\n]\n"
+	if a.n == 0 {
+		end = "[]\n"
+	}
+	_, err := io.WriteString(a.w, end)
+	return err
 }
 
 func (sh *shell) exit() int {

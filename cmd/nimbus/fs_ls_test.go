@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"sort"
 	"strings"
@@ -238,4 +240,72 @@ func FuzzFormatStat(f *testing.F) {
 			t.Fatalf("%q became %q", format, got)
 		}
 	})
+}
+
+// pagedFS serves a synthetic directory /big of n files through List's
+// pages and records how much output had been written when each page was
+// asked for.
+type pagedFS struct {
+	remoteFS
+	n       int
+	out     *bytes.Buffer
+	written []int // len(out) at each List of /big
+}
+
+func (p *pagedFS) List(ctx context.Context, u meta.User, dir, after string, limit int) (*meta.Listing, error) {
+	if dir != "/user/alice/big" {
+		return p.remoteFS.List(ctx, u, dir, after, limit)
+	}
+	p.written = append(p.written, p.out.Len())
+	start := 0
+	if after != "" {
+		fmt.Sscanf(after, "e%07d", &start)
+		start++
+	}
+	l := &meta.Listing{}
+	for i := start; i < p.n && len(l.Entries) < limit; i++ {
+		l.Entries = append(l.Entries, meta.FileStatus{Path: fmt.Sprintf("/user/alice/big/e%07d", i), FileID: uint64(100 + i),
+			Type: meta.TypeFile, Perm: 0o644, Owner: "alice", Group: "g", Length: int64(i), Replication: 3, BlockSize: 128 << 20})
+	}
+	l.Remaining = int64(p.n - start - len(l.Entries))
+	return l, nil
+}
+
+// TestLsJSONStreams: ls --json writes each page's entries before it asks
+// for the next page (the output starts before the listing ends, and memory
+// holds one page, not the directory), and the streamed bytes are those of
+// the buffered encoder for the same entries.
+func TestLsJSONStreams(t *testing.T) {
+	h := newHarness(t)
+	h.mkdirs("/user/alice/big")
+	var out, errb bytes.Buffer
+	const n = 3*listPage + 7
+	fs := &pagedFS{remoteFS: streamFS{FileSystem: h.fs, client: "test"}, n: n, out: &out}
+	sh := newShell(fs, h.user, strings.NewReader(""), &out, &errb)
+	sh.json = true
+	_, inv, _ := parseFSArgs([]string{"--json", "ls", "big"}, &errb)
+	if code := sh.run(context.Background(), inv); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if len(fs.written) != 4 {
+		t.Fatalf("%d pages asked for, want 4", len(fs.written))
+	}
+	for i := 1; i < len(fs.written); i++ {
+		if fs.written[i] <= fs.written[i-1] {
+			t.Errorf("page %d was asked for before the previous page was written: output %v", i, fs.written)
+		}
+	}
+	var all []jsonStatus
+	for p := 0; p < 4; p++ {
+		l, _ := fs.List(context.Background(), h.user, "/user/alice/big", map[bool]string{true: "", false: fmt.Sprintf("e%07d", p*listPage-1)}[p == 0], listPage)
+		for i := range l.Entries {
+			all = append(all, toJSONStatus(&l.Entries[i]))
+		}
+	}
+	var buffered bytes.Buffer
+	sh2 := newShell(fs, h.user, nil, &buffered, &errb)
+	sh2.writeJSON(all)
+	if len(all) != n || out.String() != buffered.String() {
+		t.Errorf("streamed output (%d bytes) differs from the buffered encoding of %d entries (%d bytes)", out.Len(), len(all), buffered.Len())
+	}
 }

@@ -30,6 +30,9 @@ const (
 	progressMinBar    = 10
 	progressMaxBar    = 40
 	progressMinLabel  = 8
+	// progressRateAfter: before this much time has passed, the rate (and so
+	// the ETA) of the first chunk says nothing; they show as unknown.
+	progressRateAfter = time.Second
 )
 
 // progress tracks one transfer. A nil *progress is valid and does nothing,
@@ -162,19 +165,18 @@ func (p *progress) draw(t time.Time, final bool) {
 
 // line renders the state after elapsed:
 //
-//	terminal:  LABEL  [=====>    ]  45%  45.0 MiB/100.0 MiB  12.3 MiB/s  ETA 0:04
+//	terminal:  LABEL  [=====>    ]   45%   45.0 MiB/100.0 MiB   12.3 MiB/s  ETA 0:04
 //	log:       LABEL: 45.0 MiB / 100 MiB (45%), 12.3 MiB/s, ETA 0:04
 //
 // the final state shows the elapsed time instead of the ETA. The rate is the
-// average since the start, which is steadier than an instantaneous one.
+// average since the start, which is steadier than an instantaneous one; it
+// and the ETA are unknown (--) for the first progressRateAfter. On a
+// terminal every number has a fixed width, so the line keeps its width from
+// frame to frame and the label its length.
 func (p *progress) line(elapsed time.Duration, final bool) string {
 	rate := 0.0
-	if elapsed > 0 {
+	if elapsed >= progressRateAfter || (final && elapsed > 0) {
 		rate = float64(p.done) / elapsed.Seconds()
-	}
-	amount := byteCount(p.done)
-	if p.total >= 0 {
-		amount += "/" + byteCount(p.total)
 	}
 	when := "ETA " + etaString(p.total-p.done, rate)
 	switch {
@@ -183,31 +185,42 @@ func (p *progress) line(elapsed time.Duration, final bool) string {
 	case p.total < 0:
 		when = clockString(elapsed)
 	}
-	speed := byteCount(int64(rate)) + "/s"
+	speed := "--/s"
+	if rate > 0 || final {
+		speed = byteCount(int64(rate)) + "/s"
+	}
 	if !p.tty {
+		amount := byteCount(p.done)
+		if p.total >= 0 {
+			amount += " / " + byteCount(p.total)
+		}
 		pct := ""
 		if p.total > 0 {
 			pct = fmt.Sprintf(" (%d%%)", p.percent())
 		}
-		return fmt.Sprintf("%s: %s%s, %s, %s", p.label, strings.Replace(amount, "/", " / ", 1), pct, speed, when)
+		return fmt.Sprintf("%s: %s%s, %s, %s", p.label, amount, pct, speed, when)
 	}
-	stats := fmt.Sprintf("  %s  %s  %s", amount, speed, when)
+	// Widths: 9 columns hold any byteCount below 1000 of its unit.
+	stats := fmt.Sprintf("  %9s", byteCount(p.done))
 	if p.total >= 0 {
-		stats = fmt.Sprintf("  %3d%%", p.percent()) + stats
+		stats = fmt.Sprintf("  %3d%%", p.percent()) + stats + "/" + byteCount(p.total)
 	}
-	// The bar's width depends on the terminal's only, so that it does not
-	// jump as the numbers change; the label gives way first, then the bar,
-	// then the end of the numbers. One column stays free so that the cursor
-	// never wraps.
-	room := p.width - 1 - len(stats)
+	stats += fmt.Sprintf("  %11s  ", speed)
+	// The bar's width depends on the terminal's only, and the room for the
+	// ETA is fixed (etaWidth), so nothing moves between frames. The label
+	// gives way first (whole path components), then the bar, so that the
+	// file's name stays whole; then the end of the numbers. One column stays
+	// free so that the cursor never wraps.
+	room := p.width - 1 - len(stats) - etaWidth
+	stats += when
 	bar := ""
 	if p.total >= 0 {
 		w := min(progressMaxBar, max(progressMinBar, p.width/5))
-		if room-(w+4) >= progressMinLabel {
+		if room-(w+4) >= max(progressMinLabel, len([]rune(shortestLabel(p.label)))) {
 			bar = "  [" + barString(p.fraction(), w) + "]"
 		}
 	}
-	line := []rune(strings.TrimLeft(shortenLeft(p.label, room-len(bar))+bar+stats, " "))
+	line := []rune(strings.TrimLeft(shortenLabel(p.label, room-len(bar))+bar+stats, " "))
 	return string(line[:min(len(line), max(p.width-1, 0))])
 }
 
@@ -227,6 +240,43 @@ func barString(frac float64, width int) string {
 		return strings.Repeat("=", width)
 	}
 	return strings.Repeat("=", full) + ">" + strings.Repeat(" ", width-full-1)
+}
+
+// etaWidth is the room kept for the last field: "ETA 1:02:03".
+const etaWidth = 11
+
+// shortestLabel is what shortenLabel keeps before it cuts a name: "…/c.bin".
+func shortestLabel(label string) string {
+	if i := strings.LastIndexByte(label, '/'); i >= 0 {
+		return "…" + label[i:]
+	}
+	return label
+}
+
+// shortenLabel cuts a label ("get /a/b/c.bin") to at most n runes without
+// cutting a word: the path loses its leading components ("get …/b/c.bin"),
+// then the command word goes ("…/c.bin"); only a file name that alone does
+// not fit is cut, keeping its end.
+func shortenLabel(label string, n int) string {
+	if len([]rune(label)) <= n {
+		return label
+	}
+	op, path, ok := strings.Cut(label, " ")
+	if !ok {
+		op, path = "", label
+	}
+	comps := strings.Split(path, "/")
+	for _, prefix := range []string{op + " ", ""} {
+		if op == "" && prefix != "" {
+			continue
+		}
+		for k := 1; k < len(comps); k++ {
+			if c := prefix + "…/" + strings.Join(comps[k:], "/"); len([]rune(c)) <= n {
+				return c
+			}
+		}
+	}
+	return shortenLeft(comps[len(comps)-1], n)
 }
 
 // shortenLeft cuts s to at most n runes, keeping its end (the file name):
@@ -265,6 +315,9 @@ func etaString(rest int64, rate float64) string {
 		return "--:--"
 	}
 	d := time.Duration(float64(rest) / rate * float64(time.Second))
+	if d >= 100*time.Hour {
+		return "--:--" // a guess this far out is noise, and would not fit
+	}
 	return clockString(d + time.Second - 1)
 }
 

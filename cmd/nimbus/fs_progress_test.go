@@ -40,10 +40,10 @@ func TestProgressTerminal(t *testing.T) {
 		t.Fatalf("%d frames, want 4: %q", len(frames), b.String())
 	}
 	want := []string{
-		"put big.bin  [==>                 ]   10%  10.0 MiB/100.0 MiB  10.0 MiB/s  ETA 0:09",
-		"put big.bin  [==========>         ]   50%  50.0 MiB/100.0 MiB  24.4 MiB/s  ETA 0:03",
-		"put big.bin  [====================]  100%  100.0 MiB/100.0 MiB  19.8 MiB/s  ETA 0:00",
-		"put big.bin  [====================]  100%  100.0 MiB/100.0 MiB  19.8 MiB/s  in 0:05 \n",
+		"put big.bin  [==>                 ]   10%   10.0 MiB/100.0 MiB   10.0 MiB/s  ETA 0:09",
+		"put big.bin  [==========>         ]   50%   50.0 MiB/100.0 MiB   24.4 MiB/s  ETA 0:03",
+		"put big.bin  [====================]  100%  100.0 MiB/100.0 MiB   19.8 MiB/s  ETA 0:00",
+		"put big.bin  [====================]  100%  100.0 MiB/100.0 MiB   19.8 MiB/s  in 0:05 \n",
 	}
 	for i, w := range want {
 		if frames[i] != w {
@@ -55,11 +55,12 @@ func TestProgressTerminal(t *testing.T) {
 	}
 }
 
-// TestProgressNarrowTerminal: the label gives way first, then the bar.
+// TestProgressNarrowTerminal: the label gives way first, then the bar (which
+// goes before the file's name is cut).
 func TestProgressNarrowTerminal(t *testing.T) {
 	p, b, _ := newTestProgress(true, 1000, false)
 	p.label = "get /user/alice/a/very/long/path/to/the/file.bin"
-	for _, w := range []int{200, 80, 60, 30} {
+	for _, w := range []int{200, 100, 80, 60, 30} {
 		b.Reset()
 		p.width, p.drawn = w, false
 		p.add(0)
@@ -67,10 +68,10 @@ func TestProgressNarrowTerminal(t *testing.T) {
 		if n := len([]rune(strings.TrimRight(line, " "))); n > w-1 {
 			t.Errorf("width %d: line of %d: %q", w, n, line)
 		}
-		if w >= 80 && !strings.Contains(line, "[") {
+		if w >= 100 && !strings.Contains(line, "[") {
 			t.Errorf("width %d: no bar: %q", w, line)
 		}
-		if w < 200 && w >= 60 && !strings.Contains(line, "…") {
+		if w < 200 && w >= 80 && !strings.Contains(line, "…/") || w == 60 && !strings.HasPrefix(line, "file.bin ") {
 			t.Errorf("width %d: label not shortened: %q", w, line)
 		}
 	}
@@ -107,7 +108,7 @@ func TestProgressUnknownSize(t *testing.T) {
 	p.add(1)
 	p.finish(nil)
 	expectEq(t, "pipe", b.String(),
-		"\rput big.bin  8.0 MiB  4.0 MiB/s  0:02\rput big.bin  8.0 MiB  4.0 MiB/s  in 0:02\n")
+		"\rput big.bin    8.0 MiB    4.0 MiB/s  0:02\rput big.bin    8.0 MiB    4.0 MiB/s  in 0:02\n")
 }
 
 // TestProgressError: a failed transfer keeps its last state and, on a
@@ -142,6 +143,43 @@ func TestProgressShrinkingLine(t *testing.T) {
 	if len(frames) != 2 || len(strings.TrimSuffix(frames[1], "\n")) < len(frames[0]) {
 		t.Errorf("frames %q", frames)
 	}
+}
+
+// TestProgressSteadyWidth: at 80 columns a long label is cut at a path
+// component, never inside a word, and every frame puts the numbers in the
+// same columns; the first frame, with no data yet, shows no rate or ETA.
+func TestProgressSteadyWidth(t *testing.T) {
+	p, b, c := newTestProgress(true, 3<<30, false)
+	p.width = 80
+	p.label = "put /user/alice/experiments/2026/run-42/checkpoints/model.safetensors"
+	p.add(1) // the first chunk draws at once
+	var frames []string
+	for i, n := range []int64{1, 900 << 10, 5 << 20, 300 << 20, 1 << 30, 3<<30 - (1<<30 + 300<<20 + 5<<20 + 900<<10 + 2)} {
+		c.advance(time.Second + time.Duration(i)*37*time.Millisecond)
+		p.add(int(n))
+	}
+	p.finish(nil)
+	frames = strings.Split(strings.TrimSuffix(b.String(), "\n"), "\r")[1:]
+	if !strings.Contains(frames[0], "--/s") || !strings.Contains(frames[0], "ETA --:--") {
+		t.Errorf("first frame shows a rate or ETA from no data: %q", frames[0])
+	}
+	label := "put …/model.safetensors " // the bar gives way to the whole name
+	if strings.Contains(frames[0], "[") {
+		t.Errorf("bar kept over the name: %q", frames[0])
+	}
+	pos := func(f string) int { return strings.Index(f, "/s ") } // where the rate ends
+	for i, f := range frames {
+		if n := len([]rune(strings.TrimRight(f, " "))); n > 79 {
+			t.Errorf("frame %d is %d columns: %q", i, n, f)
+		}
+		if !strings.HasPrefix(f, label) || len([]rune(f[:pos(f)])) != len([]rune(frames[0][:pos(frames[0])])) {
+			t.Errorf("frame %d moves:\n%q\n%q", i, frames[0], f)
+		}
+	}
+	expectEq(t, "label fits", shortenLabel("get /a/b/c.bin", 14), "get /a/b/c.bin")
+	expectEq(t, "label loses components", shortenLabel("get /a/bb/c.bin", 14), "get …/bb/c.bin")
+	expectEq(t, "label loses the command", shortenLabel("get /a/bb/c.bin", 10), "…/bb/c.bin")
+	expectEq(t, "only the name", shortenLabel("get /a/bb/long-name.bin", 7), "…me.bin")
 }
 
 func TestProgressFormats(t *testing.T) {

@@ -26,6 +26,28 @@ func (sh *shell) listAll(ctx context.Context, dir string) ([]meta.FileStatus, er
 	}
 }
 
+// listPages calls fn with each page of directory dir's entries, in name
+// order, as the pages arrive: a caller that does not keep them holds one
+// page at a time, whatever the directory's size.
+func (sh *shell) listPages(ctx context.Context, dir string, fn func(page []meta.FileStatus) error) error {
+	after := ""
+	for {
+		l, err := sh.fs.List(ctx, sh.user, dir, after, listPage)
+		if err != nil {
+			return err
+		}
+		if len(l.Entries) > 0 {
+			if err := fn(l.Entries); err != nil {
+				return err
+			}
+		}
+		if l.Remaining <= 0 || len(l.Entries) == 0 {
+			return nil
+		}
+		after = l.Entries[len(l.Entries)-1].Name()
+	}
+}
+
 // walkBelow calls fn for every inode below directory t, depth first, each
 // directory before its children, children in name order; it does not
 // follow symlinks. A directory that cannot be listed is reported through

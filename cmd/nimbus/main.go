@@ -8,8 +8,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"runtime/pprof"
+	"strings"
 	"syscall"
+	"time"
 )
 
 // A command runs with its arguments (after the command name) and returns the
@@ -26,16 +29,64 @@ func commands() []command {
 		{"fs", "file system shell (ls, mkdir, put, get, cat, mv, rm, ...)", cmdFS},
 		{"fsck", "check the namespace invariants", cmdFsck},
 		{"bench", "run benchmark workloads", cmdBench},
-		{"version", "print the version", cmdVersion},
+		{"stop", "stop a server started with serve --daemon", cmdStop},
+		{"version", "print the version (also --version)", cmdVersion},
 	}
 }
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version may be set at build time with -ldflags "-X main.version=...";
+// otherwise it comes from the module and VCS information the go command
+// records (versionString).
+var version = ""
 
 func cmdVersion(_ context.Context, _ []string, stdout, _ io.Writer) int {
-	fmt.Fprintln(stdout, "nimbus", version)
+	bi, _ := debug.ReadBuildInfo()
+	fmt.Fprintln(stdout, "nimbus", versionString(version, bi))
 	return 0
+}
+
+// versionString is the version to print: the -X stamp when there is one,
+// else the module version (a tagged `go install ...@v1.2.3`) and the VCS
+// commit `go build` records in a git checkout (with "+dirty" when the tree
+// had changes), else "unknown" (a build with -buildvcs=false and no stamp).
+func versionString(stamp string, bi *debug.BuildInfo) string {
+	if stamp != "" {
+		return stamp
+	}
+	if bi == nil {
+		return "unknown"
+	}
+	var v []string
+	if mv := bi.Main.Version; mv != "" && mv != "(devel)" {
+		v = append(v, mv)
+	}
+	rev, dirty, at := "", false, ""
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		case "vcs.time":
+			at = s.Value
+		}
+	}
+	if rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		if dirty {
+			rev += "+dirty"
+		}
+		if at != "" {
+			rev += " (" + at + ")"
+		}
+		v = append(v, "commit "+rev)
+	}
+	if len(v) == 0 {
+		return "unknown (built without VCS information; stamp it with -ldflags \"-X main.version=...\")"
+	}
+	return strings.Join(v, " ")
 }
 
 func usage(w io.Writer) {
@@ -51,8 +102,36 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(profiled(os.Getenv("NIMBUS_CPUPROFILE"), os.Stderr, func() int {
-		return run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		return runInterruptible(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	}))
+}
+
+// interruptGrace is how long `nimbus fs` may take to end after SIGINT or
+// SIGTERM: a put reading a terminal or a pipe is blocked in a read that no
+// context reaches. (serve has its own --shutdown-timeout, and bench reports
+// what it measured after an interrupt, which may take longer.)
+const interruptGrace = 2 * time.Second
+
+// runInterruptible is run, except that `nimbus fs` still running
+// interruptGrace after ctx ends is abandoned with exit status 130.
+func runInterruptible(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "fs" {
+		return run(ctx, args, stdout, stderr)
+	}
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, args, stdout, stderr) }()
+	select {
+	case code := <-done:
+		return code
+	case <-ctx.Done():
+	}
+	select {
+	case code := <-done:
+		return code
+	case <-time.After(interruptGrace):
+		fmt.Fprintf(stderr, "nimbus %s: interrupted\n", strings.Join(args[:min(2, len(args))], " "))
+		return exitInterrupted
+	}
 }
 
 // profiled runs f under a CPU profile written to file ("" : no profile).
@@ -80,6 +159,9 @@ func profiled(file string, stderr io.Writer, f func() int) int {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		return cmdVersion(ctx, nil, stdout, stderr)
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr)
 		if len(args) == 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"syscall"
 	"time"
 
 	"github.com/nimbus-fs/nimbus/internal/gctune"
@@ -17,13 +19,20 @@ import (
 )
 
 // cmdServe runs the embedded Nimbus until SIGINT or SIGTERM, then shuts down
-// gracefully: in-flight requests finish, the store is closed cleanly.
+// gracefully: in-flight requests finish, the store is closed cleanly. With
+// --daemon it starts itself in the background instead (serve_daemon.go).
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg := server.DefaultConfig()
+	if a := os.Getenv("NIMBUS_ADDR"); a != "" {
+		// Serve where the clients of this environment look.
+		if hp, err := listenFromAddr(a); err == nil {
+			cfg.Listen = hp
+		}
+	}
 	fl := flag.NewFlagSet("nimbus serve", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.StringVar(&cfg.DataDir, "data", cfg.DataDir, "directory holding the metadata store (created if missing)")
-	fl.StringVar(&cfg.Listen, "listen", cfg.Listen, "HTTP address for the RPC, WebHDFS, /metrics and /readyz")
+	fl.StringVar(&cfg.Listen, "listen", cfg.Listen, "HTTP address for the RPC, WebHDFS, /metrics and /readyz (default: NIMBUS_ADDR's host:port when set)")
 	fl.StringVar(&cfg.Advertise, "advertise", "", "base URL put in WebHDFS redirects (default: the address each request came to)")
 	fl.StringVar(&cfg.DebugAddr, "debug-addr", "", "address of a second HTTP listener serving /debug/pprof/ (default: none; the profiler is never on --listen)")
 	fl.Func("min-block-size", fmt.Sprintf("smallest block size a create may ask for, bytes or with suffix k/m/g, 0 for none (default %d)", cfg.Namespace.MinBlockSize), func(v string) (err error) {
@@ -45,7 +54,16 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fl.DurationVar(&cfg.FailStopTimeout, "fail-stop-timeout", cfg.FailStopTimeout, "after the metadata store failed (disk full, data directory removed), how long the server waits for requests stuck on it before it exits non-zero")
 	fl.DurationVar(&cfg.Store.IdentityCheckInterval, "data-check-interval", cfg.Store.IdentityCheckInterval, "how often the server checks that its data directory is still the one it opened (0: never); a removed or replaced one stops it")
 	applyLimits := limitFlags(fl, &cfg.Limits)
+	daemon := fl.Bool("daemon", false, "start in the background once ready, logging to DATA/"+daemonLog+" and writing DATA/"+daemonPid+"; stop it with `nimbus stop`")
+	pidFile := fl.String("pid-file", "", "write the process id to this file while serving (removed on exit)")
+	fl.Usage = func() {
+		fmt.Fprintln(stderr, "usage: nimbus serve [flags]\n\nRuns Nimbus (store, NameNode, RPC, WebHDFS) in the foreground until SIGINT or SIGTERM.\n\nflags:")
+		printFlags(fl, stderr)
+	}
 	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	applyLimits()
@@ -83,7 +101,18 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if cfg.Namespace.LeaseSoftLimit > cfg.Namespace.LeaseHardLimit {
 		cfg.Namespace.LeaseSoftLimit = cfg.Namespace.LeaseHardLimit
 	}
+	// Nothing is created before the address is known to be free: a serve
+	// that cannot bind leaves no data directory behind.
+	if err := checkListen(ctx, cfg.Listen); err != nil {
+		fmt.Fprintln(stderr, "nimbus serve:", err)
+		return 1
+	}
+	if *daemon {
+		return startDaemon(ctx, cfg, args, stdout, stderr)
+	}
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
+	bi, _ := debug.ReadBuildInfo()
+	cfg.Version = versionString(version, bi)
 
 	// The server's live heap is small and its allocation rate high (every
 	// request decodes rows and frames), so the default GOGC=100 spends a
@@ -113,6 +142,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	procs := spareProcessor(os.Getenv("GOMAXPROCS") != "")
 	srv, err := server.New(cfg)
+	if errors.Is(err, syscall.EAGAIN) {
+		fmt.Fprintf(stderr, "nimbus serve: opening the store in %s: it is locked; is a server running on it? (%v)\n", server.StoreDir(cfg.DataDir), err)
+		return 1
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "nimbus serve:", err)
 		return 1
@@ -121,6 +154,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "nimbus serve:", err)
 		_ = srv.Stop(context.Background())
 		return 1
+	}
+	if *pidFile != "" {
+		if err := writePidFile(*pidFile); err != nil {
+			fmt.Fprintln(stderr, "nimbus serve:", err)
+			_ = srv.Stop(context.Background())
+			return 1
+		}
+		defer removePidFile(*pidFile)
 	}
 	cfg.Logger.Info("memory", "gogc", gogc, "memory_limit_mb", debug.SetMemoryLimit(-1)>>20) // a negative input reads the limit
 	cfg.Logger.Info("processors", "gomaxprocs", procs, "cpus", runtime.NumCPU())

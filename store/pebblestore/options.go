@@ -52,6 +52,13 @@ type Options struct {
 	// is still the one it opened (identity.go); a removed or replaced
 	// directory fails the store. 0 disables the periodic check.
 	IdentityCheckInterval time.Duration
+	// ReadOnly opens an existing store for reading only, as offline fsck
+	// does: nothing in the directory is created or changed (Pebble replays
+	// the write-ahead log in memory and compacts nothing), the directory
+	// lock is taken shared through a read-only descriptor, so a copy on a
+	// read-only file system opens, and every write fails. Open fails where
+	// there is no store.
+	ReadOnly bool
 	// Logger receives Pebble's log and the store's own events. Nil: discarded.
 	Logger *slog.Logger
 	// Registerer receives the store's metrics (metrics.go) and the lock

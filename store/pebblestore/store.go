@@ -97,14 +97,19 @@ func Open(dir string, opts Options) (*Store, error) {
 		fs = vfs.Default
 	}
 	// The identity and the metrics first: Pebble's background goroutines,
-	// started by Open, may report an error at once.
-	if err := fs.MkdirAll(dir, 0o755); err != nil {
-		locks.Unregister()
-		return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
-	}
-	if s.id, err = openIdentity(fs, dir); err != nil {
-		locks.Unregister()
-		return nil, err
+	// started by Open, may report an error at once. A read-only store
+	// (offline fsck) changes nothing in the directory, so it neither makes
+	// it nor writes an identity, and checks none (s.id stays nil: a nil
+	// identity checks nothing): it serves no writes.
+	if !opts.ReadOnly {
+		if err := fs.MkdirAll(dir, 0o755); err != nil {
+			locks.Unregister()
+			return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
+		}
+		if s.id, err = openIdentity(fs, dir); err != nil {
+			locks.Unregister()
+			return nil, err
+		}
 	}
 	s.metrics = newMetrics(s)
 	db, err := pebble.Open(dir, pebbleOptions(opts, fs, cache, log, s))
@@ -119,11 +124,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
 	}
-	if opts.IdentityCheckInterval > 0 {
+	if opts.IdentityCheckInterval > 0 && !opts.ReadOnly {
 		s.bg.Add(1)
 		go s.watchIdentity(opts.IdentityCheckInterval)
 	}
-	if opts.FS == nil { // a directory of the operating system's
+	if opts.FS == nil && !opts.ReadOnly { // a directory of the operating system's
 		if s.unwatch, err = s.watchDirEvents(); err != nil {
 			// Not fatal: the periodic check remains.
 			log.Warn("cannot watch the store's directory; relying on the periodic identity check", "dir", dir, "err", err)
@@ -132,7 +137,11 @@ func Open(dir string, opts Options) (*Store, error) {
 	} else {
 		s.unwatch = func() {}
 	}
-	log.Info("store opened", "dir", dir, "engine", "pebble", "identity", string(s.id.id))
+	if s.id != nil {
+		log.Info("store opened", "dir", dir, "engine", "pebble", "identity", string(s.id.id))
+	} else {
+		log.Info("store opened read-only", "dir", dir, "engine", "pebble")
+	}
 	return s, nil
 }
 
@@ -141,9 +150,13 @@ func Open(dir string, opts Options) (*Store, error) {
 // upper levels and zstd on the bottom two, where almost all data lives
 // (docs/STORE.md has the measured footprint).
 func pebbleOptions(opts Options, fs vfs.FS, cache *pebble.Cache, log *slog.Logger, s *Store) *pebble.Options {
+	if opts.ReadOnly {
+		fs = readOnlyLockFS{fs}
+	}
 	po := &pebble.Options{
 		FS: walCountingFS{FS: fs, syncs: &s.walSyncs, prefill: opts.WALPrefill,
 			onError: func(op string, err error) { s.failStop(op, err) }},
+		ReadOnly:           opts.ReadOnly,
 		Cache:              cache,
 		MemTableSize:       opts.MemTableSize,
 		FormatMajorVersion: pebble.FormatNewest,

@@ -1,0 +1,109 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"html/template"
+	"net/http"
+	"time"
+
+	"github.com/nimbus-fs/nimbus/meta"
+)
+
+// The status page at / says what this server is and where to go next. It
+// reads only what is at hand (configuration, clocks, the store's counters,
+// the root's row): nothing on it walks the namespace, so it costs the same
+// on a store of a billion files.
+
+// statusData is what the page shows; html/template escapes every field.
+type statusData struct {
+	Version         string
+	Addr            string
+	DataDir         string
+	BlocksDir       string
+	Started         string
+	Uptime          string
+	Superuser       string
+	InlineThreshold int64
+	Commits         uint64
+	DiskUsage       string
+	RootEntries     string // entries in /, or why they are unknown
+}
+
+var statusTemplate = template.Must(template.New("status").Parse(`<!doctype html>
+<meta charset="utf-8"><title>Nimbus</title>
+<h1>Nimbus</h1>
+<p>Nimbus {{.Version}}, one process serving on <code>{{.Addr}}</code>, up {{.Uptime}} (since {{.Started}}).</p>
+<ul>
+<li>Data directory: <code>{{.DataDir}}</code> (the metadata store is in <code>meta/</code>, block replicas in <code>blocks/</code>)</li>
+<li>Metadata store: {{.Commits}} committed transactions since start, {{.DiskUsage}} on disk; {{.RootEntries}} in <code>/</code> (<code>nimbus fs count /</code> counts everything, by walking it)</li>
+<li>Files up to {{.InlineThreshold}} bytes are kept in the metadata store beside their inode; larger files are cut into blocks under <code>{{.BlocksDir}}</code>. There is no limit on a file's size.</li>
+<li>Superuser: <code>{{.Superuser}}</code></li>
+</ul>
+<h2>Endpoints</h2>
+<ul>
+<li><a href="/webhdfs/v1/?op=LISTSTATUS">WebHDFS</a>: <code>/webhdfs/v1</code> (hadoop fs, Spark, Python's hdfs and fsspec)</li>
+<li>RPC: <code>{{.Addr}}/rpc/</code> (nimbus fs, the Go client; it upgrades the connection, a browser gets a note)</li>
+<li><a href="/metrics">/metrics</a>: Prometheus metrics</li>
+<li><a href="/readyz">/readyz</a>: 200 while serving</li>
+</ul>
+`))
+
+func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
+	cfg := s.ns.Config()
+	st := s.store.Stats()
+	// One row read: the root's entry count. Counting the whole namespace
+	// would walk it.
+	root := "entries unknown"
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if fs, err := s.ns.Stat(ctx, meta.User{Name: cfg.Superuser}, meta.RootPath); err == nil {
+		root = fmt.Sprintf("%d entries", fs.ChildrenNum)
+		if fs.ChildrenNum == 1 {
+			root = "1 entry"
+		}
+	}
+	d := statusData{
+		Version:         s.cfg.Version,
+		Addr:            s.Addr(),
+		DataDir:         s.cfg.DataDir,
+		BlocksDir:       BlocksDir(s.cfg.DataDir),
+		Started:         s.start.UTC().Format(time.RFC3339),
+		Uptime:          time.Since(s.start).Round(time.Second).String(),
+		Superuser:       cfg.Superuser,
+		InlineThreshold: cfg.InlineThreshold,
+		Commits:         st.Commits,
+		DiskUsage:       humanBytes(st.DiskUsage),
+		RootEntries:     root,
+	}
+	if d.Version == "" {
+		d.Version = "(version unknown)"
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := statusTemplate.Execute(w, d); err != nil {
+		s.log.Warn("status page", "err", err)
+	}
+}
+
+// rpcInfo answers GET /rpc/ (a browser following the status page): the RPC
+// lives at /rpc/conn and /rpc/call, a protocol over an upgraded connection,
+// not a page.
+func rpcInfo(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprintln(w, "This is Nimbus's RPC endpoint: `nimbus fs` and the Go client (package client) speak a")
+	fmt.Fprintln(w, "binary protocol under /rpc/ over an upgraded HTTP connection; there is nothing to read here.")
+	fmt.Fprintln(w, "Browse / for the status page or /webhdfs/v1/?op=LISTSTATUS for the namespace.")
+}
+
+func humanBytes(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := uint64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
