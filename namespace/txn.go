@@ -38,6 +38,7 @@ type tx struct {
 
 	rows   rowTable                // every row read or written, and its lock mode
 	dirty  map[string]*store.Inode // rows to write at commit (nil: delete)
+	raw    bool                    // rows other than inodes were written (putRaw, delRaw)
 	chunks map[string][]byte       // content chunks written by this transaction
 	inodes []store.Inode           // slab of decoded rows (newInode)
 	after  []func()                // run once the transaction committed
@@ -88,12 +89,23 @@ func (e *Engine) attempt(ctx context.Context, op *opState, user string, groups [
 	t := &tx{e: e, st: st, op: op, user: user, groups: groups, super: super,
 		now: e.cfg.Now().UnixMilli()}
 	err = fn(t)
-	if err == nil && len(t.dirty) > 0 {
+	switch {
+	case err == nil && (len(t.dirty) > 0 || t.raw):
 		if err = t.flush(); err == nil {
 			if e.testHookCommit != nil {
 				e.testHookCommit()
 			}
 			err = st.Commit(ctx)
+		}
+	case err == nil, !t.raw && !errors.Is(err, errRetry) && !store.IsRetryable(err):
+		// Nothing to write, but an answer to give (a stat, or "exists"):
+		// the commit of an empty transaction is the store's wait for the
+		// durability of what it read, and unlike Rollback it says when that
+		// failed, so no answer rests on a row whose sync failed. (A failed
+		// attempt that wrote rows itself can only roll back; restarts
+		// answer nothing yet.)
+		if cerr := st.Commit(ctx); cerr != nil {
+			err = cerr
 		}
 	}
 	if err != nil {
@@ -546,21 +558,17 @@ func (t *tx) del(n *store.Inode) {
 	t.e.hints.drop(n.Parent, n.Name)
 }
 
-// putRaw and delRaw buffer writes of rows other than inodes.
+// putRaw and delRaw buffer writes of rows other than inodes, straight into
+// the store transaction; raw records that there are some, so that a
+// transaction writing only such rows commits too.
 func (t *tx) putRaw(key, value []byte) {
-	t.markDirty()
+	t.raw = true
 	t.st.Put(key, value)
 }
 
 func (t *tx) delRaw(key []byte) {
-	t.markDirty()
+	t.raw = true
 	t.st.Delete(key)
-}
-
-func (t *tx) markDirty() {
-	if t.dirty == nil {
-		t.dirty = make(map[string]*store.Inode, 4)
-	}
 }
 
 // flush hands the dirty inode rows to the store in one batch. Every inode
