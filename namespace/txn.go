@@ -23,6 +23,7 @@ type opState struct {
 	noHints bool            // resolve from the store, not the hint cache
 	extraX  map[string]bool // keys found (too late) to need exclusive locks
 	movedTo string          // where a file being written is now (see writerFile)
+	streams []*fileWriter   // block streams taken before the first lock of each attempt (see stopStream)
 }
 
 // tx is one attempt of one operation: a store transaction with its
@@ -81,6 +82,12 @@ func (e *Engine) run(ctx context.Context, opName, path string, u meta.User, fn f
 // always rolled back on the way out (a no-op after a commit), even if fn
 // panics, so no lock outlives the attempt.
 func (e *Engine) attempt(ctx context.Context, op *opState, user string, groups []string, super bool, fn func(t *tx) error) error {
+	// Block streams come before row locks (blocks.go): an attempt that
+	// learnt it needs one takes it before its transaction begins.
+	for _, fw := range op.streams {
+		fw.mu.Lock()
+		defer fw.mu.Unlock()
+	}
 	st, err := e.st.Begin(ctx)
 	if err != nil {
 		return err
