@@ -94,16 +94,17 @@ func (fw *fileWriter) stop() {
 // for its lease recovery. This transaction holds the file's lock, so it only
 // tries the stream's mutex; when a write holds it (perhaps waiting for this
 // very lock), the operation restarts with the stream taken at the start of
-// its next attempt, before any lock (opState.streams).
+// its next attempt, before any lock (lateNeeds.streams).
 func (t *tx) stopStream(id uint64) error {
 	ws := &t.e.writers
 	fw := ws.get(id)
 	if fw == nil {
 		return nil
 	}
-	if !slices.Contains(t.op.streams, fw) {
+	if late := t.op.late; late == nil || !slices.Contains(late.streams, fw) {
 		if !fw.mu.TryLock() {
-			t.op.streams = append(t.op.streams, fw)
+			late := t.op.needs()
+			late.streams = append(late.streams, fw)
 			return errRetry
 		}
 		defer fw.mu.Unlock()

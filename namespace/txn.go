@@ -20,10 +20,25 @@ var errRetry = errors.New("namespace: retry")
 
 // opState survives the attempts of one operation.
 type opState struct {
-	noHints bool            // resolve from the store, not the hint cache
-	extraX  map[string]bool // keys found (too late) to need exclusive locks
-	movedTo string          // where a file being written is now (see writerFile)
-	streams []*fileWriter   // block streams taken before the first lock of each attempt (see stopStream)
+	noHints bool       // resolve from the store, not the hint cache
+	late    *lateNeeds // nil until an attempt finds it needs more
+	movedTo string     // where a file being written is now (see writerFile)
+}
+
+// lateNeeds are what an attempt learnt too late, for the next attempts to
+// take from their start. Rare, so behind one pointer: opState stays in its
+// allocation size class on every operation.
+type lateNeeds struct {
+	extraX  map[string]bool // keys to lock exclusive
+	streams []*fileWriter   // block streams to take before the first lock (see stopStream)
+}
+
+// needs returns op's late needs, made on first use.
+func (op *opState) needs() *lateNeeds {
+	if op.late == nil {
+		op.late = &lateNeeds{}
+	}
+	return op.late
 }
 
 // tx is one attempt of one operation: a store transaction with its
@@ -35,11 +50,11 @@ type tx struct {
 	user   string
 	groups []string
 	super  bool
+	raw    bool  // rows other than inodes were written (putRaw, delRaw); beside super: no padding
 	now    int64 // ms, one clock reading per attempt
 
 	rows   rowTable                // every row read or written, and its lock mode
 	dirty  map[string]*store.Inode // rows to write at commit (nil: delete)
-	raw    bool                    // rows other than inodes were written (putRaw, delRaw)
 	chunks map[string][]byte       // content chunks written by this transaction
 	inodes []store.Inode           // slab of decoded rows (newInode)
 	after  []func()                // run once the transaction committed
@@ -84,9 +99,11 @@ func (e *Engine) run(ctx context.Context, opName, path string, u meta.User, fn f
 func (e *Engine) attempt(ctx context.Context, op *opState, user string, groups []string, super bool, fn func(t *tx) error) error {
 	// Block streams come before row locks (blocks.go): an attempt that
 	// learnt it needs one takes it before its transaction begins.
-	for _, fw := range op.streams {
-		fw.mu.Lock()
-		defer fw.mu.Unlock()
+	if op.late != nil {
+		for _, fw := range op.late.streams {
+			fw.mu.Lock()
+			defer fw.mu.Unlock()
+		}
 	}
 	st, err := e.st.Begin(ctx)
 	if err != nil {
@@ -278,7 +295,11 @@ func (t *tx) resolve(ctx context.Context, wants ...want) ([]*resolved, error) {
 			ks = append(ks, keyed{store.ReadReq{Key: key, Mode: m}, hk, p.ids[k]})
 		}
 	}
-	for k := range t.op.extraX {
+	var extraX map[string]bool
+	if t.op.late != nil {
+		extraX = t.op.late.extraX
+	}
+	for k := range extraX {
 		parent, name, _ := store.DecodeInodeKey([]byte(k))
 		ks = append(ks, keyed{store.ReadReq{Key: []byte(k), Mode: store.Exclusive}, hintKey{parent, name}, 0})
 	}
@@ -652,10 +673,11 @@ func (t *tx) mode(n *store.Inode) store.Mode { return t.rows.mode(hintKey{n.Pare
 // needExclusive records that key must be locked exclusive from the start and
 // restarts the operation: HopsFS never upgrades a lock in place.
 func (t *tx) needExclusive(key []byte) error {
-	if t.op.extraX == nil {
-		t.op.extraX = make(map[string]bool)
+	late := t.op.needs()
+	if late.extraX == nil {
+		late.extraX = make(map[string]bool)
 	}
-	t.op.extraX[string(key)] = true
+	late.extraX[string(key)] = true
 	return errRetry
 }
 
