@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/nimbus-fs/nimbus/blocks"
@@ -65,13 +66,56 @@ func (ws *writers) drop(id uint64) {
 	ws.Unlock()
 	if fw != nil {
 		fw.mu.Lock()
-		if fw.w != nil {
-			_ = fw.w.Close()
-			fw.w = nil
-		}
-		fw.dead = errors.New("the file was closed")
+		fw.stop()
 		fw.mu.Unlock()
 	}
+}
+
+// stop closes the stream's writer (its replica stays being written,
+// recoverable) and fails every later write; the caller holds fw.mu.
+func (fw *fileWriter) stop() {
+	if fw.w != nil {
+		_ = fw.w.Close()
+		fw.w = nil
+	}
+	fw.dead = errors.New("the file was closed")
+}
+
+// The lock order between a file's block stream and its row lock: the
+// stream's mutex (fileWriter.mu) first, then the file's row lock. A write
+// holds its stream while its next block's transaction waits for the file
+// (nextBlock), and its transactions run with no stream held (they are
+// taken before any row lock), so a transaction that holds the file never
+// waits for the stream: Complete only tries it (finishBlocks), and lease
+// recovery, which must stop the stream, restarts with it taken before its
+// first lock (stopStream).
+
+// stopStream removes and stops the open block stream of file id, if any,
+// for its lease recovery. This transaction holds the file's lock, so it only
+// tries the stream's mutex; when a write holds it (perhaps waiting for this
+// very lock), the operation restarts with the stream taken at the start of
+// its next attempt, before any lock (lateNeeds.streams).
+func (t *tx) stopStream(id uint64) error {
+	ws := &t.e.writers
+	fw := ws.get(id)
+	if fw == nil {
+		return nil
+	}
+	if late := t.op.late; late == nil || !slices.Contains(late.streams, fw) {
+		if !fw.mu.TryLock() {
+			late := t.op.needs()
+			late.streams = append(late.streams, fw)
+			return errRetry
+		}
+		defer fw.mu.Unlock()
+	}
+	ws.Lock()
+	if ws.m[id] == fw {
+		delete(ws.m, id)
+	}
+	ws.Unlock()
+	fw.stop()
+	return nil
 }
 
 // blockRows reads the block rows of file id, in order (the caller holds a
@@ -279,8 +323,10 @@ func (t *tx) finishBlocks(ctx context.Context, op string, r *resolved, n *store.
 // is cut to its durable length and finalized under a new generation stamp,
 // and the file's length becomes what the blocks hold. The caller closes the
 // file in its transaction.
-func (t *tx) recoverBlocks(ctx context.Context, n *store.Inode) error {
-	t.e.writers.drop(n.ID)
+func (t *tx) recoverBlocks(ctx context.Context, op string, r *resolved, n *store.Inode) error {
+	if err := t.stopStream(n.ID); err != nil {
+		return err
+	}
 	rows, err := t.blockRows(ctx, n.ID)
 	if err != nil {
 		return err
@@ -297,6 +343,13 @@ func (t *tx) recoverBlocks(ctx context.Context, n *store.Inode) error {
 			t.putBlock(b)
 		}
 		total += b.Length
+	}
+	// Usage follows the written length: give back what the blocks lost (an
+	// appended-to replica gone), charge the synced tail of the last block
+	// (charged so far only up to its start). Never refused: the bytes are
+	// already stored, as HDFS's recovery commits past a quota.
+	if err := t.adjust(op, r.path, r.chain[:r.depth()], (total-n.Written)*int64(n.Replication)); err != nil {
+		return err
 	}
 	n.Written = total
 	return nil

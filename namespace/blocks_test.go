@@ -8,12 +8,14 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nimbus-fs/nimbus/blocks"
 	"github.com/nimbus-fs/nimbus/blocks/local"
 	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/store"
 	"github.com/nimbus-fs/nimbus/store/pebblestore"
 )
 
@@ -293,4 +295,192 @@ func TestBlockConcat(t *testing.T) {
 	must(t, err)
 	wantKind(t, e.Concat(ctx, root, "/d/p0", []string{"/d/q"}), meta.ErrInvalidArgument)
 	fsckClean(t, e)
+}
+
+// gatedBlocks holds Create back while armed: entered receives when one
+// waits, and closing open lets it go on.
+type gatedBlocks struct {
+	blocks.Store
+	armed   atomic.Bool
+	entered chan struct{}
+	open    chan struct{}
+}
+
+func (g *gatedBlocks) Create(ctx context.Context, id blocks.ID) (blocks.Writer, error) {
+	if g.armed.CompareAndSwap(true, false) {
+		g.entered <- struct{}{}
+		<-g.open
+	}
+	return g.Store.Create(ctx, id)
+}
+
+// TestWriteAndRecoveryDoNotStallEachOther: a write whose block fills up
+// holds the file's stream while its next block's transaction waits for the
+// file's lock; lease recovery holds that lock and must stop the stream. The
+// write is held just before that transaction (creating its next block)
+// while recovery takes the lock. Recovery used to wait for the stream while
+// holding the lock, and the write for the lock while holding the stream,
+// until the write gave up on lock timeouts. Now the stream is always taken
+// before the lock: recovery lets the lock go and waits for the write.
+func TestWriteAndRecoveryDoNotStallEachOther(t *testing.T) {
+	dir := t.TempDir()
+	opts := pebblestore.DefaultOptions()
+	opts.LockWaitMax = 250 * time.Millisecond // a stall fails in about 2 s instead of minutes
+	st, err := pebblestore.Open(filepath.Join(dir, "meta"), opts)
+	must(t, err)
+	bs, err := local.Open(filepath.Join(dir, "blocks"), local.DefaultConfig())
+	must(t, err)
+	gate := &gatedBlocks{Store: bs, entered: make(chan struct{}, 1), open: make(chan struct{})}
+	cfg := DefaultConfig()
+	cfg.Superuser, cfg.InlineThreshold, cfg.SyncEvery, cfg.Blocks, cfg.MinBlockSize = "root", 1000, 3000, gate, 0
+	cfg.MaxAttempts = 8
+	e, err := New(st, cfg)
+	must(t, err)
+	t.Cleanup(func() {
+		e.Close()
+		bs.Close()
+		st.Close()
+	})
+	ctx := context.Background()
+	data := randomBytes(6000, 11)
+	_, err = e.Create(ctx, root, "/f", meta.CreateOptions{Client: "w", BlockSize: 4096})
+	must(t, err)
+	must(t, e.Write(ctx, root, "/f", "w", 0, data[:3000])) // into blocks: the stream is open
+	now := time.Now().Add(e.cfg.LeaseHardLimit + time.Minute)
+	e.cfg.Now = func() time.Time { return now }
+
+	gate.armed.Store(true)
+	wrote := make(chan error, 1)
+	go func() { wrote <- e.Write(ctx, root, "/f", "w", 3000, data[3000:]) }()
+	<-gate.entered // the write holds the stream, block 0 is full, its transaction is next
+	recovered := make(chan error, 1)
+	go func() { recovered <- e.RecoverExpiredLeases(ctx) }()
+	time.Sleep(50 * time.Millisecond) // recovery takes /f's lock and meets the stream
+	start := time.Now()
+	close(gate.open)
+
+	var errs [2]error
+	within(t, 30*time.Second, func() { errs = [2]error{<-wrote, <-recovered} })
+	for i, what := range []string{"write", "recovery"} {
+		if errs[i] != nil {
+			t.Errorf("%s: %v", what, errs[i])
+		}
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("write and recovery took %v: they waited for each other's locks", d)
+	}
+	s, err := e.Stat(ctx, root, "/f")
+	must(t, err)
+	if s.UnderConstruction || s.Length < 4096 || s.Length > 6000 {
+		t.Fatalf("after recovery: %+v, want closed with 4096..6000 bytes", s)
+	}
+	if got := readAll(t, e, "/f"); !bytes.Equal(got, data[:s.Length]) {
+		t.Fatal("recovered bytes differ")
+	}
+	fsckClean(t, e)
+}
+
+func within(t *testing.T, d time.Duration, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); fn() }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("did not finish within %v", d)
+	}
+}
+
+// TestRecoverExpiredLeasesGoesOn: a file whose recovery fails (its block row
+// is corrupt) does not keep the other expired files open: they are closed,
+// and the failure is returned, naming the file.
+func TestRecoverExpiredLeasesGoesOn(t *testing.T) {
+	e, _ := newBlockEngine(t, t.TempDir())
+	ctx := context.Background()
+	var ids []uint64
+	for _, p := range []string{"/a", "/b"} { // /a has the lower id: its lease comes first
+		s, err := e.Create(ctx, root, p, meta.CreateOptions{Client: "gone", BlockSize: 4096})
+		must(t, err)
+		ids = append(ids, s.FileID)
+		writeChunks(t, e, p, "gone", 0, randomBytes(3000, 5), 3000)
+	}
+	txn, err := e.st.Begin(ctx)
+	must(t, err)
+	txn.Put(store.BlockKey(ids[0], 0), []byte("not a block row"))
+	must(t, txn.Commit(ctx))
+
+	now := time.Now().Add(e.cfg.LeaseHardLimit + time.Minute)
+	e.cfg.Now = func() time.Time { return now }
+	err = e.RecoverExpiredLeases(ctx)
+	if err == nil || !strings.Contains(err.Error(), "/a") {
+		t.Fatalf("recovery with /a's block row corrupt: %v, want an error naming /a", err)
+	}
+	s, err := e.Stat(ctx, root, "/b")
+	must(t, err)
+	if s.UnderConstruction || s.Length != 3000 {
+		t.Fatalf("/b after recovery: %+v, want closed at 3000 bytes", s)
+	}
+	if s, _ := e.Stat(ctx, root, "/a"); !s.UnderConstruction {
+		t.Fatalf("/a closed although its recovery failed: %+v", s)
+	}
+}
+
+// TestLeaseRecoveryKeepsQuotaUsage: recovery changes a file's length to what
+// its blocks hold, and the space usage of the quota directory above follows:
+// a file whose appended-to replica is gone shrinks and gives its space back;
+// one whose last block was written past the last block boundary (charged up
+// to there) is charged for its synced tail. The usage recorded must equal
+// what the content summary and fsck count.
+func TestLeaseRecoveryKeepsQuotaUsage(t *testing.T) {
+	e, bs := newBlockEngine(t, t.TempDir())
+	ctx := context.Background()
+	must(t, e.Mkdirs(ctx, root, "/q", 0o755))
+	must(t, e.SetQuota(ctx, root, "/q", -1, 1<<30))
+
+	// /q/shrink: 3000 bytes closed, then reopened by an appender whose
+	// replica is lost: its bytes are all in that last block.
+	_, err := e.Create(ctx, root, "/q/shrink", meta.CreateOptions{Client: "c", BlockSize: 4096})
+	must(t, err)
+	writeChunks(t, e, "/q/shrink", "c", 0, randomBytes(3000, 7), 3000)
+	_, err = e.Complete(ctx, root, "/q/shrink", "c")
+	must(t, err)
+	s, err := e.Append(ctx, root, "/q/shrink", "gone")
+	must(t, err)
+	fw := e.writers.get(s.FileID)
+	must(t, bs.Delete(ctx, blocks.ID{Block: fw.block.ID, GenStamp: fw.block.GenStamp}))
+
+	// /q/grow: 9000 bytes in 4096-byte blocks, all synced, never closed.
+	_, err = e.Create(ctx, root, "/q/grow", meta.CreateOptions{Client: "gone", BlockSize: 4096})
+	must(t, err)
+	writeChunks(t, e, "/q/grow", "gone", 0, randomBytes(9000, 8), 1000)
+
+	now := time.Now().Add(e.cfg.LeaseHardLimit + time.Minute)
+	e.cfg.Now = func() time.Time { return now }
+	must(t, e.RecoverExpiredLeases(ctx))
+	for p, want := range map[string]int64{"/q/shrink": 0, "/q/grow": 9000} {
+		s, err := e.Stat(ctx, root, p)
+		must(t, err)
+		if s.UnderConstruction || s.Length != want {
+			t.Fatalf("%s after recovery: %+v, want closed at %d bytes", p, s, want)
+		}
+	}
+	sum, err := e.ContentSummary(ctx, root, "/q")
+	must(t, err)
+	txn, err := e.st.Begin(ctx)
+	must(t, err)
+	defer txn.Rollback()
+	vals, err := txn.Read(ctx, []store.ReadReq{{Key: store.InodeKey(store.RootID, "q")}})
+	must(t, err)
+	var q store.Inode
+	must(t, store.DecodeInode(store.InodeKey(store.RootID, "q"), vals[0], &q))
+	if q.SpaceUsed != sum.SpaceConsumed {
+		t.Errorf("/q's space usage after recovery = %d, content summary counts %d", q.SpaceUsed, sum.SpaceConsumed)
+	}
+	rep, err := e.Fsck(ctx)
+	must(t, err)
+	for _, p := range rep.Problems {
+		if strings.Contains(p, "quota") {
+			t.Errorf("fsck: %s", p)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package namespace
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -176,9 +177,10 @@ func (t *tx) moveLeases(ctx context.Context, src, dst string) error {
 // recoverFile closes a file whose writer is gone: a block file keeps what its
 // blocks hold durably, an inline file everything written (each write
 // committed before it returned).
-func (t *tx) recoverFile(ctx context.Context, n *store.Inode) error {
+// r is n's path, resolved with n locked exclusive.
+func (t *tx) recoverFile(ctx context.Context, op string, r *resolved, n *store.Inode) error {
 	if n.Blocks {
-		if err := t.recoverBlocks(ctx, n); err != nil {
+		if err := t.recoverBlocks(ctx, op, r, n); err != nil {
 			return err
 		}
 	}
@@ -250,33 +252,36 @@ func (e *Engine) RecoverExpiredLeases(ctx context.Context) error {
 			expired = append(expired, l)
 		}
 	}
+	// One file that cannot be recovered (a replica that cannot be read, a
+	// busy lock) must not keep the others open: each is tried, and the
+	// failures are logged and returned together.
+	var errs []error
 	for _, l := range expired {
 		if err := e.recoverLease(ctx, l); err != nil {
-			return err
+			e.log.Warn("lease recovery failed", "file", l.ID, "path", l.Path, "holder", l.Holder, "err", err)
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // recoverLease closes the file of lease l if l's holder still holds it.
 func (e *Engine) recoverLease(ctx context.Context, l store.Lease) error {
 	su := meta.User{Name: e.cfg.Superuser}
-	return e.run(ctx, "recover lease", l.Name, su, func(t *tx) error {
-		key := store.InodeKey(l.Parent, l.Name)
-		vals, err := t.st.Read(ctx, []store.ReadReq{{Key: key, Mode: store.Exclusive}})
+	const op = "recover lease"
+	// By the lease's path, which every rename keeps up to date (moveLeases):
+	// a recovery may change the usage of the quota directories above it.
+	return e.run(ctx, op, l.Path, su, func(t *tx) error {
+		rs, err := t.resolve(ctx, want{path: l.Path, last: store.Exclusive})
 		if err != nil {
 			return err
 		}
-		t.rows.setMode(hintKey{l.Parent, l.Name}, store.Exclusive)
-		if err := t.cacheRow(key, vals[0]); err != nil {
-			return err
-		}
-		n := t.rows.get(hintKey{l.Parent, l.Name})
+		n := rs[0].last()
 		if n == nil || n.ID != l.ID || n.LeaseHolder != l.Holder {
 			return nil // closed, renamed or deleted meanwhile: its own transaction fixed the lease row
 		}
-		e.log.Info("recovering lease", "file", l.ID, "name", l.Name, "holder", l.Holder, "written", n.Written)
-		if err := t.recoverFile(ctx, n); err != nil {
+		e.log.Info("recovering lease", "file", l.ID, "path", l.Path, "holder", l.Holder, "written", n.Written)
+		if err := t.recoverFile(ctx, op, rs[0], n); err != nil {
 			return err
 		}
 		e.metrics.recovered.Inc()

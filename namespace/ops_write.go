@@ -20,7 +20,7 @@ func (e *Engine) Append(ctx context.Context, u meta.User, path, client string) (
 	}
 	var out *meta.FileStatus
 	err = e.run(ctx, op, p, u, func(t *tx) error {
-		_, n, err := t.regularFile(ctx, op, p, store.Exclusive, permW)
+		r, n, err := t.regularFile(ctx, op, p, store.Exclusive, permW)
 		if err != nil {
 			return err
 		}
@@ -31,7 +31,7 @@ func (e *Engine) Append(ctx context.Context, u meta.User, path, client string) (
 			if !t.e.leases.expired(n.LeaseHolder, t.e.cfg.LeaseSoftLimit, t.e.cfg.Now()) {
 				return t.leaseConflict(op, p, n.LeaseHolder)
 			}
-			if err := t.recoverFile(ctx, n); err != nil { // the old writer is gone: recover, then take over
+			if err := t.recoverFile(ctx, op, r, n); err != nil { // the old writer is gone: recover, then take over
 				return err
 			}
 		}
@@ -256,7 +256,7 @@ func (e *Engine) Complete(ctx context.Context, u meta.User, path, client string)
 				if err := t.finishBlocks(ctx, op, r, n, fw); err != nil {
 					return err
 				}
-			} else if err := t.recoverBlocks(ctx, n); err != nil {
+			} else if err := t.recoverBlocks(ctx, op, r, n); err != nil {
 				return err // the stream was lost: keep what is durable
 			}
 		}

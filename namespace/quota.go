@@ -13,6 +13,17 @@ import (
 // start (quota directories are rare, so this costs one restart the first
 // time an operation meets one).
 func (t *tx) charge(op, path string, dirs []*store.Inode, dNs, dSpace int64) error {
+	return t.chargeQuota(op, path, dirs, dNs, dSpace, true)
+}
+
+// adjust changes the space usage of the quota directories among dirs by
+// dSpace without checking any limit: for bytes already stored (lease
+// recovery).
+func (t *tx) adjust(op, path string, dirs []*store.Inode, dSpace int64) error {
+	return t.chargeQuota(op, path, dirs, 0, dSpace, false)
+}
+
+func (t *tx) chargeQuota(op, path string, dirs []*store.Inode, dNs, dSpace int64, check bool) error {
 	if dNs == 0 && dSpace == 0 {
 		return nil
 	}
@@ -27,6 +38,9 @@ func (t *tx) charge(op, path string, dirs []*store.Inode, dNs, dSpace int64) err
 		return errRetry
 	}
 	for _, d := range dirs {
+		if !check {
+			break
+		}
 		if d == nil || !d.HasQuota() {
 			continue
 		}

@@ -20,9 +20,25 @@ var errRetry = errors.New("namespace: retry")
 
 // opState survives the attempts of one operation.
 type opState struct {
-	noHints bool            // resolve from the store, not the hint cache
-	extraX  map[string]bool // keys found (too late) to need exclusive locks
-	movedTo string          // where a file being written is now (see writerFile)
+	noHints bool       // resolve from the store, not the hint cache
+	late    *lateNeeds // nil until an attempt finds it needs more
+	movedTo string     // where a file being written is now (see writerFile)
+}
+
+// lateNeeds are what an attempt learnt too late, for the next attempts to
+// take from their start. Rare, so behind one pointer: opState stays in its
+// allocation size class on every operation.
+type lateNeeds struct {
+	extraX  map[string]bool // keys to lock exclusive
+	streams []*fileWriter   // block streams to take before the first lock (see stopStream)
+}
+
+// needs returns op's late needs, made on first use.
+func (op *opState) needs() *lateNeeds {
+	if op.late == nil {
+		op.late = &lateNeeds{}
+	}
+	return op.late
 }
 
 // tx is one attempt of one operation: a store transaction with its
@@ -34,6 +50,7 @@ type tx struct {
 	user   string
 	groups []string
 	super  bool
+	raw    bool  // rows other than inodes were written (putRaw, delRaw); beside super: no padding
 	now    int64 // ms, one clock reading per attempt
 
 	rows   rowTable                // every row read or written, and its lock mode
@@ -80,6 +97,14 @@ func (e *Engine) run(ctx context.Context, opName, path string, u meta.User, fn f
 // always rolled back on the way out (a no-op after a commit), even if fn
 // panics, so no lock outlives the attempt.
 func (e *Engine) attempt(ctx context.Context, op *opState, user string, groups []string, super bool, fn func(t *tx) error) error {
+	// Block streams come before row locks (blocks.go): an attempt that
+	// learnt it needs one takes it before its transaction begins.
+	if op.late != nil {
+		for _, fw := range op.late.streams {
+			fw.mu.Lock()
+			defer fw.mu.Unlock()
+		}
+	}
 	st, err := e.st.Begin(ctx)
 	if err != nil {
 		return err
@@ -88,12 +113,23 @@ func (e *Engine) attempt(ctx context.Context, op *opState, user string, groups [
 	t := &tx{e: e, st: st, op: op, user: user, groups: groups, super: super,
 		now: e.cfg.Now().UnixMilli()}
 	err = fn(t)
-	if err == nil && len(t.dirty) > 0 {
+	switch {
+	case err == nil && (len(t.dirty) > 0 || t.raw):
 		if err = t.flush(); err == nil {
 			if e.testHookCommit != nil {
 				e.testHookCommit()
 			}
 			err = st.Commit(ctx)
+		}
+	case err == nil, !t.raw && !errors.Is(err, errRetry) && !store.IsRetryable(err):
+		// Nothing to write, but an answer to give (a stat, or "exists"):
+		// the commit of an empty transaction is the store's wait for the
+		// durability of what it read, and unlike Rollback it says when that
+		// failed, so no answer rests on a row whose sync failed. (A failed
+		// attempt that wrote rows itself can only roll back; restarts
+		// answer nothing yet.)
+		if cerr := st.Commit(ctx); cerr != nil {
+			err = cerr
 		}
 	}
 	if err != nil {
@@ -259,7 +295,11 @@ func (t *tx) resolve(ctx context.Context, wants ...want) ([]*resolved, error) {
 			ks = append(ks, keyed{store.ReadReq{Key: key, Mode: m}, hk, p.ids[k]})
 		}
 	}
-	for k := range t.op.extraX {
+	var extraX map[string]bool
+	if t.op.late != nil {
+		extraX = t.op.late.extraX
+	}
+	for k := range extraX {
 		parent, name, _ := store.DecodeInodeKey([]byte(k))
 		ks = append(ks, keyed{store.ReadReq{Key: []byte(k), Mode: store.Exclusive}, hintKey{parent, name}, 0})
 	}
@@ -546,21 +586,17 @@ func (t *tx) del(n *store.Inode) {
 	t.e.hints.drop(n.Parent, n.Name)
 }
 
-// putRaw and delRaw buffer writes of rows other than inodes.
+// putRaw and delRaw buffer writes of rows other than inodes, straight into
+// the store transaction; raw records that there are some, so that a
+// transaction writing only such rows commits too.
 func (t *tx) putRaw(key, value []byte) {
-	t.markDirty()
+	t.raw = true
 	t.st.Put(key, value)
 }
 
 func (t *tx) delRaw(key []byte) {
-	t.markDirty()
+	t.raw = true
 	t.st.Delete(key)
-}
-
-func (t *tx) markDirty() {
-	if t.dirty == nil {
-		t.dirty = make(map[string]*store.Inode, 4)
-	}
 }
 
 // flush hands the dirty inode rows to the store in one batch. Every inode
@@ -637,10 +673,11 @@ func (t *tx) mode(n *store.Inode) store.Mode { return t.rows.mode(hintKey{n.Pare
 // needExclusive records that key must be locked exclusive from the start and
 // restarts the operation: HopsFS never upgrades a lock in place.
 func (t *tx) needExclusive(key []byte) error {
-	if t.op.extraX == nil {
-		t.op.extraX = make(map[string]bool)
+	late := t.op.needs()
+	if late.extraX == nil {
+		late.extraX = make(map[string]bool)
 	}
-	t.op.extraX[string(key)] = true
+	late.extraX[string(key)] = true
 	return errRetry
 }
 

@@ -439,3 +439,58 @@ func testutilGauge(g prometheus.Gauge) float64 {
 	_ = g.Write(&m)
 	return m.GetGauge().GetValue()
 }
+
+// TestFailedSyncIsNotServed: a commit's rows become visible (and enter the
+// row cache) before its WAL sync; when that sync fails, a transaction that
+// read them must not end with success (they may not be in the log a restart
+// replays), and the row cache must not keep them. The rows used to stay
+// cached, and a read-only transaction that saw them could only end with
+// Rollback, which dropped the error.
+func TestFailedSyncIsNotServed(t *testing.T) {
+	fs, fail := failingFS()
+	st := openTest(t, t.TempDir(), failTestOptions(fs))
+	key := []byte("k")
+	if err := putRow(st, "k", []byte("old")); err != nil {
+		t.Fatal(err)
+	}
+	gate := holdWALSyncs(t)
+	committed := make(chan error, 1)
+	go func() { committed <- putRow(st, "k", []byte("new")) }()
+	<-gate.entered // visible, cached, locks released; its sync waits
+
+	r, err := st.Begin(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := r.Read(bg, []store.ReadReq{{Key: key, Mode: store.Exclusive}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(vals[0]) != "new" {
+		t.Fatalf("read before the sync = %q, want the visible \"new\"", vals[0])
+	}
+	// Another that only reads under way when the store fails: it read a
+	// durable row, but cannot know what else the failure took back.
+	other, err := st.Begin(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Read(bg, []store.ReadReq{{Key: []byte("other")}}); err != nil {
+		t.Fatal(err)
+	}
+
+	fail.Store(true)
+	gate.release()
+	if err := <-committed; !errors.Is(err, store.ErrFailed) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("commit whose sync failed: %v, want store.ErrFailed and ENOSPC", err)
+	}
+	if err := r.Commit(bg); !errors.Is(err, store.ErrFailed) {
+		t.Fatalf("read-only commit after reading a row whose sync failed: %v, want store.ErrFailed", err)
+	}
+	if err := other.Commit(bg); !errors.Is(err, store.ErrFailed) {
+		t.Fatalf("read-only commit under way when the store failed: %v, want store.ErrFailed", err)
+	}
+	if row, hit, _ := st.rows.get(key); hit && string(row.v) == "new" {
+		t.Fatal("the row cache still serves the row whose commit failed")
+	}
+}

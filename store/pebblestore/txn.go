@@ -273,7 +273,9 @@ func (t *txn) Commit(ctx context.Context) error {
 	if early {
 		t.releaseLocks()
 		if err := t.batch.SyncWait(); err != nil {
-			return t.s.failStop("commit: wal sync", err)
+			err = t.s.failStop("commit: wal sync", err)
+			t.forget()
+			return err
 		}
 	}
 	t.s.commits.Add(1)
@@ -281,15 +283,37 @@ func (t *txn) Commit(ctx context.Context) error {
 	return nil
 }
 
+// Rollback waits for the durability of what the transaction read, as Commit
+// does, but cannot say when that failed: a caller that answers on what it
+// read (a stat, "exists") ends with Commit, which returns the error. The
+// wait stays so that no lock is released before the rows it protected are
+// durable.
 func (t *txn) Rollback() {
 	if t.done {
 		return
 	}
 	t.done = true
-	// A failed operation tells its caller what it saw ("exists", "not
-	// empty"), so it waits for durability as a read-only one does.
 	_ = t.waitDurable()
 	t.finish()
+}
+
+// forget drops the rows of a commit whose WAL sync failed from the row and
+// scan caches, where they were installed when the batch became visible: they
+// may not be in the log, and a restart would not have them. The store has
+// failed by then (failStop), so no later read reaches the caches; this is
+// for the reads already past that check.
+func (t *txn) forget() {
+	for i := range t.keys {
+		t.keys[i].keep = false
+	}
+	if t.s.rows != nil {
+		t.s.rows.beginCommit(t.keys)
+		t.s.rows.endCommit(t.keys)
+	}
+	if t.s.scans != nil {
+		t.s.scans.beginCommit(t.keys)
+		t.s.scans.endCommit(t.keys)
+	}
 }
 
 // waitDurable returns once everything this transaction may have read is
@@ -301,6 +325,15 @@ func (t *txn) Rollback() {
 // in the WAL after every batch already visible, so its sync covers them
 // (and it joins the same group commit). The others return at once.
 func (t *txn) waitDurable() error {
+	// A commit whose sync failed counts itself out of unsynced and its keys
+	// out of pendingKeys (Commit's deferred remove) as one that synced, so
+	// the checks below would let a transaction that read its rows end with
+	// success. failStop records the failure before that remove: once the
+	// store has failed, that is the answer of every transaction still under
+	// way (one atomic load).
+	if err := t.s.failed(); err != nil {
+		return err
+	}
 	if !t.mustSync || t.s.unsynced.Load() == 0 {
 		return nil
 	}
