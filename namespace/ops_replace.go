@@ -34,14 +34,14 @@ func (e *Engine) CompleteAt(ctx context.Context, u meta.User, path, client strin
 		fw := t.e.writers.get(n.ID)
 		if fw == nil {
 			// Lost in a restart: recover as Complete does.
-			if err := t.recoverBlocks(ctx, n); err != nil {
+			if err := t.recoverBlocks(ctx, op, r, n); err != nil {
 				return err
 			}
 		} else if err := t.finishBlocks(ctx, op, r, n, fw); meta.KindOf(err) == meta.KindBusy {
 			return err
 		} else if err != nil {
 			// The stream failed: keep what its replicas hold durably.
-			if err := t.recoverBlocks(ctx, n); err != nil {
+			if err := t.recoverBlocks(ctx, op, r, n); err != nil {
 				return err
 			}
 		}
