@@ -86,6 +86,9 @@ type FileStatus struct {
 	UnderConstruction bool
 	NsQuota           int64 // directories: namespace quota, -1 when none
 	SpaceQuota        int64 // directories: space quota in bytes, -1 when none
+	// AclBit is set when the inode has ACL entries beyond its permission
+	// bits (HDFS's aclBit: `ls` shows a '+').
+	AclBit bool
 }
 
 // Name returns the last component of the status's path.
