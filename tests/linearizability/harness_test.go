@@ -67,6 +67,15 @@ func strict() bool { return os.Getenv("NIMBUS_LIN_STRICT") == "1" }
 // commits with it). Users other than root are in no group, as on a server
 // where they have no account.
 func openEngine(t *testing.T, wrap func(store.Store) store.Store) *namespace.Engine {
+	return openEngineWith(t, wrap, false)
+}
+
+// openEngineWith is openEngine; with syncIDs every new inode's id is
+// reserved durably on its own (an id batch of 1, no prefetch): a create then
+// waits for a sync of the store between reading its path and committing,
+// which widens the window of the issue-26 races from microseconds to a
+// sync, without touching the engine.
+func openEngineWith(t *testing.T, wrap func(store.Store) store.Store, syncIDs bool) *namespace.Engine {
 	t.Helper()
 	opts := pebblestore.DefaultOptions()
 	opts.CacheSize = 8 << 20
@@ -74,6 +83,9 @@ func openEngine(t *testing.T, wrap func(store.Store) store.Store) *namespace.Eng
 	opts.RowCacheEntries = 1 << 14
 	opts.ScanCacheBytes = 1 << 20
 	opts.WALPrefill = 0
+	if syncIDs {
+		opts.IDPrefetch = 0
+	}
 	ps, err := pebblestore.Open(t.TempDir(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +97,9 @@ func openEngine(t *testing.T, wrap func(store.Store) store.Store) *namespace.Eng
 	cfg := namespace.DefaultConfig()
 	cfg.Superuser = linmodel.Superuser
 	cfg.Groups = func(string) []string { return nil }
+	if syncIDs {
+		cfg.IDBatch = 1
+	}
 	e, err := namespace.New(st, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -25,8 +25,12 @@ import (
 // round after round, until the checker finds a history that is not
 // linearizable or the budget is spent.
 func TestIssue26RenameStress(t *testing.T) {
-	c := startServer(t)
-	budget, rounds := 4*time.Second, 60
+	t.Run("engine", func(t *testing.T) { renameStress(t, openEngineWith(t, nil, true)) })
+	t.Run("server", func(t *testing.T) { renameStress(t, startServer(t)) })
+}
+
+func renameStress(t *testing.T, c meta.FileSystem) {
+	budget, rounds := 4*time.Second, 400
 	if testing.Short() {
 		budget, rounds = time.Second, 10
 	}
@@ -73,26 +77,38 @@ func renameRound(t *testing.T, fs meta.FileSystem, round int) ([]porcupine.Opera
 	rec := linmodel.NewRecorder()
 	var stop atomic.Bool
 	var wg sync.WaitGroup
-	for c := range 3 {
+	var inflight [3]atomic.Value // the name each creator is creating
+	for c := range inflight {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			user := []string{"ann", "bob", "ann"}[c]
 			for i := 0; !stop.Load(); i++ {
-				rec.Do(ctx, fs, base, c, linmodel.Input{Op: linmodel.Create, User: user, Path: fmt.Sprintf("/a/b/k%d-%d", c, i), Perm: 0o644})
+				name := fmt.Sprintf("k%d-%d", c, i)
+				inflight[c].Store(name)
+				rec.Do(ctx, fs, base, c, linmodel.Input{Op: linmodel.Create, User: user, Path: "/a/b/" + name, Perm: 0o644})
 			}
 		}()
 	}
-	wg.Add(1)
+	// The looker waits for the rename, then stats at once what each creator
+	// is creating: a create that resolved /a/b before the rename and commits
+	// after the stat said "not found" is the race. (A listing of /z/b would
+	// not do: it locks the directory's row, which the creates hold.)
+	renamed := make(chan struct{})
+	listed := make(chan struct{})
 	go func() {
-		defer wg.Done()
-		for !stop.Load() {
-			rec.Do(ctx, fs, base, 3, linmodel.Input{Op: linmodel.List, User: linmodel.Superuser, Path: "/z/b"})
+		defer close(listed)
+		<-renamed
+		for c := range inflight {
+			name, _ := inflight[c].Load().(string)
+			rec.Do(ctx, fs, base, 3, linmodel.Input{Op: linmodel.Stat, User: linmodel.Superuser, Path: "/z/b/" + name})
 		}
+		rec.Do(ctx, fs, base, 3, linmodel.Input{Op: linmodel.List, User: linmodel.Superuser, Path: "/z/b"})
 	}()
 	time.Sleep(time.Duration(500+rand.IntN(1500)) * time.Microsecond)
 	rec.Do(ctx, fs, base, 4, linmodel.Input{Op: linmodel.Rename, User: linmodel.Superuser, Path: "/a", Dst: "/z"})
-	time.Sleep(2 * time.Millisecond)
+	close(renamed)
+	<-listed
 	stop.Store(true)
 	wg.Wait()
 	return rec.History(), init
