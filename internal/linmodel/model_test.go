@@ -28,7 +28,7 @@ func TestSpec(t *testing.T) {
 		{Input{Op: SetQuota, User: "root", Path: "/c", Quota: 2}, "ok"},
 		{Input{Op: Mkdirs, User: "bob", Path: "/c/a", Perm: 0o777}, "ok"},
 		{Input{Op: Create, User: "bob", Path: "/c/f", Perm: 0o644}, "quota exceeded"}, // /c and /c/a use 2
-		{Input{Op: Rename, User: "root", Path: "/a", Dst: "/c"}, "already exists"}, // into /c, where /c/a is
+		{Input{Op: Rename, User: "root", Path: "/a", Dst: "/c"}, "already exists"},    // into /c, where /c/a is
 		{Input{Op: Rename, User: "root", Path: "/a/b/f", Dst: "/c/g"}, "quota exceeded"},
 		{Input{Op: Rename, User: "root", Path: "/a", Dst: "/a/b/x"}, "invalid argument"},
 		{Input{Op: Rename, User: "root", Path: "/a", Dst: "/z"}, "ok"},
