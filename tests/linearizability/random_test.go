@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anishathalye/porcupine"
+
 	"github.com/nimbus-fs/nimbus/internal/linmodel"
 )
 
@@ -65,12 +67,32 @@ func outcome(o linmodel.Output) string {
 func TestLinearizableEngine(t *testing.T) {
 	e := openEngine(t, nil)
 	start := time.Now()
-	for _, seed := range seeds(t, 150) {
+	ops, overlapped := 0, 0
+	for _, seed := range seeds(t, 300) {
 		base := fmt.Sprintf("/s%d", seed)
 		h := record(t, e, base, seed, mix{clients: 5, ops: 30, strict: true})
 		check(t, "engine", seed, h, linmodel.Initial())
+		ops, overlapped = ops+len(h), overlapped+concurrent(h)
 	}
-	t.Logf("%s", time.Since(start))
+	t.Logf("%d operations, %d of them concurrent with another, in %s", ops, overlapped, time.Since(start).Round(time.Millisecond))
+	// Histories of calls that never overlap would check nothing.
+	if overlapped < ops/5 {
+		t.Errorf("only %d of %d operations ran concurrently with another", overlapped, ops)
+	}
+}
+
+// concurrent counts the operations of h that overlap another client's.
+func concurrent(h []porcupine.Operation) int {
+	n := 0
+	for i, a := range h {
+		for j, b := range h {
+			if i != j && a.ClientId != b.ClientId && a.Call <= b.Return && b.Call <= a.Return {
+				n++
+				break
+			}
+		}
+	}
+	return n
 }
 
 // TestLinearizableServer is TestLinearizableEngine against the real
@@ -79,10 +101,15 @@ func TestLinearizableEngine(t *testing.T) {
 func TestLinearizableServer(t *testing.T) {
 	c := startServer(t)
 	start := time.Now()
-	for _, seed := range seeds(t, 20) {
+	ops, overlapped := 0, 0
+	for _, seed := range seeds(t, 60) {
 		base := fmt.Sprintf("/s%d", seed)
 		h := record(t, c, base, seed, mix{clients: 5, ops: 30, strict: true})
 		check(t, "server", seed, h, linmodel.Initial())
+		ops, overlapped = ops+len(h), overlapped+concurrent(h)
 	}
-	t.Logf("%s", time.Since(start))
+	t.Logf("%d operations, %d of them concurrent with another, in %s", ops, overlapped, time.Since(start).Round(time.Millisecond))
+	if overlapped < ops/5 {
+		t.Errorf("only %d of %d operations ran concurrently with another", overlapped, ops)
+	}
 }

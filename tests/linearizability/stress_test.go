@@ -135,7 +135,7 @@ func TestLinearizableFullMix(t *testing.T) {
 		case porcupine.Ok:
 		case porcupine.Illegal:
 			found++
-			t.Logf("seed %d: not linearizable (issue 26); visualization: %s", seed, res.Viz)
+			t.Logf("seed %d: not linearizable (a known race, docs/TESTING-LINEARIZABILITY.md); visualization: %s", seed, res.Viz)
 			if strict() {
 				t.Errorf("seed %d: not linearizable; replay: NIMBUS_LIN_SEED=%d NIMBUS_LIN_STRICT=1 go test ./tests/linearizability -run '^%s$' -v",
 					seed, seed, t.Name())
