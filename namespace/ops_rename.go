@@ -55,6 +55,15 @@ func (e *Engine) Rename(ctx context.Context, u meta.User, src, dst string, opts 
 			return err
 		}
 		s, d := rs[0], rs[1]
+		if into {
+			// dst was a directory in the attempt before; if it is gone, or
+			// no longer a directory, the rename is onto dst itself again
+			// (tests/linearizability, TestRenameIntoVanishedDirectory).
+			if p := d.parent(); p == nil || p.Type != meta.TypeDir {
+				into = false
+				return errRetry
+			}
+		}
 		n, err := t.existing(op, s)
 		if err != nil {
 			return err
