@@ -92,6 +92,7 @@ for op in create mkdir read stat ls delete rename chmod; do
 done
 run micro-create-hot micro "echo create" -- --op create --hot-dir --clients 4 --duration "${SECS}s" --files 2000
 run bigdir bigdir "ls-bigdir" -- --entries 5000 --clients 8
+run subtree subtree "mv" -- --files 2000 --op mv --window 1s
 
 # floor measures no target: it starts its own peer process (no --target)
 floor_run() { # floor_run NAME OP ARGS...

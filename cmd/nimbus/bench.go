@@ -26,6 +26,7 @@ workloads:
   echo     the transport ceiling: no-op over the RPC and over HTTP
   floor    the floor under echo: a bare TCP round trip to another process
   bigdir   list a directory of --entries N page by page
+  subtree  delete, mv or chmod -R a fresh tree of --files N, under a background load
   plot     draw PNG charts from result files (plot FILE... --out DIR)
 
 Without --target a fresh embedded Nimbus is started in a temporary directory
@@ -50,6 +51,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		// started by floor, not listed in the usage
 		"floor-serve": benchFloorServe,
 		"bigdir":      benchBigdir,
+		"subtree":     benchSubtree,
 		"plot":        benchPlot,
 	}[args[0]]
 	if run == nil {
