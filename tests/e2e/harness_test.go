@@ -3,38 +3,20 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nimbus-fs/nimbus/internal/testproc"
 )
 
 // binary is the nimbus binary built once for the package's tests.
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "nimbus-e2e-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "nimbus")
-	build := exec.Command("go", "build", "-o", binary, "github.com/nimbus-fs/nimbus/cmd/nimbus")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building nimbus:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testproc.Main(m, &binary) }
 
 // server is one `nimbus serve` child process.
 type server struct {
@@ -42,57 +24,20 @@ type server struct {
 	data string
 	addr string // host:port
 	cmd  *exec.Cmd
-	log  *bytes.Buffer
+	log  *testproc.Log
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+func newServer(t *testing.T, p *testproc.Server) *server {
+	return &server{t: t, data: p.Data, addr: p.Addr, cmd: p.Cmd, log: p.Log}
 }
+
+func freePort(t *testing.T) string { return testproc.FreeAddr(t) }
 
 // startServer starts `nimbus serve` on data (a fresh dir when empty) and waits
 // until /readyz answers.
 func startServer(t *testing.T, data, addr string, extra ...string) *server {
 	t.Helper()
-	if data == "" {
-		data = t.TempDir()
-	}
-	if addr == "" {
-		addr = freePort(t)
-	}
-	s := &server{t: t, data: data, addr: addr, log: &bytes.Buffer{}}
-	s.cmd = exec.Command(binary, append([]string{"serve", "--data", data, "--listen", addr, "--superuser", "root"}, extra...)...)
-	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			s.kill()
-			t.Fatalf("server did not become ready: %v\n%s", err, s.log.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("server log:\n%s", s.log.String())
-		}
-		s.kill()
-	})
-	return s
+	return newServer(t, testproc.Start(t, binary, data, addr, append([]string{"--superuser", "root"}, extra...)...))
 }
 
 func (s *server) url() string { return "http://" + s.addr }

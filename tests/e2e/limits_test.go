@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nimbus-fs/nimbus/internal/testproc"
+
 	"github.com/nimbus-fs/nimbus/api"
 	"github.com/nimbus-fs/nimbus/client"
 	"github.com/nimbus-fs/nimbus/meta"
@@ -29,29 +31,14 @@ func startLimited(t *testing.T, nofile int, extra ...string) *server {
 	if err != nil {
 		t.Fatalf("this test needs prlimit (util-linux) to start the server under a small descriptor limit: %v", err)
 	}
-	s := &server{t: t, data: t.TempDir(), addr: freePort(t), log: &bytes.Buffer{}}
+	data, addr := t.TempDir(), freePort(t)
 	args := append([]string{fmt.Sprintf("--nofile=%d:%d", nofile, nofile), binary,
-		"serve", "--data", s.data, "--listen", s.addr, "--superuser", "root"}, extra...)
-	s.cmd = exec.Command(prlimit, args...)
-	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
+		"serve", "--data", data, "--listen", addr, "--superuser", "root"}, extra...)
+	p := testproc.Launch(t, exec.Command(prlimit, args...), data, addr)
+	if err := p.WaitReady(30 * time.Second); err != nil {
+		t.Fatalf("server did not become ready: %v\n%s", err, p.Log.String())
 	}
-	t.Cleanup(func() { s.kill() })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(s.url() + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return s
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server did not become ready: %v\n%s", err, s.log.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return newServer(t, p)
 }
 
 // metric scrapes /metrics and returns the first sample of name (its line

@@ -1,18 +1,15 @@
 package linearizability
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nimbus-fs/nimbus/internal/testproc"
 
 	"github.com/anishathalye/porcupine"
 
@@ -200,74 +197,16 @@ func check(t *testing.T, name string, seed uint64, h []porcupine.Operation, init
 	return res.Verdict
 }
 
-// The nimbus binary, built on first use.
-var (
-	buildOnce sync.Once
-	binDir    string
-	binary    string
-	buildErr  error
-)
+// binary is the nimbus binary, built once for the package.
+var binary string
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
-
-func nimbusBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		if binDir, buildErr = os.MkdirTemp("", "nimbus-lin-bin-"); buildErr != nil {
-			return
-		}
-		binary = filepath.Join(binDir, "nimbus")
-		out, err := exec.Command("go", "build", "-o", binary, "github.com/nimbus-fs/nimbus/cmd/nimbus").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("building nimbus: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binary
-}
+func TestMain(m *testing.M) { testproc.Main(m, &binary) }
 
 // startServer starts `nimbus serve` on a fresh data directory and returns a
 // client connected to it.
 func startServer(t *testing.T) *client.Client {
 	t.Helper()
-	bin := nimbusBinary(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	var log bytes.Buffer
-	cmd := exec.Command(bin, "serve", "--data", t.TempDir(), "--listen", addr, "--superuser", linmodel.Superuser)
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nimbus serve did not become ready: %v\n%s", err, log.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	addr := testproc.Start(t, binary, "", "", "--superuser", linmodel.Superuser).Addr
 	c, err := client.Dial(context.Background(), "http://"+addr, client.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -2,61 +2,23 @@ package soak
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nimbus-fs/nimbus/internal/testproc"
 )
 
-// binary is the nimbus binary built once for the package (as tests/e2e does).
+// binary is the nimbus binary built once for the package.
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "nimbus-soak-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "nimbus")
-	build := exec.Command("go", "build", "-o", binary, "github.com/nimbus-fs/nimbus/cmd/nimbus")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building nimbus:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// syncBuffer collects the server's output; the test reads it while the
-// server writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
+func TestMain(m *testing.M) { testproc.Main(m, &binary) }
 
 // server is one `nimbus serve` child process.
 type server struct {
@@ -64,43 +26,13 @@ type server struct {
 	data string
 	addr string // host:port
 	cmd  *exec.Cmd
-	log  *syncBuffer
+	log  *testproc.Log
 }
 
 func startServer(t *testing.T, extra ...string) *server {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	s := &server{t: t, data: t.TempDir(), addr: addr, log: &syncBuffer{}}
-	s.cmd = exec.Command(binary, append([]string{"serve", "--data", s.data, "--listen", addr, "--superuser", "root"}, extra...)...)
-	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if s.cmd.ProcessState == nil {
-			_ = s.cmd.Process.Kill()
-			_ = s.cmd.Wait()
-		}
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(s.url() + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return s
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server did not become ready: %v\n%s", err, s.log.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	p := testproc.Start(t, binary, "", "", append([]string{"--superuser", "root"}, extra...)...)
+	return &server{t: t, data: p.Data, addr: p.Addr, cmd: p.Cmd, log: p.Log}
 }
 
 func (s *server) url() string { return "http://" + s.addr }

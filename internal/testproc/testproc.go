@@ -1,0 +1,176 @@
+// Package testproc runs the real nimbus binary for the tests that need a
+// process of their own (tests/e2e, tests/soak, tests/linearizability): it
+// builds the binary once per test package, picks a free loopback port,
+// starts `nimbus serve` and waits until it answers /readyz, and keeps the
+// server's output where a test may read it while the server writes.
+//
+// It is for tests only; nothing outside them imports it.
+package testproc
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Build compiles cmd/nimbus into a new temporary directory and returns the
+// binary's path and a func that removes the directory.
+func Build() (binary string, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "nimbus-test-bin-")
+	if err != nil {
+		return "", nil, err
+	}
+	binary = filepath.Join(dir, "nimbus")
+	out, err := exec.Command("go", "build", "-o", binary, "github.com/nimbus-fs/nimbus/cmd/nimbus").CombinedOutput()
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("building nimbus: %v\n%s", err, out)
+	}
+	return binary, func() { os.RemoveAll(dir) }, nil
+}
+
+// Main is a TestMain body for a package whose tests all use the binary: it
+// builds it into *binary, runs the tests and exits with their status.
+func Main(m *testing.M, binary *string) {
+	bin, cleanup, err := Build()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*binary = bin
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}
+
+// FreeAddr returns a loopback host:port that was free a moment ago.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// Log collects a process's output; it may be read while the process
+// writes.
+type Log struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *Log) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns everything written so far.
+func (l *Log) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Server is one `nimbus serve` child process.
+type Server struct {
+	Data string // its --data directory
+	Addr string // host:port it listens on
+	Cmd  *exec.Cmd
+	Log  *Log // its stdout and stderr
+}
+
+// Start runs `binary serve --data data --listen addr args...` (data: a
+// fresh temporary directory when empty; addr: a free port when empty) and
+// waits, up to 30 s, until /readyz answers 200. The process is killed when
+// the test ends; a failed test logs the server's output first.
+func Start(t testing.TB, binary, data, addr string, args ...string) *Server {
+	t.Helper()
+	s := Spawn(t, binary, data, addr, args...)
+	if err := s.WaitReady(30 * time.Second); err != nil {
+		s.Kill()
+		t.Fatalf("nimbus serve did not become ready: %v\n%s", err, s.Log.String())
+	}
+	return s
+}
+
+// Spawn starts the server as Start does but does not wait for it, for
+// tests that expect it to fail or that wait in their own way.
+func Spawn(t testing.TB, binary, data, addr string, args ...string) *Server {
+	t.Helper()
+	if data == "" {
+		data = t.TempDir()
+	}
+	if addr == "" {
+		addr = FreeAddr(t)
+	}
+	return Launch(t, exec.Command(binary, append([]string{"serve", "--data", data, "--listen", addr}, args...)...), data, addr)
+}
+
+// Launch starts cmd, a `nimbus serve` on data and addr behind a wrapper of
+// the test's (prlimit, taskset), with its output in the server's Log and
+// the same cleanup as Spawn.
+func Launch(t testing.TB, cmd *exec.Cmd, data, addr string) *Server {
+	t.Helper()
+	s := &Server{Data: data, Addr: addr, Cmd: cmd, Log: &Log{}}
+	s.Cmd.Stdout, s.Cmd.Stderr = s.Log, s.Log
+	if err := s.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server log:\n%s", s.Log.String())
+		}
+		s.Kill()
+	})
+	return s
+}
+
+// WaitReady polls /readyz until it answers 200 or timeout passes.
+func (s *Server) WaitReady(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		resp, err := http.Get(s.URL() + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("/readyz answered %s", resp.Status)
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// URL returns the server's base URL.
+func (s *Server) URL() string { return "http://" + s.Addr }
+
+// Kill sends SIGKILL and waits until the process is gone; it does nothing
+// once the process has been waited for.
+func (s *Server) Kill() {
+	if s.Cmd.ProcessState != nil {
+		return
+	}
+	_ = s.Cmd.Process.Kill()
+	_ = s.Cmd.Wait()
+}
+
+// Stop sends SIGTERM and waits for the process; it returns the exit error
+// (nil for a clean exit).
+func (s *Server) Stop() error {
+	_ = s.Cmd.Process.Signal(syscall.SIGTERM)
+	return s.Cmd.Wait()
+}
