@@ -3,26 +3,15 @@ package server
 import (
 	"bytes"
 	"context"
-	"io"
 	"log/slog"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/nimbus-fs/nimbus/internal/testproc"
+
 	"github.com/nimbus-fs/nimbus/meta"
 )
-
-func get(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
 
 // TestStatusPage: the page says what the inline threshold is (not a size
 // limit), shows the version and links, and escapes what it prints; a
@@ -46,7 +35,7 @@ func TestStatusPage(t *testing.T) {
 	if err := s.Engine().Mkdirs(context.Background(), meta.User{Name: cfg.Namespace.Superuser}, "/a", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	code, page := get(t, s.Addr()+"/")
+	code, page := testproc.Get(t, s.Addr()+"/")
 	if code != 200 {
 		t.Fatalf("GET /: %d", code)
 	}
@@ -59,11 +48,11 @@ func TestStatusPage(t *testing.T) {
 	if strings.Contains(page, "<script>") || strings.Contains(page, "<beta>") {
 		t.Errorf("status page prints unescaped text:\n%s", page)
 	}
-	code, body := get(t, s.Addr()+"/rpc/")
+	code, body := testproc.Get(t, s.Addr()+"/rpc/")
 	if code != 200 || !strings.Contains(body, "RPC endpoint") {
 		t.Errorf("GET /rpc/: %d %q", code, body)
 	}
-	if code, _ := get(t, s.Addr()+"/rpc/conn"); code == 200 || code == 404 {
+	if code, _ := testproc.Get(t, s.Addr()+"/rpc/conn"); code == 200 || code == 404 {
 		t.Errorf("GET /rpc/conn without an upgrade: %d, want the RPC's own refusal", code)
 	}
 }

@@ -10,6 +10,7 @@ package testproc
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -173,4 +174,20 @@ func (s *Server) Kill() {
 func (s *Server) Stop() error {
 	_ = s.Cmd.Process.Signal(syscall.SIGTERM)
 	return s.Cmd.Wait()
+}
+
+// Get fetches url and returns the status code and the body; a failed
+// request fails the test.
+func Get(t testing.TB, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: reading the body: %v", url, err)
+	}
+	return resp.StatusCode, string(b)
 }

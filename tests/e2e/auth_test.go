@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nimbus-fs/nimbus/internal/testproc"
+
 	"github.com/nimbus-fs/nimbus/client"
 	"github.com/nimbus-fs/nimbus/meta"
 )
@@ -130,33 +132,22 @@ func TestFsckSuperuserOnly(t *testing.T) {
 	}
 }
 
-func httpGet(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
 // TestPprofOnlyOnDebugAddr: the service port never serves the profiler;
 // --debug-addr opens it on a port of its own.
 func TestPprofOnlyOnDebugAddr(t *testing.T) {
 	s := startServer(t, "", "")
-	if code, _ := httpGet(t, s.url()+"/debug/pprof/"); code != http.StatusNotFound {
+	if code, _ := testproc.Get(t, s.url()+"/debug/pprof/"); code != http.StatusNotFound {
 		t.Fatalf("service port /debug/pprof/: HTTP %d, want 404", code)
 	}
 	debug := freePort(t)
 	s2 := startServer(t, "", "", "--debug-addr", debug)
-	if code, _ := httpGet(t, s2.url()+"/debug/pprof/"); code != http.StatusNotFound {
+	if code, _ := testproc.Get(t, s2.url()+"/debug/pprof/"); code != http.StatusNotFound {
 		t.Fatalf("service port /debug/pprof/ with --debug-addr: HTTP %d, want 404", code)
 	}
-	if code, body := httpGet(t, "http://"+debug+"/debug/pprof/"); code != 200 || !strings.Contains(body, "goroutine") {
+	if code, body := testproc.Get(t, "http://"+debug+"/debug/pprof/"); code != 200 || !strings.Contains(body, "goroutine") {
 		t.Fatalf("debug port /debug/pprof/: HTTP %d %.200q", code, body)
 	}
-	if code, body := httpGet(t, "http://"+debug+"/debug/pprof/goroutine?debug=1"); code != 200 || !strings.Contains(body, "goroutine profile") {
+	if code, body := testproc.Get(t, "http://"+debug+"/debug/pprof/goroutine?debug=1"); code != 200 || !strings.Contains(body, "goroutine profile") {
 		t.Fatalf("debug port goroutine profile: HTTP %d %.200q", code, body)
 	}
 	s2.stop()

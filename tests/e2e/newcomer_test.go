@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -19,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nimbus-fs/nimbus/internal/testproc"
 )
 
 // run runs the binary with env added to the environment.
@@ -38,17 +39,6 @@ func run(t *testing.T, env []string, args ...string) result {
 		t.Fatalf("running nimbus %v: %v", args, err)
 	}
 	return result{out.String(), errb.String(), code}
-}
-
-func get(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
 }
 
 // TestNewcomerHelpAndVersion: every command's --help exits 0, serve's flags
@@ -119,7 +109,7 @@ func TestNewcomerServeErrors(t *testing.T) {
 func TestNewcomerStatusPage(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "a<b>&c")
 	s := startServer(t, data, "")
-	code, page := get(t, s.url()+"/")
+	code, page := testproc.Get(t, s.url()+"/")
 	if code != 200 {
 		t.Fatalf("status page: %d", code)
 	}
@@ -132,7 +122,7 @@ func TestNewcomerStatusPage(t *testing.T) {
 	if strings.Contains(page, "a<b>") || strings.Contains(page, "files up to") {
 		t.Errorf("status page:\n%s", page)
 	}
-	code, body := get(t, s.url()+"/rpc/")
+	code, body := testproc.Get(t, s.url()+"/rpc/")
 	if code != 200 || !strings.Contains(body, "RPC endpoint") {
 		t.Errorf("GET /rpc/: %d %q", code, body)
 	}
