@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -9,11 +8,12 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nimbus-fs/nimbus/internal/testproc"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
@@ -22,23 +22,6 @@ import (
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/store"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 func readyz(t *testing.T, addr string) (int, string) {
 	t.Helper()
@@ -68,7 +51,7 @@ func TestFailStopServer(t *testing.T) {
 		}
 		return nil
 	}))
-	var logBuf lockedBuffer
+	var logBuf testproc.Log
 	cfg := DefaultConfig()
 	cfg.DataDir, cfg.Listen = t.TempDir(), "127.0.0.1:0"
 	cfg.Namespace.Superuser = "root"

@@ -4,7 +4,8 @@
 // starts `nimbus serve` and waits until it answers /readyz, and keeps the
 // server's output where a test may read it while the server writes.
 //
-// It is for tests only; nothing outside them imports it.
+// It is for tests only; nothing outside them imports it. Log is also the
+// log sink of in-process tests whose servers and stores log from goroutines.
 package testproc
 
 import (

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nimbus-fs/nimbus/internal/testproc"
+
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
@@ -114,7 +116,7 @@ func assertUnlocked(t *testing.T, st *Store, keys []string) {
 func TestFailStopOnWALFailure(t *testing.T) {
 	fs, fail := failingFS()
 	dir := t.TempDir()
-	var logBuf syncBuffer
+	var logBuf testproc.Log
 	opts := failTestOptions(fs)
 	opts.Logger = newTextLogger(&logBuf)
 	st, err := Open(dir, opts)
@@ -412,24 +414,6 @@ func copyDir(t *testing.T, src string) string {
 		out.Close()
 	}
 	return dst
-}
-
-// syncBuffer is a log sink safe for the store's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 func newTextLogger(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
