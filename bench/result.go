@@ -155,8 +155,12 @@ func NewDocument(args []string) *Document {
 
 // WriteFile writes the document as indented JSON, atomically (temporary file
 // and rename), so that a reader never sees half a document.
-func (d *Document) WriteFile(path string) error {
-	b, err := json.MarshalIndent(d, "", "  ")
+func (d *Document) WriteFile(path string) error { return writeJSONFile(path, d) }
+
+// writeJSONFile writes v as indented JSON to path through a temporary file
+// and a rename.
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("bench: encode results: %w", err)
 	}

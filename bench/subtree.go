@@ -2,10 +2,8 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -112,20 +110,7 @@ type SubtreeDocument struct {
 }
 
 // WriteFile writes the document as indented JSON, atomically.
-func (d *SubtreeDocument) WriteFile(path string) error {
-	b, err := json.MarshalIndent(d, "", "  ")
-	if err != nil {
-		return fmt.Errorf("bench: encode results: %w", err)
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("bench: write results: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("bench: write results: %w", err)
-	}
-	return nil
-}
+func (d *SubtreeDocument) WriteFile(path string) error { return writeJSONFile(path, d) }
 
 // Subtree builds a tree of cfg.Files files in a fresh directory under
 // cfg.Root, starts the background load, measures it for cfg.Window, then
