@@ -221,17 +221,24 @@ func TestUnfinishedFrameClosed(t *testing.T) {
 // for a long request is not idle; the idle timeout counts once it has its
 // answer.
 func TestIdleTimeoutSparesWaitingConnection(t *testing.T) {
+	// The hook reads the count at the end of the slow request, before its
+	// answer: read after the answer, a busy machine could let the idle
+	// timeout pass (rightly) before the test looks.
+	var reg *prometheus.Registry
+	closedDuring := make(chan float64, 1)
 	fs := metatest.NewMemFS()
 	fs.Hook = func(ctx context.Context, m string) error {
 		if m == "mkdirs" {
 			time.Sleep(1200 * time.Millisecond) // four idle timeouts
+			closedDuring <- metricValue(t, reg, "nimbus_rpc_connections_closed_total", "idle_timeout")
 		}
 		return nil
 	}
 	e := start(t, fs, rpc.ServerOptions{IdleTimeout: 300 * time.Millisecond})
+	reg = e.reg
 	c := dial(t, e)
 	mustOK(t, call(t, c, "u", &api.Request{Body: &api.Request_Mkdirs{Mkdirs: &api.MkdirsRequest{Path: "/slow"}}}))
-	if got := metricValue(t, e.reg, "nimbus_rpc_connections_closed_total", "idle_timeout"); got != 0 {
+	if got := <-closedDuring; got != 0 {
 		t.Fatalf("idle_timeout closes = %v while a request was under way", got)
 	}
 	waitFor(t, "the idle close after the answer", func() bool {
