@@ -37,6 +37,11 @@ type Inode struct {
 	// and replicas) rather than inline content rows.
 	Blocks bool
 
+	// ACL holds the extended ACL entries, encoded (EncodeACL), "" for none;
+	// XAttrs says the inode has extended-attribute rows (acl.go).
+	ACL    string
+	XAttrs bool
+
 	// Quotas (directories). -1 means none. Usage is maintained only while a
 	// quota is set, as in HDFS.
 	NsQuota    int64
@@ -61,6 +66,8 @@ const (
 	flagQuota   = 1 << 1
 	flagSymlink = 1 << 2
 	flagBlocks  = 1 << 3
+	flagACL     = 1 << 4
+	flagXAttrs  = 1 << 5
 )
 
 // ErrCorrupt is wrapped by decoding errors: a row that cannot be read back.
@@ -80,6 +87,12 @@ func EncodeInode(dst []byte, n *Inode) []byte {
 	}
 	if n.Blocks {
 		flags |= flagBlocks
+	}
+	if n.ACL != "" {
+		flags |= flagACL
+	}
+	if n.XAttrs {
+		flags |= flagXAttrs
 	}
 	dst = append(dst, inodeFormatV1, flags, byte(n.Type))
 	dst = binary.AppendUvarint(dst, n.ID)
@@ -105,6 +118,9 @@ func EncodeInode(dst []byte, n *Inode) []byte {
 		dst = binary.AppendVarint(dst, n.SpaceQuota)
 		dst = binary.AppendVarint(dst, n.NsUsed)
 		dst = binary.AppendVarint(dst, n.SpaceUsed)
+	}
+	if flags&flagACL != 0 {
+		dst = appendString(dst, n.ACL)
 	}
 	return dst
 }
@@ -146,6 +162,7 @@ func DecodeInodeValue(parent uint64, name string, value []byte, n *Inode) error 
 	}
 	flags := d.byte()
 	n.Blocks = flags&flagBlocks != 0
+	n.XAttrs = flags&flagXAttrs != 0
 	n.Type = meta.FileType(d.byte())
 	n.ID = d.uvarint()
 	n.Perm = meta.Perm(d.uvarint())
@@ -180,6 +197,18 @@ func DecodeInodeValue(parent uint64, name string, value []byte, n *Inode) error 
 		if d.err == nil && (n.NsQuota < -1 || n.SpaceQuota < -1 || !n.HasQuota()) {
 			d.err = fmt.Errorf("quota flag with quotas %d and %d", n.NsQuota, n.SpaceQuota)
 		}
+	}
+	if flags&flagACL != 0 {
+		if n.ACL = d.string(); d.err == nil {
+			if n.ACL == "" {
+				d.err = errEmptyACL
+			} else if _, err := DecodeACL(n.ACL); err != nil {
+				d.err = err
+			}
+		}
+	}
+	if d.err == nil && flags&^(flagUC|flagQuota|flagSymlink|flagBlocks|flagACL|flagXAttrs) != 0 {
+		d.err = fmt.Errorf("unknown flags %#x", flags)
 	}
 	if d.err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrCorrupt, FormatKey(key()), d.err)
