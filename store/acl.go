@@ -56,7 +56,8 @@ func DecodeACL(s string) ([]meta.AclEntry, error) {
 	for len(b) > 0 {
 		h := b[0]
 		l, n := binary.Uvarint(b[1:])
-		if n <= 0 || l > uint64(len(b)-1-n) {
+		// Only the shortest length encoding: one ACL, one encoding.
+		if n <= 0 || l > uint64(len(b)-1-n) || n != len(binary.AppendUvarint(nil, l)) {
 			return nil, fmt.Errorf("%w: malformed ACL entry", ErrCorrupt)
 		}
 		name := b[1+n : 1+n+int(l)]
