@@ -15,15 +15,23 @@ type Inode struct {
 	Parent uint64 // parent directory's id (RootParentID for the root)
 	Name   string // "" for the root
 
-	ID          uint64
-	Type        meta.FileType
+	ID uint64
+	// Type, the flags, Replication and Perm share one word: the engine
+	// decodes some ten rows per operation, and the struct's size class
+	// is its allocation.
+	Type meta.FileType
+	// Blocks is set for a file whose content is in block storage (block rows
+	// and replicas) rather than inline content rows.
+	Blocks bool
+	// XAttrs says the inode has extended-attribute rows (acl.go).
+	XAttrs      bool
+	Replication uint16
 	Perm        meta.Perm
 	Owner       string
 	Group       string
 	Mtime       int64 // ms since the epoch
 	Atime       int64 // ms since the epoch
 	Length      int64 // files: completed content length
-	Replication uint16
 	BlockSize   int64
 	Children    int64  // directories: number of entries
 	Symlink     string // symlinks: target
@@ -33,14 +41,9 @@ type Inode struct {
 	LeaseRenewed int64 // ms since the epoch, last renewal
 	Written      int64 // bytes written so far, >= Length while under construction
 
-	// Blocks is set for a file whose content is in block storage (block rows
-	// and replicas) rather than inline content rows.
-	Blocks bool
-
-	// ACL holds the extended ACL entries, encoded (EncodeACL), "" for none;
-	// XAttrs says the inode has extended-attribute rows (acl.go).
-	ACL    string
-	XAttrs bool
+	// ACL holds the extended ACL entries, encoded (EncodeACL), "" for none
+	// (acl.go).
+	ACL string
 
 	// Quotas (directories). -1 means none. Usage is maintained only while a
 	// quota is set, as in HDFS.
