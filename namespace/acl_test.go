@@ -363,3 +363,42 @@ func TestAclXAttrRowsFollowInode(t *testing.T) {
 		t.Fatalf("fsck problems %v", rep.Problems)
 	}
 }
+
+// TestConcatDropsSourceXAttrs: concat deletes its sources with their
+// attribute rows, inline files and block files alike; the target keeps its
+// own.
+func TestConcatDropsSourceXAttrs(t *testing.T) {
+	ctx := context.Background()
+	both := meta.XAttrCreate | meta.XAttrReplace
+	check := func(t *testing.T, e *Engine) {
+		for _, p := range []string{"/d/p0", "/d/p1", "/d/p2"} {
+			must(t, e.SetXAttr(ctx, root, p, meta.XAttr{Name: "user.k", Value: []byte(p)}, both))
+		}
+		must(t, e.Concat(ctx, root, "/d/p0", []string{"/d/p1", "/d/p2"}))
+		if n := xattrRows(t, e.st); n != 1 {
+			t.Fatalf("%d xattr rows after concat, want the target's 1", n)
+		}
+		fsckClean(t, e)
+	}
+	t.Run("inline", func(t *testing.T) {
+		e, _ := newEngine(t)
+		must(t, e.Mkdirs(ctx, root, "/d", 0o755))
+		for i := range 3 {
+			writeFile(t, e, root, fmt.Sprintf("/d/p%d", i), []byte("abc"))
+		}
+		check(t, e)
+	})
+	t.Run("blocks", func(t *testing.T) {
+		e, _ := newBlockEngine(t, t.TempDir())
+		const bsz = 4096
+		for i, size := range []int{bsz, bsz, 1500} {
+			p := fmt.Sprintf("/d/p%d", i)
+			_, err := e.Create(ctx, root, p, meta.CreateOptions{Client: "w", BlockSize: bsz, CreateParent: true})
+			must(t, err)
+			writeChunks(t, e, p, "w", 0, randomBytes(size, uint64(i)), 1000)
+			_, err = e.Complete(ctx, root, p, "w")
+			must(t, err)
+		}
+		check(t, e)
+	})
+}
