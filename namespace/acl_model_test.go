@@ -26,6 +26,69 @@ type refAcl struct {
 	mask         meta.Perm
 	hasMask      bool
 	dir          bool
+	def          *refAcl // a directory's default ACL
+}
+
+// randomAcl draws the entries of one scope into a, and returns them as a
+// spec, its mask given or left to compute.
+func randomAcl(rt *rapid.T, a *refAcl, scope meta.AclScope, users, groups []string) []meta.AclEntry {
+	perm := func(label string) meta.Perm { return meta.Perm(rapid.IntRange(0, 7).Draw(rt, label)) }
+	a.namedUsers, a.namedGroups = map[string]meta.Perm{}, map[string]meta.Perm{}
+	a.user, a.grp, a.other = perm("u"), perm("g"), perm("o")
+	spec := []meta.AclEntry{{Scope: scope, Type: meta.AclUser, Perm: a.user}, {Scope: scope, Type: meta.AclGroup, Perm: a.grp},
+		{Scope: scope, Type: meta.AclOther, Perm: a.other}}
+	for _, u := range users {
+		if rapid.IntRange(0, 2).Draw(rt, "named user") == 0 {
+			a.namedUsers[u] = perm("nu")
+			spec = append(spec, meta.AclEntry{Scope: scope, Type: meta.AclUser, Name: u, Perm: a.namedUsers[u]})
+		}
+	}
+	for _, g := range groups {
+		if rapid.IntRange(0, 2).Draw(rt, "named group") == 0 {
+			a.namedGroups[g] = perm("ng")
+			spec = append(spec, meta.AclEntry{Scope: scope, Type: meta.AclGroup, Name: g, Perm: a.namedGroups[g]})
+		}
+	}
+	named := len(a.namedUsers)+len(a.namedGroups) > 0
+	if rapid.Bool().Draw(rt, "mask given") {
+		a.hasMask, a.mask = true, perm("mask")
+		spec = append(spec, meta.AclEntry{Scope: scope, Type: meta.AclMask, Perm: a.mask})
+	} else if named {
+		a.hasMask, a.mask = true, a.grp
+		for _, p := range a.namedUsers {
+			a.mask |= p
+		}
+		for _, p := range a.namedGroups {
+			a.mask |= p
+		}
+	}
+	return spec
+}
+
+// inherit is what a new child created with mode gets from a's default ACL:
+// the default entries as its access ACL, the mode filtering the owner,
+// mask (or group, without a mask) and other entries.
+func (a *refAcl) inherit(owner string, mode meta.Perm, dir bool) *refAcl {
+	d := a.def
+	c := &refAcl{owner: owner, group: a.group, dir: dir, namedUsers: d.namedUsers, namedGroups: d.namedGroups,
+		user: d.user & (mode >> 6), grp: d.grp, other: d.other & mode & 7, hasMask: d.hasMask}
+	if d.hasMask {
+		c.mask = d.mask & (mode >> 3 & 7)
+	} else {
+		c.grp &= mode >> 3 & 7
+	}
+	if dir {
+		c.def = d
+	}
+	return c
+}
+
+func (a *refAcl) bits() meta.Perm {
+	g := a.grp
+	if a.hasMask {
+		g = a.mask
+	}
+	return a.user<<6 | g<<3 | a.other
 }
 
 // chmod: with a mask the group bits are the mask, else the group entry.
@@ -111,10 +174,11 @@ func TestAclModel(t *testing.T) {
 	nodes := append(slices.Clone(dirs), files...)
 	users := []string{"u0", "u1", "u2", "u3"}
 	groups := []string{"g0", "g1", "g2"}
-	perm := rapid.Custom(func(t *rapid.T) meta.Perm { return meta.Perm(rapid.IntRange(0, 7).Draw(t, "perm")) })
 
+	run := 0
 	rapid.Check(t, func(rt *rapid.T) {
 		ref := map[string]*refAcl{}
+		nodes := slices.Clone(nodes)
 		for _, p := range nodes {
 			a := &refAcl{owner: rapid.SampledFrom(users).Draw(rt, "owner"), group: rapid.SampledFrom(groups).Draw(rt, "group"),
 				dir: slices.Contains(dirs, p), namedUsers: map[string]meta.Perm{}, namedGroups: map[string]meta.Perm{}}
@@ -130,32 +194,10 @@ func TestAclModel(t *testing.T) {
 			}
 			a.chmod(mode)
 			if rapid.Bool().Draw(rt, "acl") {
-				a.user, a.grp, a.other = perm.Draw(rt, "u"), perm.Draw(rt, "g"), perm.Draw(rt, "o")
-				spec := []meta.AclEntry{{Type: meta.AclUser, Perm: a.user}, {Type: meta.AclGroup, Perm: a.grp}, {Type: meta.AclOther, Perm: a.other}}
-				for _, u := range users {
-					if rapid.IntRange(0, 2).Draw(rt, "named user") == 0 {
-						a.namedUsers[u] = perm.Draw(rt, "nu")
-						spec = append(spec, meta.AclEntry{Type: meta.AclUser, Name: u, Perm: a.namedUsers[u]})
-					}
-				}
-				for _, g := range groups {
-					if rapid.IntRange(0, 2).Draw(rt, "named group") == 0 {
-						a.namedGroups[g] = perm.Draw(rt, "ng")
-						spec = append(spec, meta.AclEntry{Type: meta.AclGroup, Name: g, Perm: a.namedGroups[g]})
-					}
-				}
-				named := len(a.namedUsers)+len(a.namedGroups) > 0
-				if rapid.Bool().Draw(rt, "mask given") {
-					a.hasMask, a.mask = true, perm.Draw(rt, "mask")
-					spec = append(spec, meta.AclEntry{Type: meta.AclMask, Perm: a.mask})
-				} else if named {
-					a.hasMask, a.mask = true, a.grp
-					for _, p := range a.namedUsers {
-						a.mask |= p
-					}
-					for _, p := range a.namedGroups {
-						a.mask |= p
-					}
+				spec := randomAcl(rt, a, meta.AclAccess, users, groups)
+				if a.dir && rapid.Bool().Draw(rt, "default acl") {
+					a.def = &refAcl{}
+					spec = append(spec, randomAcl(rt, a.def, meta.AclDefault, users, groups)...)
 				}
 				for i := len(spec) - 1; i > 0; i-- { // any order: the engine sorts
 					j := rapid.IntRange(0, i).Draw(rt, "swap")
@@ -173,6 +215,35 @@ func TestAclModel(t *testing.T) {
 				}
 			}
 			ref[p] = a
+		}
+		// New children of directories with a default ACL inherit it.
+		for _, d := range dirs {
+			if ref[d].def == nil {
+				continue
+			}
+			run++
+			isDir := rapid.Bool().Draw(rt, "child dir")
+			mode := meta.Perm(rapid.IntRange(1, 0o777).Draw(rt, "child mode"))
+			c := path.Join(d, fmt.Sprintf("c%d", run))
+			var err error
+			if isDir {
+				err = e.Mkdirs(ctx, root, c, mode)
+			} else {
+				_, err = e.CreateFile(ctx, root, c, meta.CreateOptions{Perm: mode}, []byte("x"))
+			}
+			if err != nil {
+				rt.Fatal(err)
+			}
+			ref[c] = ref[d].inherit("root", mode, isDir)
+			nodes = append(nodes, c)
+			st, err := e.Stat(ctx, root, c)
+			if err != nil {
+				rt.Fatal(err)
+			}
+			wantBit := isDir || ref[c].hasMask
+			if st.Perm != ref[c].bits() || st.AclBit != wantBit {
+				rt.Fatalf("%s created with %o under %+v: perm %o aclBit %v, reference %o %v", c, mode, *ref[d].def, st.Perm, st.AclBit, ref[c].bits(), wantBit)
+			}
 		}
 		for range 20 {
 			u := rapid.SampledFrom(users).Draw(rt, "caller")
