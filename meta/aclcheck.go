@@ -380,10 +380,19 @@ func InheritAcl(parentExt []AclEntry, perm Perm, dir bool) (ext []AclEntry, newP
 // extended entries ext. The owner gets the owner bits; a named user entry
 // its entry masked; the owning group and named groups, if any matches with
 // the bits masked, grant, and a match that grants nothing denies; else
-// other. Superusers are the caller's business.
+// other. An inode with a default ACL and no extended access entries is
+// checked by its bits alone. Superusers are the caller's business.
 func AclAllows(owner, group string, perm Perm, ext []AclEntry, user string, inGroup func(string) bool, bits Perm) bool {
 	if user == owner {
 		return perm>>6&bits == bits
+	}
+	if len(ext) == 0 || ext[0].Scope != AclAccess {
+		// A default ACL alone: the bits, as without an ACL (the group bits
+		// are the group's, there being no mask).
+		if inGroup(group) {
+			return perm>>3&bits == bits
+		}
+		return perm&bits == bits
 	}
 	mask := perm >> 3 & 7
 	matched := false

@@ -139,4 +139,10 @@ func TestAclAllows(t *testing.T) {
 			t.Errorf("%s %o: %v, want %v", c.user, c.bits, got, c.want)
 		}
 	}
+	// A default ACL alone leaves the access check to the bits: the owning
+	// group's bits apply.
+	def := parseAcl("default:user::rwx,default:group::---,default:other::---")
+	if !AclAllows("owner", "staff", 0o070, def, "x", in("staff"), 7) || AclAllows("owner", "staff", 0o070, def, "x", in(), 1) {
+		t.Error("a default ACL alone changed the access check")
+	}
 }
