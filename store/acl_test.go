@@ -56,6 +56,9 @@ func TestXAttrKeys(t *testing.T) {
 	if !inRange(k, all0, all1) || inRange(InodeKey(7, "x"), all0, all1) {
 		t.Fatal("AllXAttrsRange")
 	}
+	if got := FormatKey(k); got != `xattr(7,"user.k")` {
+		t.Fatalf("FormatKey = %s", got)
+	}
 	if _, _, ok := DecodeXAttrKey(InodeKey(7, "user.k")); ok {
 		t.Fatal("an inode key decoded as an xattr key")
 	}
