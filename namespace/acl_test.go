@@ -2,6 +2,7 @@ package namespace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -97,6 +98,9 @@ func TestAclOperations(t *testing.T) {
 	err = e.RemoveAclEntries(ctx, alice, "/home/alice", aclSpec("mask::---"))
 	wantKind(t, err, meta.ErrInvalidArgument)
 	wantDetail(t, err, "remove acl entries", "/home/alice", "Invalid ACL: mask is required and cannot be deleted.")
+	if !errors.Is(err, meta.ErrAcl) || meta.KindOf(err) != meta.KindInvalidArgument {
+		t.Fatalf("%v: not an ACL error of kind invalid argument", err)
+	}
 	err = e.ModifyAclEntries(ctx, alice, "/home/alice", aclSpec("user:carol:r--,user:carol:rwx"))
 	wantKind(t, err, meta.ErrInvalidArgument)
 	wantDetail(t, err, "Invalid ACL: the ACL spec contains duplicate entries.")

@@ -2,6 +2,7 @@ package namespace
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/store"
@@ -31,15 +32,21 @@ func (e *Engine) changeAcl(ctx context.Context, op, path string, u meta.User, fn
 		}
 		acl, err := fn(meta.LogicalAcl(n.Perm, ext))
 		if err != nil {
-			return meta.Errorf(op, r.path, meta.ErrInvalidArgument, "%v", err)
+			return aclError(op, r.path, err, "")
 		}
 		ext, perm, err := meta.SplitAcl(acl, n.Perm, n.Type == meta.TypeDir)
 		if err != nil {
-			return meta.Errorf(op, r.path, meta.ErrInvalidArgument, "%v Path: %s", err, r.path)
+			return aclError(op, r.path, err, " Path: "+r.path)
 		}
 		n.ACL, n.Perm = store.EncodeACL(ext), perm
 		return nil
 	})
+}
+
+// aclError is an invalid-argument error that also matches meta.ErrAcl (the
+// edges answer HDFS's AclException), its detail HDFS's message.
+func aclError(op, path string, err error, suffix string) error {
+	return &meta.OpError{Op: op, Path: path, Err: fmt.Errorf("%w: %w", meta.ErrInvalidArgument, err), Detail: err.Error() + suffix}
 }
 
 // ModifyAclEntries implements meta.ACLs. Locks: the path exclusive.
