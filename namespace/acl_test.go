@@ -254,6 +254,16 @@ func TestXAttrs(t *testing.T) {
 	}
 	wantKind(t, e.SetXAttr(ctx, alice, "/d/f", meta.XAttr{Name: unreadableBySuperuser, Value: []byte("v")}, both), meta.ErrPermission)
 	wantKind(t, e.SetXAttr(ctx, alice, "/d", meta.XAttr{Name: unreadableBySuperuser}, both), meta.ErrInvalidArgument)
+	// A file marked unreadable by superusers is, to them; its owner reads it.
+	writeFile(t, e, alice, "/d/secret", []byte("s"))
+	must(t, e.SetXAttr(ctx, alice, "/d/secret", meta.XAttr{Name: unreadableBySuperuser}, both))
+	_, err = e.Read(ctx, root, "/d/secret", 0, 1)
+	wantKind(t, err, meta.ErrPermission)
+	wantDetail(t, err, "Access is denied for root since the superuser is not allowed to perform this operation.")
+	if _, err := e.Read(ctx, alice, "/d/secret", 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	must(t, e.Delete(ctx, root, "/d/secret", false))
 	// The limit counts attributes already there; a replace is not an addition.
 	err = e.SetXAttr(ctx, alice, "/d/f", meta.XAttr{Name: unreadableBySuperuser}, both)
 	wantKind(t, err, meta.ErrInvalidArgument)

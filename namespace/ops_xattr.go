@@ -109,6 +109,21 @@ func (t *tx) dropXAttrs(ctx context.Context, n *store.Inode) error {
 	return nil
 }
 
+// readableBySuperuser refuses a superuser the content of a file marked
+// security.hdfs.unreadable.by.superuser, with HDFS's words. Only files with
+// attributes read by superusers get here: one more row.
+func (t *tx) readableBySuperuser(ctx context.Context, op, path string, n *store.Inode) error {
+	vals, err := t.st.Read(ctx, []store.ReadReq{{Key: store.XAttrKey(n.ID, unreadableBySuperuser)}})
+	if err != nil {
+		return err
+	}
+	if vals[0] != nil {
+		return meta.Errorf(op, path, meta.ErrPermission,
+			"Access is denied for %s since the superuser is not allowed to perform this operation.", t.user)
+	}
+	return nil
+}
+
 // SetXAttr implements meta.XAttrs. Locks: the path exclusive (its attribute
 // rows are written under its lock).
 func (e *Engine) SetXAttr(ctx context.Context, u meta.User, path string, x meta.XAttr, flag meta.XAttrSetFlag) error {
