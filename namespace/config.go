@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nimbus-fs/nimbus/blocks"
+	"github.com/nimbus-fs/nimbus/meta"
 )
 
 // Config configures an Engine. Start from DefaultConfig.
@@ -49,6 +50,13 @@ type Config struct {
 	LeaseSoftLimit     time.Duration
 	LeaseHardLimit     time.Duration
 	LeaseCheckInterval time.Duration
+
+	// MaxXAttrsPerInode and MaxXAttrSize are HDFS's
+	// dfs.namenode.fs-limits.max-xattrs-per-inode and max-xattr-size: the
+	// most extended attributes one inode may have, and the largest one
+	// (its name without the namespace prefix plus its value, in bytes).
+	MaxXAttrsPerInode int
+	MaxXAttrSize      int
 
 	// HintCacheEntries bounds the inode hint cache.
 	HintCacheEntries int
@@ -94,6 +102,8 @@ func DefaultConfig() Config {
 		LeaseSoftLimit:     60 * time.Second,
 		LeaseHardLimit:     20 * time.Minute,
 		LeaseCheckInterval: 2 * time.Second,
+		MaxXAttrsPerInode:  meta.MaxXAttrsPerInode,
+		MaxXAttrSize:       meta.MaxXAttrSize,
 		HintCacheEntries:   1 << 20,
 		MaxAttempts:        64,
 		IDBatch:            1024,
@@ -123,6 +133,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("namespace: ListLimit %d <= 0", c.ListLimit)
 	case c.LeaseSoftLimit <= 0 || c.LeaseHardLimit < c.LeaseSoftLimit:
 		return fmt.Errorf("namespace: lease limits soft %v hard %v", c.LeaseSoftLimit, c.LeaseHardLimit)
+	case c.MaxXAttrsPerInode < 0:
+		return fmt.Errorf("namespace: MaxXAttrsPerInode %d < 0", c.MaxXAttrsPerInode)
+	case c.MaxXAttrSize <= 0 || c.MaxXAttrSize > 32768:
+		return fmt.Errorf("namespace: MaxXAttrSize %d not in 1..32768 (HDFS's hard limit)", c.MaxXAttrSize)
 	case c.MaxAttempts <= 0:
 		return fmt.Errorf("namespace: MaxAttempts %d <= 0", c.MaxAttempts)
 	case c.IDBatch == 0:

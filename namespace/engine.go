@@ -227,6 +227,7 @@ func fillStatus(s *meta.FileStatus, path string, n *store.Inode) {
 		Path: path, FileID: n.ID, Type: n.Type, Perm: n.Perm, Owner: n.Owner, Group: n.Group,
 		Length: n.Length, Mtime: n.Mtime, Atime: n.Atime, Symlink: n.Symlink,
 		UnderConstruction: n.UnderConstruction(), NsQuota: -1, SpaceQuota: -1,
+		AclBit: n.ACL != "",
 	}
 	switch n.Type {
 	case meta.TypeFile:

@@ -22,6 +22,10 @@ const maxProblems = 1000
 //   - every file's content chunks cover exactly its written bytes, and no
 //     chunk belongs to anything else;
 //   - files under construction and lease rows match one to one;
+//   - ACLs decode and are well formed (checked with every inode row), only
+//     directories have a default ACL, and extended-attribute rows belong to
+//     a reachable inode whose flag says it has some, have a namespace
+//     prefix, and an inode with the flag has at least one;
 //   - with block storage: every block row has its replica, every replica a
 //     row, lengths and stamps agree, and every finalized replica reads back
 //     with valid checksums (fsck reads all block data).
@@ -30,7 +34,7 @@ const maxProblems = 1000
 // checked; quota usage under concurrent writes can be reported as off by what
 // was being written.
 func (e *Engine) Fsck(ctx context.Context) (*meta.FsckReport, error) {
-	f := &fsck{e: e, rep: &meta.FsckReport{}, seen: make(map[uint64]string), keys: make(map[uint64]string), files: make(map[uint64]*store.Inode)}
+	f := &fsck{e: e, rep: &meta.FsckReport{}, seen: make(map[uint64]string), keys: make(map[uint64]string), files: make(map[uint64]*store.Inode), xattrs: make(map[uint64]int)}
 	if err := f.run(ctx); err != nil {
 		return nil, err
 	}
@@ -43,6 +47,9 @@ type fsck struct {
 	seen  map[uint64]string       // inode id -> path
 	keys  map[uint64]string       // inode id -> the row key it was reached by
 	files map[uint64]*store.Inode // reachable files by id
+	// xattrs counts the attribute rows of the reachable inodes whose
+	// flag says they have some.
+	xattrs map[uint64]int
 }
 
 func (f *fsck) problem(format string, args ...any) {
@@ -83,6 +90,9 @@ func (f *fsck) run(ctx context.Context) error {
 		return err
 	}
 	if err := f.blockRows(ctx); err != nil {
+		return err
+	}
+	if err := f.xattrRows(ctx); err != nil {
 		return err
 	}
 	return f.leases(ctx)
@@ -178,6 +188,18 @@ func (f *fsck) walk(ctx context.Context, n *store.Inode, path string) (usage, er
 	f.seen[n.ID] = path
 	f.keys[n.ID] = string(n.Key())
 	f.rep.Inodes++
+	if n.XAttrs {
+		f.xattrs[n.ID] = 0
+	}
+	if n.ACL != "" {
+		if ext, err := store.DecodeACL(n.ACL); err != nil {
+			f.problem("%s: %v", path, err)
+		} else if n.Type != meta.TypeDir && len(ext) > 0 && ext[len(ext)-1].Scope == meta.AclDefault {
+			f.problem("%s: a default ACL on a %s", path, n.Type)
+		} else if _, err := meta.ValidateAcl(meta.LogicalAcl(n.Perm, ext)); err != nil {
+			f.problem("%s: ACL %v", path, err)
+		}
+	}
 	switch n.Type {
 	case meta.TypeFile:
 		f.rep.Files++
@@ -370,6 +392,46 @@ func (f *fsck) leases(ctx context.Context) error {
 	for id, n := range f.files {
 		if n.UnderConstruction() && !leased[id] {
 			f.problem("%s: under construction by %s without a lease row", f.seen[id], describeHolder(n.LeaseHolder))
+		}
+	}
+	return nil
+}
+
+// xattrRows checks that extended-attribute rows belong to reachable inodes
+// flagged as having some, and that every flagged inode has one.
+func (f *fsck) xattrRows(ctx context.Context) error {
+	txn, err := f.e.st.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer txn.Rollback()
+	start, end := store.AllXAttrsRange()
+	err = txn.Scan(ctx, start, end, 0, func(k, v []byte) bool {
+		id, name, ok := store.DecodeXAttrKey(k)
+		if !ok {
+			f.problem("malformed xattr key %q", k)
+			return true
+		}
+		n, flagged := f.xattrs[id]
+		switch {
+		case !flagged && f.seen[id] == "":
+			f.problem("xattr %s belongs to no inode (inode %d)", name, id)
+		case !flagged:
+			f.problem("%s: xattr %s, but the inode is not flagged as having any", f.seen[id], name)
+		default:
+			f.xattrs[id] = n + 1
+		}
+		if norm, _, err := xattrName("fsck", "", name); err != nil || norm != name {
+			f.problem("inode %d: xattr name %q without a lowercase namespace prefix", id, name)
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	for id, n := range f.xattrs {
+		if n == 0 {
+			f.problem("%s: flagged as having xattrs, but has none", f.seen[id])
 		}
 	}
 	return nil

@@ -93,6 +93,9 @@ func (t *tx) makeParents(ctx context.Context, op string, r *resolved, last int, 
 		d := &store.Inode{Parent: parent.ID, Name: r.comps[k-1], ID: id, Type: meta.TypeDir,
 			Perm: dp, Owner: t.user, Group: parent.Group, Mtime: t.now, Atime: t.now,
 			NsQuota: -1, SpaceQuota: -1}
+		if parent.ACL != "" {
+			t.inheritAcl(parent, d)
+		}
 		if k < last {
 			d.Children = 1
 		}
@@ -202,6 +205,9 @@ func (e *Engine) create(ctx context.Context, op string, u meta.User, path string
 			Perm: perm, Owner: t.user, Group: parent.Group, Mtime: t.now, Atime: t.now,
 			Replication: repl, BlockSize: bs, LeaseHolder: opts.Client, LeaseRenewed: t.now,
 			NsQuota: -1, SpaceQuota: -1}
+		if parent.ACL != "" {
+			t.inheritAcl(parent, n)
+		}
 		parent.Children++
 		parent.Mtime = t.now
 		t.put(parent)

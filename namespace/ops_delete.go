@@ -50,9 +50,7 @@ func (e *Engine) Delete(ctx context.Context, u meta.User, path string, recursive
 			return err
 		}
 		for _, c := range nodes {
-			if c.Type == meta.TypeDir {
-				t.del(c)
-			} else if err := t.removeFile(ctx, c); err != nil {
+			if err := t.removeFile(ctx, c); err != nil { // directories too: their xattr rows
 				return err
 			}
 		}

@@ -117,6 +117,11 @@ func (e *Engine) Read(ctx context.Context, u meta.User, path string, offset, len
 		if err != nil {
 			return err
 		}
+		if t.super && n.XAttrs {
+			if err := t.readableBySuperuser(ctx, op, p, n); err != nil {
+				return err
+			}
+		}
 		if n.Blocks {
 			out, err = t.readBlocks(ctx, p, n, offset, length, n.Length)
 		} else {

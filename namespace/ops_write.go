@@ -218,6 +218,11 @@ func (t *tx) cutContent(ctx context.Context, n *store.Inode, size int64) error {
 
 // removeFile deletes a file or symlink row with its content and lease.
 func (t *tx) removeFile(ctx context.Context, n *store.Inode) error {
+	if n.XAttrs {
+		if err := t.dropXAttrs(ctx, n); err != nil {
+			return err
+		}
+	}
 	if n.Type == meta.TypeFile && n.Blocks {
 		if err := t.dropBlocks(ctx, n); err != nil {
 			return err
@@ -398,6 +403,11 @@ func (e *Engine) Concat(ctx context.Context, u meta.User, target string, srcs []
 				// HDFS's way: the sources' blocks become the target's.
 				if err := t.moveBlocks(ctx, s, tn, &nextBlock); err != nil {
 					return err
+				}
+				if s.XAttrs {
+					if err := t.dropXAttrs(ctx, s); err != nil {
+						return err
+					}
 				}
 				t.del(s)
 				continue

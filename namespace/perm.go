@@ -62,6 +62,9 @@ func (t *tx) allowed(n *store.Inode, bits meta.Perm) bool {
 	if t.super {
 		return true
 	}
+	if n.ACL != "" {
+		return t.aclAllowed(n, bits)
+	}
 	var class meta.Perm
 	switch {
 	case n.Owner == t.user:
@@ -72,6 +75,16 @@ func (t *tx) allowed(n *store.Inode, bits meta.Perm) bool {
 		class = n.Perm & 7
 	}
 	return class&bits == bits
+}
+
+// aclAllowed is allowed for an inode with an ACL, by HDFS's rules
+// (meta.AclAllows). It is apart so that the common path stays small.
+func (t *tx) aclAllowed(n *store.Inode, bits meta.Perm) bool {
+	ext, err := store.DecodeACL(n.ACL)
+	if err != nil {
+		return false // the row was checked when decoded: cannot happen
+	}
+	return meta.AclAllows(n.Owner, n.Group, n.Perm, ext, t.user, t.inGroup, bits)
 }
 
 func (t *tx) inGroup(g string) bool { return slices.Contains(t.groups, g) }

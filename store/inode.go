@@ -15,15 +15,23 @@ type Inode struct {
 	Parent uint64 // parent directory's id (RootParentID for the root)
 	Name   string // "" for the root
 
-	ID          uint64
-	Type        meta.FileType
+	ID uint64
+	// Type, the flags, Replication and Perm share one word: the engine
+	// decodes some ten rows per operation, and the struct's size class
+	// is its allocation.
+	Type meta.FileType
+	// Blocks is set for a file whose content is in block storage (block rows
+	// and replicas) rather than inline content rows.
+	Blocks bool
+	// XAttrs says the inode has extended-attribute rows (acl.go).
+	XAttrs      bool
+	Replication uint16
 	Perm        meta.Perm
 	Owner       string
 	Group       string
 	Mtime       int64 // ms since the epoch
 	Atime       int64 // ms since the epoch
 	Length      int64 // files: completed content length
-	Replication uint16
 	BlockSize   int64
 	Children    int64  // directories: number of entries
 	Symlink     string // symlinks: target
@@ -33,9 +41,9 @@ type Inode struct {
 	LeaseRenewed int64 // ms since the epoch, last renewal
 	Written      int64 // bytes written so far, >= Length while under construction
 
-	// Blocks is set for a file whose content is in block storage (block rows
-	// and replicas) rather than inline content rows.
-	Blocks bool
+	// ACL holds the extended ACL entries, encoded (EncodeACL), "" for none
+	// (acl.go).
+	ACL string
 
 	// Quotas (directories). -1 means none. Usage is maintained only while a
 	// quota is set, as in HDFS.
@@ -61,6 +69,8 @@ const (
 	flagQuota   = 1 << 1
 	flagSymlink = 1 << 2
 	flagBlocks  = 1 << 3
+	flagACL     = 1 << 4
+	flagXAttrs  = 1 << 5
 )
 
 // ErrCorrupt is wrapped by decoding errors: a row that cannot be read back.
@@ -80,6 +90,12 @@ func EncodeInode(dst []byte, n *Inode) []byte {
 	}
 	if n.Blocks {
 		flags |= flagBlocks
+	}
+	if n.ACL != "" {
+		flags |= flagACL
+	}
+	if n.XAttrs {
+		flags |= flagXAttrs
 	}
 	dst = append(dst, inodeFormatV1, flags, byte(n.Type))
 	dst = binary.AppendUvarint(dst, n.ID)
@@ -105,6 +121,9 @@ func EncodeInode(dst []byte, n *Inode) []byte {
 		dst = binary.AppendVarint(dst, n.SpaceQuota)
 		dst = binary.AppendVarint(dst, n.NsUsed)
 		dst = binary.AppendVarint(dst, n.SpaceUsed)
+	}
+	if flags&flagACL != 0 {
+		dst = appendString(dst, n.ACL)
 	}
 	return dst
 }
@@ -146,6 +165,7 @@ func DecodeInodeValue(parent uint64, name string, value []byte, n *Inode) error 
 	}
 	flags := d.byte()
 	n.Blocks = flags&flagBlocks != 0
+	n.XAttrs = flags&flagXAttrs != 0
 	n.Type = meta.FileType(d.byte())
 	n.ID = d.uvarint()
 	n.Perm = meta.Perm(d.uvarint())
@@ -180,6 +200,18 @@ func DecodeInodeValue(parent uint64, name string, value []byte, n *Inode) error 
 		if d.err == nil && (n.NsQuota < -1 || n.SpaceQuota < -1 || !n.HasQuota()) {
 			d.err = fmt.Errorf("quota flag with quotas %d and %d", n.NsQuota, n.SpaceQuota)
 		}
+	}
+	if flags&flagACL != 0 {
+		if n.ACL = d.string(); d.err == nil {
+			if n.ACL == "" {
+				d.err = errEmptyACL
+			} else if _, err := DecodeACL(n.ACL); err != nil {
+				d.err = err
+			}
+		}
+	}
+	if d.err == nil && flags&^(flagUC|flagQuota|flagSymlink|flagBlocks|flagACL|flagXAttrs) != 0 {
+		d.err = fmt.Errorf("unknown flags %#x", flags)
 	}
 	if d.err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrCorrupt, FormatKey(key()), d.err)

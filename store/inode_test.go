@@ -23,6 +23,12 @@ func sampleInodes() []Inode {
 		{Parent: 1, Name: "quota", ID: 102, Type: meta.TypeDir, Perm: meta.PermMask, Owner: "", Group: "",
 			Children: 1 << 40, NsQuota: 1000, SpaceQuota: -1, NsUsed: 12, SpaceUsed: 1 << 33},
 		{Parent: 1, Name: "space", ID: 103, Type: meta.TypeDir, Perm: 0, NsQuota: -1, SpaceQuota: 0, NsUsed: 1},
+		{Parent: 1, Name: "acl", ID: 104, Type: meta.TypeDir, Perm: 0o1750, Owner: "alice", Group: "staff",
+			NsQuota: -1, SpaceQuota: -1, XAttrs: true, ACL: EncodeACL([]meta.AclEntry{
+				{Type: meta.AclUser, Name: "bob", Perm: 5}, {Type: meta.AclGroup, Perm: 4},
+				{Scope: meta.AclDefault, Type: meta.AclUser, Perm: 7}, {Scope: meta.AclDefault, Type: meta.AclGroup, Perm: 5},
+				{Scope: meta.AclDefault, Type: meta.AclOther}})},
+		{Parent: 1, Name: "xattrs", ID: 105, Type: meta.TypeFile, Perm: 0o644, XAttrs: true, NsQuota: -1, SpaceQuota: -1},
 	}
 }
 

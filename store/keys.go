@@ -15,6 +15,7 @@ import (
 //	'd' inodeID:8 offset:8   -> bytes                 inline file content, in chunks
 //	'l' inodeID:8            -> Lease (lease.go)      one row per file under construction
 //	'b' inodeID:8 index:4    -> Block (block.go)      the blocks of a file kept in block storage
+//	'x' inodeID:8 name       -> bytes (acl.go)        extended attributes, name with its namespace prefix
 //	'c' name                 -> uint64 (8, big-endian) id counters (AllocateIDs)
 //	'm' name                 -> bytes                 store-wide metadata (format version, ...)
 //
@@ -24,7 +25,9 @@ import (
 // are never reused. Content chunk rows are keyed by inode id (not path), so a
 // rename never touches them; chunk k of a file holds bytes [k*C, (k+1)*C) for
 // the engine's chunk size C, so any offset is found without a scan. Lease rows
-// let the engine find every file under construction after a restart.
+// let the engine find every file under construction after a restart. An inode's
+// ACL is part of its row (acl.go says why); its extended attributes, keyed by
+// inode id like content, never move on a rename.
 //
 // Later tables (blocks, replicas, leases by holder, datanodes, subtree
 // operations, request ids) take the next free prefix letters.
@@ -263,6 +266,9 @@ func FormatKey(k []byte) string {
 	}
 	if id, off, ok := DecodeDataKey(k); ok {
 		return fmt.Sprintf("data(%d@%d)", id, off)
+	}
+	if id, name, ok := DecodeXAttrKey(k); ok {
+		return fmt.Sprintf("xattr(%d,%q)", id, name)
 	}
 	return fmt.Sprintf("%q", k)
 }
