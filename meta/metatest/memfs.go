@@ -42,6 +42,8 @@ type node struct {
 	data   []byte          // completed content
 	buf    []byte          // content written under the lease
 	client string          // lease holder; "" when the file is complete
+	acl    []meta.AclEntry // extended entries, sorted (memfs_acl.go)
+	xattrs []meta.XAttr    // in the order they were set
 }
 
 // NewMemFS returns a file system holding only the root, owned by Superuser
