@@ -1,6 +1,8 @@
 package meta
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"strings"
 )
@@ -143,4 +145,63 @@ func FormatAclSpec(entries []AclEntry, withPerm bool) string {
 		parts[i] = s
 	}
 	return strings.Join(parts, ",")
+}
+
+// XAttrEncoding is how an extended attribute's value is written as text
+// (HDFS's XAttrCodec).
+type XAttrEncoding uint8
+
+const (
+	XAttrText   XAttrEncoding = iota // "value", quoted
+	XAttrHex                         // 0x76616c7565
+	XAttrBase64                      // 0sdmFsdWU=
+)
+
+// ParseXAttrEncoding parses text, hex or base64 in any case.
+func ParseXAttrEncoding(s string) (XAttrEncoding, error) {
+	switch strings.ToLower(s) {
+	case "text":
+		return XAttrText, nil
+	case "hex":
+		return XAttrHex, nil
+	case "base64":
+		return XAttrBase64, nil
+	}
+	return 0, fmt.Errorf("invalid encoding %q: want text, hex or base64", s)
+}
+
+// EncodeXAttrValue writes v as HDFS's XAttrCodec.encodeValue does.
+func EncodeXAttrValue(v []byte, enc XAttrEncoding) string {
+	switch enc {
+	case XAttrHex:
+		return "0x" + hex.EncodeToString(v)
+	case XAttrBase64:
+		return "0s" + base64.StdEncoding.EncodeToString(v)
+	}
+	return `"` + string(v) + `"`
+}
+
+// DecodeXAttrValue reads s as HDFS's XAttrCodec.decodeValue does: a quoted
+// string is its content, 0x and 0s (any case) prefix hex and base64, and
+// anything else is taken as it is.
+func DecodeXAttrValue(s string) ([]byte, error) {
+	if len(s) >= 2 {
+		switch p := strings.ToLower(s[:2]); {
+		case s[0] == '"' && s[len(s)-1] == '"':
+			return []byte(s[1 : len(s)-1]), nil
+		case p == "0x":
+			b, err := hex.DecodeString(s[2:])
+			if err != nil {
+				return nil, fmt.Errorf("invalid hex value %q: %v", s, err)
+			}
+			return b, nil
+		case p == "0s":
+			b, err := base64.StdEncoding.DecodeString(s[2:])
+			if err != nil {
+				return nil, fmt.Errorf("invalid base64 value %q: %v", s, err)
+			}
+			return b, nil
+		}
+	}
+	return []byte(s), nil
 }

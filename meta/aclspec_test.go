@@ -92,3 +92,22 @@ func FuzzParseAclSpec(f *testing.F) {
 		}
 	})
 }
+
+func TestXAttrCodec(t *testing.T) {
+	v := []byte("val\x00\xff")
+	for enc, want := range map[XAttrEncoding]string{XAttrText: "\"val\x00\xff\"", XAttrHex: "0x76616c00ff", XAttrBase64: "0sdmFsAP8="} {
+		s := EncodeXAttrValue(v, enc)
+		if s != want {
+			t.Errorf("encode %d: %q, want %q", enc, s, want)
+		}
+		if back, err := DecodeXAttrValue(s); err != nil || string(back) != string(v) {
+			t.Errorf("decode %q: %q, %v", s, back, err)
+		}
+	}
+	if b, _ := DecodeXAttrValue("plain"); string(b) != "plain" {
+		t.Errorf("plain: %q", b)
+	}
+	if _, err := DecodeXAttrValue("0xzz"); err == nil {
+		t.Error("0xzz decoded")
+	}
+}
