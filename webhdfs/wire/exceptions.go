@@ -48,8 +48,8 @@ var Exceptions = [...]Exception{
 	// HDFS answers an op it does not know with IllegalArgumentException
 	// ("Invalid value for webhdfs parameter "op""), which reaches
 	// the caller as an IOException (RemoteException): so does Nimbus.
-	meta.KindUnsupported:     {http.StatusBadRequest, "IllegalArgumentException", "java.lang.IllegalArgumentException"},
-	meta.KindInternal:        {http.StatusInternalServerError, "RuntimeException", "java.lang.RuntimeException"},
+	meta.KindUnsupported: {http.StatusBadRequest, "IllegalArgumentException", "java.lang.IllegalArgumentException"},
+	meta.KindInternal:    {http.StatusInternalServerError, "RuntimeException", "java.lang.RuntimeException"},
 }
 
 // ExceptionOf returns the wire form of kind k (KindUnknown's for a kind the
