@@ -80,7 +80,11 @@ func (f *lsFormat) adjust(sts []meta.FileStatus) {
 func (f *lsFormat) line(st *meta.FileStatus, disp string) string {
 	var b strings.Builder
 	b.WriteString(meta.Symbolic(st.Type, st.Perm))
-	b.WriteByte(' ')
+	if st.AclBit {
+		b.WriteByte('+') // as HDFS's Ls, in place of the space
+	} else {
+		b.WriteByte(' ')
+	}
 	fmt.Fprintf(&b, "%*s ", f.maxRepl, replString(st))
 	if f.maxOwner > 0 {
 		fmt.Fprintf(&b, "%-*s ", f.maxOwner, st.Owner)
