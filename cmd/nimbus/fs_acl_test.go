@@ -1,11 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/meta/metatest"
+	"github.com/nimbus-fs/nimbus/rpc"
 )
 
 // newMemHarness runs the shell against a MemFS, which keeps ACLs and
@@ -95,4 +100,32 @@ func TestACLCommandsUnsupported(t *testing.T) {
 	if code, _, errs := h.run("setfacl", "-b", "d"); code != 1 || !strings.Contains(errs, "operation not supported") {
 		t.Fatalf("setfacl without ACLs: exit %d, %q", code, errs)
 	}
+}
+
+// The commands as the binary runs them: through client.Dial and the RPC to
+// a server whose file system keeps ACLs and xattrs (a MemFS here).
+func TestACLCommandsOverRPC(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.Handle("/rpc/", rpc.NewServer(metatest.NewMemFS(), rpc.ServerOptions{}).Handler())
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	t.Setenv("NIMBUS_ADDR", srv.URL)
+	t.Setenv("NIMBUS_USER", "alice")
+	run := func(args ...string) string {
+		t.Helper()
+		var out, errs bytes.Buffer
+		if code := cmdFS(context.Background(), args, &out, &errs); code != 0 || errs.Len() > 0 {
+			t.Fatalf("%q: exit %d, %q", args, code, errs.String())
+		}
+		return out.String()
+	}
+	run("mkdir", "-p", "/d")
+	run("setfacl", "-m", "user:bob:r-x", "/d")
+	expectEq(t, "getfacl over RPC", run("getfacl", "/d"),
+		"# file: /d\n# owner: alice\n# group: supergroup\nuser::rwx\nuser:bob:r-x\ngroup::r-x\nmask::r-x\nother::r-x\n\n")
+	if out := run("--json", "ls", "-d", "/d"); !strings.Contains(out, `"acl_bit": true`) {
+		t.Fatalf("ls --json has no acl_bit: %s", out)
+	}
+	run("setfattr", "-n", "user.k", "-v", "0s3q2+7w==", "/d")
+	expectEq(t, "getfattr over RPC", run("getfattr", "-n", "user.k", "-e", "hex", "/d"), "# file: /d\nuser.k=0xdeadbeef\n")
 }

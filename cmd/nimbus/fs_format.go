@@ -191,6 +191,7 @@ type jsonStatus struct {
 	ChildrenNum       int64  `json:"children_num"`
 	SymlinkTarget     string `json:"symlink_target,omitempty"`
 	UnderConstruction bool   `json:"under_construction"`
+	AclBit            bool   `json:"acl_bit,omitempty"` // an ACL beyond the mode (ls's +)
 }
 
 func toJSONStatus(st *meta.FileStatus) jsonStatus {
@@ -209,6 +210,7 @@ func toJSONStatus(st *meta.FileStatus) jsonStatus {
 		ChildrenNum:       st.ChildrenNum,
 		SymlinkTarget:     st.Symlink,
 		UnderConstruction: st.UnderConstruction,
+		AclBit:            st.AclBit,
 	}
 }
 
