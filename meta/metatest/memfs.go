@@ -153,6 +153,7 @@ func (fs *MemFS) add(c string, st meta.FileStatus) *node {
 	fs.mu.nodes[c] = n
 	parent, _ := meta.ParentPath(c)
 	fs.mu.nodes[parent].st.ChildrenNum++
+	inheritDefaultACL(fs.mu.nodes[parent], n)
 	return n
 }
 

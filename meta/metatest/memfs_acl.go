@@ -165,6 +165,47 @@ func storeACL(op, c string, n *node, es []meta.AclEntry, recalc [2]bool) error {
 	return nil
 }
 
+// inheritDefaultACL gives a new file or directory its parent's default ACL,
+// as HDFS's AclStorage.copyINodeDefaultAcl: the default entries become its
+// access ACL, the owner's, the mask's (or without one the group's) and the
+// other's rights cut by the mode it was created with; a directory also takes
+// them as its own default ACL. Symlinks have no ACL.
+func inheritDefaultACL(parent, n *node) {
+	var def []meta.AclEntry
+	hasMask := false
+	for _, e := range parent.acl {
+		if e.Scope == meta.AclDefault {
+			def = append(def, e)
+			hasMask = hasMask || e.Type == meta.AclMask
+		}
+	}
+	if len(def) == 0 || n.st.Type == meta.TypeSymlink {
+		return
+	}
+	mode := n.st.Perm
+	bits := mode & meta.StickyBit
+	var access []meta.AclEntry
+	for _, e := range def {
+		e.Scope = meta.AclAccess
+		switch {
+		case e.Type == meta.AclUser && e.Name == "":
+			bits |= (e.Perm & (mode >> 6 & 7)) << 6
+		case e.Type == meta.AclOther:
+			bits |= e.Perm & mode & 7
+		case e.Type == meta.AclMask, e.Type == meta.AclGroup && e.Name == "" && !hasMask:
+			bits |= (e.Perm & (mode >> 3 & 7)) << 3
+		default:
+			access = append(access, e) // named entries, and the group's beside a mask
+		}
+	}
+	n.st.Perm = bits
+	n.acl = access
+	if n.st.Type == meta.TypeDir {
+		n.acl = append(n.acl, def...)
+	}
+	n.st.AclBit = len(n.acl) > 0
+}
+
 // changeACL runs f on path's complete ACL, as its owner or the superuser.
 func (fs *MemFS) changeACL(ctx context.Context, op string, u meta.User, path string, f func(n *node, c string, acl []meta.AclEntry) ([]meta.AclEntry, [2]bool, error)) error {
 	return fs.update(ctx, op, path, func(n *node, c string) error {

@@ -73,6 +73,37 @@ func TestMemFSACL(t *testing.T) {
 	}
 }
 
+// New children take a directory's default ACL as HDFS's do.
+func TestMemFSDefaultACLInherited(t *testing.T) {
+	ctx := context.Background()
+	fs := NewMemFS()
+	alice := meta.User{Name: "alice"}
+	if err := fs.Mkdirs(ctx, alice, "/d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.ModifyAclEntries(ctx, alice, "/d", specOf(t, "default:user:bob:rwx,default:other::---", true)); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Mkdirs(ctx, alice, "/d/sub", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := fs.GetAclStatus(ctx, alice, "/d/sub")
+	// The mask (rwx) is cut by the mode's group bits (r-x); other by both.
+	if got, want := meta.FormatAclSpec(st.Entries, true), "user:bob:rwx,group::r-x,default:user::rwx,default:user:bob:rwx,default:group::r-x,default:mask::rwx,default:other::---"; got != want || st.Perm != 0o750 {
+		t.Fatalf("sub: %s perm %o\nwant %s perm 750", got, st.Perm, want)
+	}
+	if _, err := fs.Create(ctx, alice, "/d/f", meta.CreateOptions{Client: "c", Perm: 0o640}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = fs.GetAclStatus(ctx, alice, "/d/f")
+	if got := meta.FormatAclSpec(st.Entries, true); got != "user:bob:rwx,group::r-x" || st.Perm != 0o640 {
+		t.Fatalf("file: %s perm %o", got, st.Perm)
+	}
+	if fst, _ := fs.Stat(ctx, alice, "/d/f"); !fst.AclBit {
+		t.Fatal("file has no aclBit")
+	}
+}
+
 func TestMemFSXAttrs(t *testing.T) {
 	ctx := context.Background()
 	fs := NewMemFS()
