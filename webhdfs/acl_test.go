@@ -1,6 +1,7 @@
 package webhdfs
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -119,6 +120,13 @@ func TestXAttrOps(t *testing.T) {
 	wantError(t, e.do("GET", "/f", "op=GETXATTRS&user.name=alice&xattr.name=user.zz", nil), 403, "IOException")
 	wantError(t, e.do("GET", "/f", "op=GETXATTRS&user.name=alice&encoding=rot13", nil), 400, "IllegalArgumentException")
 	wantError(t, e.do("GET", "/nope", "op=GETXATTRS&user.name=alice&xattr.name=user.a", nil), 404, "FileNotFoundException")
+	for i := 2; i < 32; i++ { // MemFS's limit, HDFS's: 32 per inode
+		wantStatus(t, e.do("PUT", "/f", fmt.Sprintf("op=SETXATTR&user.name=alice&xattr.name=user.n%d&flag=CREATE", i), nil), 200)
+	}
+	wantError(t, e.do("PUT", "/f", "op=SETXATTR&user.name=alice&xattr.name=user.more&flag=CREATE", nil), 403, "IOException")
+	for i := 2; i < 32; i++ {
+		wantStatus(t, e.do("PUT", "/f", fmt.Sprintf("op=REMOVEXATTR&user.name=alice&xattr.name=user.n%d", i), nil), 200)
+	}
 	wantStatus(t, e.do("PUT", "/f", "op=REMOVEXATTR&user.name=alice&xattr.name=user.a", nil), 200)
 	wantError(t, e.do("PUT", "/f", "op=REMOVEXATTR&user.name=alice&xattr.name=user.a", nil), 403, "IOException")
 	r = e.do("GET", "/f", "op=LISTXATTRS&user.name=alice", nil)

@@ -180,11 +180,13 @@ func xattrName(rq *request, v string) (string, error) {
 }
 
 // xattrError gives a missing or existing attribute HDFS's IOException: a
-// not-found from a path that exists is the attribute's.
+// not-found from a path that exists is the attribute's. The limit on an
+// inode's attributes is an IOException in HDFS too, whichever kind the
+// file system reports it with.
 func (h *Handler) xattrError(rq *request, err error) error {
-	switch meta.KindOf(err) {
-	case meta.KindExists:
-		return asException(rq.path, err, meta.KindExists, ioException)
+	switch k := meta.KindOf(err); k {
+	case meta.KindExists, meta.KindQuota:
+		return asException(rq.path, err, k, ioException)
 	case meta.KindNotFound:
 		if _, serr := h.fs.Stat(rq.ctx(), rq.user, rq.path); serr == nil {
 			return asException(rq.path, err, meta.KindNotFound, ioException)
