@@ -116,6 +116,122 @@ func (Kind) EnumDescriptor() ([]byte, []int) {
 	return file_nimbus_proto_rawDescGZIP(), []int{0}
 }
 
+type AclRequest_Op int32
+
+const (
+	AclRequest_OP_UNKNOWN        AclRequest_Op = 0
+	AclRequest_OP_MODIFY_ENTRIES AclRequest_Op = 1
+	AclRequest_OP_REMOVE_ENTRIES AclRequest_Op = 2
+	AclRequest_OP_REMOVE_DEFAULT AclRequest_Op = 3
+	AclRequest_OP_REMOVE_ALL     AclRequest_Op = 4
+	AclRequest_OP_SET            AclRequest_Op = 5
+	AclRequest_OP_GET_STATUS     AclRequest_Op = 6 // answered with acl_status
+)
+
+// Enum value maps for AclRequest_Op.
+var (
+	AclRequest_Op_name = map[int32]string{
+		0: "OP_UNKNOWN",
+		1: "OP_MODIFY_ENTRIES",
+		2: "OP_REMOVE_ENTRIES",
+		3: "OP_REMOVE_DEFAULT",
+		4: "OP_REMOVE_ALL",
+		5: "OP_SET",
+		6: "OP_GET_STATUS",
+	}
+	AclRequest_Op_value = map[string]int32{
+		"OP_UNKNOWN":        0,
+		"OP_MODIFY_ENTRIES": 1,
+		"OP_REMOVE_ENTRIES": 2,
+		"OP_REMOVE_DEFAULT": 3,
+		"OP_REMOVE_ALL":     4,
+		"OP_SET":            5,
+		"OP_GET_STATUS":     6,
+	}
+)
+
+func (x AclRequest_Op) Enum() *AclRequest_Op {
+	p := new(AclRequest_Op)
+	*p = x
+	return p
+}
+
+func (x AclRequest_Op) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AclRequest_Op) Descriptor() protoreflect.EnumDescriptor {
+	return file_nimbus_proto_enumTypes[1].Descriptor()
+}
+
+func (AclRequest_Op) Type() protoreflect.EnumType {
+	return &file_nimbus_proto_enumTypes[1]
+}
+
+func (x AclRequest_Op) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AclRequest_Op.Descriptor instead.
+func (AclRequest_Op) EnumDescriptor() ([]byte, []int) {
+	return file_nimbus_proto_rawDescGZIP(), []int{34, 0}
+}
+
+type XAttrRequest_Op int32
+
+const (
+	XAttrRequest_OP_UNKNOWN XAttrRequest_Op = 0
+	XAttrRequest_OP_SET     XAttrRequest_Op = 1
+	XAttrRequest_OP_GET     XAttrRequest_Op = 2 // answered with xattrs (names empty: all)
+	XAttrRequest_OP_LIST    XAttrRequest_Op = 3 // answered with xattrs, names only
+	XAttrRequest_OP_REMOVE  XAttrRequest_Op = 4
+)
+
+// Enum value maps for XAttrRequest_Op.
+var (
+	XAttrRequest_Op_name = map[int32]string{
+		0: "OP_UNKNOWN",
+		1: "OP_SET",
+		2: "OP_GET",
+		3: "OP_LIST",
+		4: "OP_REMOVE",
+	}
+	XAttrRequest_Op_value = map[string]int32{
+		"OP_UNKNOWN": 0,
+		"OP_SET":     1,
+		"OP_GET":     2,
+		"OP_LIST":    3,
+		"OP_REMOVE":  4,
+	}
+)
+
+func (x XAttrRequest_Op) Enum() *XAttrRequest_Op {
+	p := new(XAttrRequest_Op)
+	*p = x
+	return p
+}
+
+func (x XAttrRequest_Op) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (XAttrRequest_Op) Descriptor() protoreflect.EnumDescriptor {
+	return file_nimbus_proto_enumTypes[2].Descriptor()
+}
+
+func (XAttrRequest_Op) Type() protoreflect.EnumType {
+	return &file_nimbus_proto_enumTypes[2]
+}
+
+func (x XAttrRequest_Op) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use XAttrRequest_Op.Descriptor instead.
+func (XAttrRequest_Op) EnumDescriptor() ([]byte, []int) {
+	return file_nimbus_proto_rawDescGZIP(), []int{37, 0}
+}
+
 // Request is what a client sends. request_id is unique per client (a random
 // client tag in the high bits and a sequence number in the low bits) and is
 // carried unchanged when a request is resubmitted, so that the server can later
@@ -151,6 +267,8 @@ type Request struct {
 	//	*Request_Defaults
 	//	*Request_Echo
 	//	*Request_Fsck
+	//	*Request_Acl
+	//	*Request_Xattr
 	Body          isRequest_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -428,6 +546,24 @@ func (x *Request) GetFsck() *FsckRequest {
 	return nil
 }
 
+func (x *Request) GetAcl() *AclRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_Acl); ok {
+			return x.Acl
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetXattr() *XAttrRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_Xattr); ok {
+			return x.Xattr
+		}
+	}
+	return nil
+}
+
 type isRequest_Body interface {
 	isRequest_Body()
 }
@@ -524,6 +660,14 @@ type Request_Fsck struct {
 	Fsck *FsckRequest `protobuf:"bytes,41,opt,name=fsck,proto3,oneof"`
 }
 
+type Request_Acl struct {
+	Acl *AclRequest `protobuf:"bytes,42,opt,name=acl,proto3,oneof"`
+}
+
+type Request_Xattr struct {
+	Xattr *XAttrRequest `protobuf:"bytes,43,opt,name=xattr,proto3,oneof"`
+}
+
 func (*Request_Mkdirs) isRequest_Body() {}
 
 func (*Request_Create) isRequest_Body() {}
@@ -570,6 +714,10 @@ func (*Request_Echo) isRequest_Body() {}
 
 func (*Request_Fsck) isRequest_Body() {}
 
+func (*Request_Acl) isRequest_Body() {}
+
+func (*Request_Xattr) isRequest_Body() {}
+
 // Response answers the request with the same request_id. Exactly one of error
 // and result is set (a method without a result answers with empty).
 type Response struct {
@@ -586,6 +734,8 @@ type Response struct {
 	//	*Response_Defaults
 	//	*Response_Fsck
 	//	*Response_Echo
+	//	*Response_AclStatus
+	//	*Response_Xattrs
 	Result        isResponse_Result `protobuf_oneof:"result"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -714,6 +864,24 @@ func (x *Response) GetEcho() *EchoResult {
 	return nil
 }
 
+func (x *Response) GetAclStatus() *AclStatus {
+	if x != nil {
+		if x, ok := x.Result.(*Response_AclStatus); ok {
+			return x.AclStatus
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetXattrs() *XAttrResult {
+	if x != nil {
+		if x, ok := x.Result.(*Response_Xattrs); ok {
+			return x.Xattrs
+		}
+	}
+	return nil
+}
+
 type isResponse_Result interface {
 	isResponse_Result()
 }
@@ -750,6 +918,14 @@ type Response_Echo struct {
 	Echo *EchoResult `protobuf:"bytes,17,opt,name=echo,proto3,oneof"`
 }
 
+type Response_AclStatus struct {
+	AclStatus *AclStatus `protobuf:"bytes,18,opt,name=acl_status,json=aclStatus,proto3,oneof"`
+}
+
+type Response_Xattrs struct {
+	Xattrs *XAttrResult `protobuf:"bytes,19,opt,name=xattrs,proto3,oneof"`
+}
+
 func (*Response_Empty) isResponse_Result() {}
 
 func (*Response_Status) isResponse_Result() {}
@@ -765,6 +941,10 @@ func (*Response_Defaults) isResponse_Result() {}
 func (*Response_Fsck) isResponse_Result() {}
 
 func (*Response_Echo) isResponse_Result() {}
+
+func (*Response_AclStatus) isResponse_Result() {}
+
+func (*Response_Xattrs) isResponse_Result() {}
 
 // Error is a failed operation: meta.OpError on the wire.
 type Error struct {
@@ -2152,6 +2332,7 @@ type FileStatus struct {
 	UnderConstruction bool                   `protobuf:"varint,14,opt,name=under_construction,json=underConstruction,proto3" json:"under_construction,omitempty"`
 	NsQuota           int64                  `protobuf:"varint,15,opt,name=ns_quota,json=nsQuota,proto3" json:"ns_quota,omitempty"`
 	SpaceQuota        int64                  `protobuf:"varint,16,opt,name=space_quota,json=spaceQuota,proto3" json:"space_quota,omitempty"`
+	AclBit            bool                   `protobuf:"varint,17,opt,name=acl_bit,json=aclBit,proto3" json:"acl_bit,omitempty"` // HDFS's aclBit: the inode has an ACL beyond its bits
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
@@ -2296,6 +2477,13 @@ func (x *FileStatus) GetSpaceQuota() int64 {
 		return x.SpaceQuota
 	}
 	return 0
+}
+
+func (x *FileStatus) GetAclBit() bool {
+	if x != nil {
+		return x.AclBit
+	}
+	return false
 }
 
 type Listing struct {
@@ -2709,11 +2897,391 @@ func (x *EchoResult) GetPayload() []byte {
 	return nil
 }
 
+// AclRequest is one of the meta.ACLs methods (an optional capability: a
+// server whose file system has none answers KIND_UNSUPPORTED).
+type AclRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Op            AclRequest_Op          `protobuf:"varint,1,opt,name=op,proto3,enum=nimbus.api.v1.AclRequest_Op" json:"op,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Entries       []*AclEntry            `protobuf:"bytes,3,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AclRequest) Reset() {
+	*x = AclRequest{}
+	mi := &file_nimbus_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AclRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AclRequest) ProtoMessage() {}
+
+func (x *AclRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AclRequest.ProtoReflect.Descriptor instead.
+func (*AclRequest) Descriptor() ([]byte, []int) {
+	return file_nimbus_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *AclRequest) GetOp() AclRequest_Op {
+	if x != nil {
+		return x.Op
+	}
+	return AclRequest_OP_UNKNOWN
+}
+
+func (x *AclRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *AclRequest) GetEntries() []*AclEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+type AclEntry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Scope         uint32                 `protobuf:"varint,1,opt,name=scope,proto3" json:"scope,omitempty"` // meta.AclScope
+	Type          uint32                 `protobuf:"varint,2,opt,name=type,proto3" json:"type,omitempty"`   // meta.AclType
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Perm          uint32                 `protobuf:"varint,4,opt,name=perm,proto3" json:"perm,omitempty"` // rwx in the low three bits
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AclEntry) Reset() {
+	*x = AclEntry{}
+	mi := &file_nimbus_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AclEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AclEntry) ProtoMessage() {}
+
+func (x *AclEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AclEntry.ProtoReflect.Descriptor instead.
+func (*AclEntry) Descriptor() ([]byte, []int) {
+	return file_nimbus_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *AclEntry) GetScope() uint32 {
+	if x != nil {
+		return x.Scope
+	}
+	return 0
+}
+
+func (x *AclEntry) GetType() uint32 {
+	if x != nil {
+		return x.Type
+	}
+	return 0
+}
+
+func (x *AclEntry) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AclEntry) GetPerm() uint32 {
+	if x != nil {
+		return x.Perm
+	}
+	return 0
+}
+
+type AclStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Owner         string                 `protobuf:"bytes,1,opt,name=owner,proto3" json:"owner,omitempty"`
+	Group         string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	Perm          uint32                 `protobuf:"varint,3,opt,name=perm,proto3" json:"perm,omitempty"`
+	StickyBit     bool                   `protobuf:"varint,4,opt,name=sticky_bit,json=stickyBit,proto3" json:"sticky_bit,omitempty"`
+	Entries       []*AclEntry            `protobuf:"bytes,5,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AclStatus) Reset() {
+	*x = AclStatus{}
+	mi := &file_nimbus_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AclStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AclStatus) ProtoMessage() {}
+
+func (x *AclStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AclStatus.ProtoReflect.Descriptor instead.
+func (*AclStatus) Descriptor() ([]byte, []int) {
+	return file_nimbus_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *AclStatus) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *AclStatus) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *AclStatus) GetPerm() uint32 {
+	if x != nil {
+		return x.Perm
+	}
+	return 0
+}
+
+func (x *AclStatus) GetStickyBit() bool {
+	if x != nil {
+		return x.StickyBit
+	}
+	return false
+}
+
+func (x *AclStatus) GetEntries() []*AclEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+// XAttrRequest is one of the meta.XAttrs methods (an optional capability,
+// as AclRequest).
+type XAttrRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Op            XAttrRequest_Op        `protobuf:"varint,1,opt,name=op,proto3,enum=nimbus.api.v1.XAttrRequest_Op" json:"op,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Names         []string               `protobuf:"bytes,3,rep,name=names,proto3" json:"names,omitempty"` // OP_GET: the names asked for; OP_REMOVE: one
+	Xattr         *XAttr                 `protobuf:"bytes,4,opt,name=xattr,proto3" json:"xattr,omitempty"` // OP_SET
+	Flag          uint32                 `protobuf:"varint,5,opt,name=flag,proto3" json:"flag,omitempty"`  // OP_SET: meta.XAttrSetFlag
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *XAttrRequest) Reset() {
+	*x = XAttrRequest{}
+	mi := &file_nimbus_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *XAttrRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*XAttrRequest) ProtoMessage() {}
+
+func (x *XAttrRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use XAttrRequest.ProtoReflect.Descriptor instead.
+func (*XAttrRequest) Descriptor() ([]byte, []int) {
+	return file_nimbus_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *XAttrRequest) GetOp() XAttrRequest_Op {
+	if x != nil {
+		return x.Op
+	}
+	return XAttrRequest_OP_UNKNOWN
+}
+
+func (x *XAttrRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *XAttrRequest) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
+}
+
+func (x *XAttrRequest) GetXattr() *XAttr {
+	if x != nil {
+		return x.Xattr
+	}
+	return nil
+}
+
+func (x *XAttrRequest) GetFlag() uint32 {
+	if x != nil {
+		return x.Flag
+	}
+	return 0
+}
+
+type XAttr struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *XAttr) Reset() {
+	*x = XAttr{}
+	mi := &file_nimbus_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *XAttr) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*XAttr) ProtoMessage() {}
+
+func (x *XAttr) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use XAttr.ProtoReflect.Descriptor instead.
+func (*XAttr) Descriptor() ([]byte, []int) {
+	return file_nimbus_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *XAttr) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *XAttr) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+type XAttrResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Xattrs        []*XAttr               `protobuf:"bytes,1,rep,name=xattrs,proto3" json:"xattrs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *XAttrResult) Reset() {
+	*x = XAttrResult{}
+	mi := &file_nimbus_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *XAttrResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*XAttrResult) ProtoMessage() {}
+
+func (x *XAttrResult) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use XAttrResult.ProtoReflect.Descriptor instead.
+func (*XAttrResult) Descriptor() ([]byte, []int) {
+	return file_nimbus_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *XAttrResult) GetXattrs() []*XAttr {
+	if x != nil {
+		return x.Xattrs
+	}
+	return nil
+}
+
 var File_nimbus_proto protoreflect.FileDescriptor
 
 const file_nimbus_proto_rawDesc = "" +
 	"\n" +
-	"\fnimbus.proto\x12\rnimbus.api.v1\"\xfd\v\n" +
+	"\fnimbus.proto\x12\rnimbus.api.v1\"\xe1\f\n" +
 	"\aRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12\x1f\n" +
@@ -2746,8 +3314,10 @@ const file_nimbus_proto_rawDesc = "" +
 	"renewLease\x12<\n" +
 	"\bdefaults\x18\x1e \x01(\v2\x1e.nimbus.api.v1.DefaultsRequestH\x00R\bdefaults\x120\n" +
 	"\x04echo\x18( \x01(\v2\x1a.nimbus.api.v1.EchoRequestH\x00R\x04echo\x120\n" +
-	"\x04fsck\x18) \x01(\v2\x1a.nimbus.api.v1.FsckRequestH\x00R\x04fsckB\x06\n" +
-	"\x04body\"\x90\x04\n" +
+	"\x04fsck\x18) \x01(\v2\x1a.nimbus.api.v1.FsckRequestH\x00R\x04fsck\x12-\n" +
+	"\x03acl\x18* \x01(\v2\x19.nimbus.api.v1.AclRequestH\x00R\x03acl\x123\n" +
+	"\x05xattr\x18+ \x01(\v2\x1b.nimbus.api.v1.XAttrRequestH\x00R\x05xattrB\x06\n" +
+	"\x04body\"\x81\x05\n" +
 	"\bResponse\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12*\n" +
@@ -2760,7 +3330,10 @@ const file_nimbus_proto_rawDesc = "" +
 	"\x04read\x18\x0e \x01(\v2\x19.nimbus.api.v1.ReadResultH\x00R\x04read\x12;\n" +
 	"\bdefaults\x18\x0f \x01(\v2\x1d.nimbus.api.v1.ServerDefaultsH\x00R\bdefaults\x12/\n" +
 	"\x04fsck\x18\x10 \x01(\v2\x19.nimbus.api.v1.FsckReportH\x00R\x04fsck\x12/\n" +
-	"\x04echo\x18\x11 \x01(\v2\x19.nimbus.api.v1.EchoResultH\x00R\x04echoB\b\n" +
+	"\x04echo\x18\x11 \x01(\v2\x19.nimbus.api.v1.EchoResultH\x00R\x04echo\x129\n" +
+	"\n" +
+	"acl_status\x18\x12 \x01(\v2\x18.nimbus.api.v1.AclStatusH\x00R\taclStatus\x124\n" +
+	"\x06xattrs\x18\x13 \x01(\v2\x1a.nimbus.api.v1.XAttrResultH\x00R\x06xattrsB\b\n" +
 	"\x06result\"l\n" +
 	"\x05Error\x12'\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x13.nimbus.api.v1.KindR\x04kind\x12\x0e\n" +
@@ -2848,7 +3421,7 @@ const file_nimbus_proto_rawDesc = "" +
 	"\x0fDefaultsRequest\"'\n" +
 	"\vEchoRequest\x12\x18\n" +
 	"\apayload\x18\x01 \x01(\fR\apayload\"\r\n" +
-	"\vFsckRequest\"\xba\x03\n" +
+	"\vFsckRequest\"\xd3\x03\n" +
 	"\n" +
 	"FileStatus\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x17\n" +
@@ -2869,7 +3442,8 @@ const file_nimbus_proto_rawDesc = "" +
 	"\x12under_construction\x18\x0e \x01(\bR\x11underConstruction\x12\x19\n" +
 	"\bns_quota\x18\x0f \x01(\x03R\ansQuota\x12\x1f\n" +
 	"\vspace_quota\x18\x10 \x01(\x03R\n" +
-	"spaceQuota\"\\\n" +
+	"spaceQuota\x12\x17\n" +
+	"\aacl_bit\x18\x11 \x01(\bR\x06aclBit\"\\\n" +
 	"\aListing\x123\n" +
 	"\aentries\x18\x01 \x03(\v2\x19.nimbus.api.v1.FileStatusR\aentries\x12\x1c\n" +
 	"\tremaining\x18\x02 \x01(\x03R\tremaining\"\xf4\x01\n" +
@@ -2907,7 +3481,54 @@ const file_nimbus_proto_rawDesc = "" +
 	"\x06blocks\x18\b \x01(\x03R\x06blocks\"&\n" +
 	"\n" +
 	"EchoResult\x12\x18\n" +
-	"\apayload\x18\x01 \x01(\fR\apayload*\xc1\x02\n" +
+	"\apayload\x18\x01 \x01(\fR\apayload\"\x8f\x02\n" +
+	"\n" +
+	"AclRequest\x12,\n" +
+	"\x02op\x18\x01 \x01(\x0e2\x1c.nimbus.api.v1.AclRequest.OpR\x02op\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x121\n" +
+	"\aentries\x18\x03 \x03(\v2\x17.nimbus.api.v1.AclEntryR\aentries\"\x8b\x01\n" +
+	"\x02Op\x12\x0e\n" +
+	"\n" +
+	"OP_UNKNOWN\x10\x00\x12\x15\n" +
+	"\x11OP_MODIFY_ENTRIES\x10\x01\x12\x15\n" +
+	"\x11OP_REMOVE_ENTRIES\x10\x02\x12\x15\n" +
+	"\x11OP_REMOVE_DEFAULT\x10\x03\x12\x11\n" +
+	"\rOP_REMOVE_ALL\x10\x04\x12\n" +
+	"\n" +
+	"\x06OP_SET\x10\x05\x12\x11\n" +
+	"\rOP_GET_STATUS\x10\x06\"\\\n" +
+	"\bAclEntry\x12\x14\n" +
+	"\x05scope\x18\x01 \x01(\rR\x05scope\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\rR\x04type\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x12\n" +
+	"\x04perm\x18\x04 \x01(\rR\x04perm\"\x9d\x01\n" +
+	"\tAclStatus\x12\x14\n" +
+	"\x05owner\x18\x01 \x01(\tR\x05owner\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x12\x12\n" +
+	"\x04perm\x18\x03 \x01(\rR\x04perm\x12\x1d\n" +
+	"\n" +
+	"sticky_bit\x18\x04 \x01(\bR\tstickyBit\x121\n" +
+	"\aentries\x18\x05 \x03(\v2\x17.nimbus.api.v1.AclEntryR\aentries\"\xf2\x01\n" +
+	"\fXAttrRequest\x12.\n" +
+	"\x02op\x18\x01 \x01(\x0e2\x1e.nimbus.api.v1.XAttrRequest.OpR\x02op\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x14\n" +
+	"\x05names\x18\x03 \x03(\tR\x05names\x12*\n" +
+	"\x05xattr\x18\x04 \x01(\v2\x14.nimbus.api.v1.XAttrR\x05xattr\x12\x12\n" +
+	"\x04flag\x18\x05 \x01(\rR\x04flag\"H\n" +
+	"\x02Op\x12\x0e\n" +
+	"\n" +
+	"OP_UNKNOWN\x10\x00\x12\n" +
+	"\n" +
+	"\x06OP_SET\x10\x01\x12\n" +
+	"\n" +
+	"\x06OP_GET\x10\x02\x12\v\n" +
+	"\aOP_LIST\x10\x03\x12\r\n" +
+	"\tOP_REMOVE\x10\x04\"1\n" +
+	"\x05XAttr\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\";\n" +
+	"\vXAttrResult\x12,\n" +
+	"\x06xattrs\x18\x01 \x03(\v2\x14.nimbus.api.v1.XAttrR\x06xattrs*\xc1\x02\n" +
 	"\x04Kind\x12\x10\n" +
 	"\fKIND_UNKNOWN\x10\x00\x12\x12\n" +
 	"\x0eKIND_NOT_FOUND\x10\x01\x12\x0f\n" +
@@ -2941,85 +3562,103 @@ func file_nimbus_proto_rawDescGZIP() []byte {
 	return file_nimbus_proto_rawDescData
 }
 
-var file_nimbus_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_nimbus_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_nimbus_proto_goTypes = []any{
 	(Kind)(0),                     // 0: nimbus.api.v1.Kind
-	(*Request)(nil),               // 1: nimbus.api.v1.Request
-	(*Response)(nil),              // 2: nimbus.api.v1.Response
-	(*Error)(nil),                 // 3: nimbus.api.v1.Error
-	(*Empty)(nil),                 // 4: nimbus.api.v1.Empty
-	(*MkdirsRequest)(nil),         // 5: nimbus.api.v1.MkdirsRequest
-	(*CreateRequest)(nil),         // 6: nimbus.api.v1.CreateRequest
-	(*AppendRequest)(nil),         // 7: nimbus.api.v1.AppendRequest
-	(*WriteRequest)(nil),          // 8: nimbus.api.v1.WriteRequest
-	(*CompleteRequest)(nil),       // 9: nimbus.api.v1.CompleteRequest
-	(*ReadRequest)(nil),           // 10: nimbus.api.v1.ReadRequest
-	(*StatRequest)(nil),           // 11: nimbus.api.v1.StatRequest
-	(*ListRequest)(nil),           // 12: nimbus.api.v1.ListRequest
-	(*DeleteRequest)(nil),         // 13: nimbus.api.v1.DeleteRequest
-	(*RenameRequest)(nil),         // 14: nimbus.api.v1.RenameRequest
-	(*SetPermissionRequest)(nil),  // 15: nimbus.api.v1.SetPermissionRequest
-	(*SetOwnerRequest)(nil),       // 16: nimbus.api.v1.SetOwnerRequest
-	(*SetTimesRequest)(nil),       // 17: nimbus.api.v1.SetTimesRequest
-	(*SetReplicationRequest)(nil), // 18: nimbus.api.v1.SetReplicationRequest
-	(*TruncateRequest)(nil),       // 19: nimbus.api.v1.TruncateRequest
-	(*ConcatRequest)(nil),         // 20: nimbus.api.v1.ConcatRequest
-	(*ContentSummaryRequest)(nil), // 21: nimbus.api.v1.ContentSummaryRequest
-	(*SetQuotaRequest)(nil),       // 22: nimbus.api.v1.SetQuotaRequest
-	(*CreateSymlinkRequest)(nil),  // 23: nimbus.api.v1.CreateSymlinkRequest
-	(*RenewLeaseRequest)(nil),     // 24: nimbus.api.v1.RenewLeaseRequest
-	(*DefaultsRequest)(nil),       // 25: nimbus.api.v1.DefaultsRequest
-	(*EchoRequest)(nil),           // 26: nimbus.api.v1.EchoRequest
-	(*FsckRequest)(nil),           // 27: nimbus.api.v1.FsckRequest
-	(*FileStatus)(nil),            // 28: nimbus.api.v1.FileStatus
-	(*Listing)(nil),               // 29: nimbus.api.v1.Listing
-	(*ContentSummary)(nil),        // 30: nimbus.api.v1.ContentSummary
-	(*ReadResult)(nil),            // 31: nimbus.api.v1.ReadResult
-	(*ServerDefaults)(nil),        // 32: nimbus.api.v1.ServerDefaults
-	(*FsckReport)(nil),            // 33: nimbus.api.v1.FsckReport
-	(*EchoResult)(nil),            // 34: nimbus.api.v1.EchoResult
+	(AclRequest_Op)(0),            // 1: nimbus.api.v1.AclRequest.Op
+	(XAttrRequest_Op)(0),          // 2: nimbus.api.v1.XAttrRequest.Op
+	(*Request)(nil),               // 3: nimbus.api.v1.Request
+	(*Response)(nil),              // 4: nimbus.api.v1.Response
+	(*Error)(nil),                 // 5: nimbus.api.v1.Error
+	(*Empty)(nil),                 // 6: nimbus.api.v1.Empty
+	(*MkdirsRequest)(nil),         // 7: nimbus.api.v1.MkdirsRequest
+	(*CreateRequest)(nil),         // 8: nimbus.api.v1.CreateRequest
+	(*AppendRequest)(nil),         // 9: nimbus.api.v1.AppendRequest
+	(*WriteRequest)(nil),          // 10: nimbus.api.v1.WriteRequest
+	(*CompleteRequest)(nil),       // 11: nimbus.api.v1.CompleteRequest
+	(*ReadRequest)(nil),           // 12: nimbus.api.v1.ReadRequest
+	(*StatRequest)(nil),           // 13: nimbus.api.v1.StatRequest
+	(*ListRequest)(nil),           // 14: nimbus.api.v1.ListRequest
+	(*DeleteRequest)(nil),         // 15: nimbus.api.v1.DeleteRequest
+	(*RenameRequest)(nil),         // 16: nimbus.api.v1.RenameRequest
+	(*SetPermissionRequest)(nil),  // 17: nimbus.api.v1.SetPermissionRequest
+	(*SetOwnerRequest)(nil),       // 18: nimbus.api.v1.SetOwnerRequest
+	(*SetTimesRequest)(nil),       // 19: nimbus.api.v1.SetTimesRequest
+	(*SetReplicationRequest)(nil), // 20: nimbus.api.v1.SetReplicationRequest
+	(*TruncateRequest)(nil),       // 21: nimbus.api.v1.TruncateRequest
+	(*ConcatRequest)(nil),         // 22: nimbus.api.v1.ConcatRequest
+	(*ContentSummaryRequest)(nil), // 23: nimbus.api.v1.ContentSummaryRequest
+	(*SetQuotaRequest)(nil),       // 24: nimbus.api.v1.SetQuotaRequest
+	(*CreateSymlinkRequest)(nil),  // 25: nimbus.api.v1.CreateSymlinkRequest
+	(*RenewLeaseRequest)(nil),     // 26: nimbus.api.v1.RenewLeaseRequest
+	(*DefaultsRequest)(nil),       // 27: nimbus.api.v1.DefaultsRequest
+	(*EchoRequest)(nil),           // 28: nimbus.api.v1.EchoRequest
+	(*FsckRequest)(nil),           // 29: nimbus.api.v1.FsckRequest
+	(*FileStatus)(nil),            // 30: nimbus.api.v1.FileStatus
+	(*Listing)(nil),               // 31: nimbus.api.v1.Listing
+	(*ContentSummary)(nil),        // 32: nimbus.api.v1.ContentSummary
+	(*ReadResult)(nil),            // 33: nimbus.api.v1.ReadResult
+	(*ServerDefaults)(nil),        // 34: nimbus.api.v1.ServerDefaults
+	(*FsckReport)(nil),            // 35: nimbus.api.v1.FsckReport
+	(*EchoResult)(nil),            // 36: nimbus.api.v1.EchoResult
+	(*AclRequest)(nil),            // 37: nimbus.api.v1.AclRequest
+	(*AclEntry)(nil),              // 38: nimbus.api.v1.AclEntry
+	(*AclStatus)(nil),             // 39: nimbus.api.v1.AclStatus
+	(*XAttrRequest)(nil),          // 40: nimbus.api.v1.XAttrRequest
+	(*XAttr)(nil),                 // 41: nimbus.api.v1.XAttr
+	(*XAttrResult)(nil),           // 42: nimbus.api.v1.XAttrResult
 }
 var file_nimbus_proto_depIdxs = []int32{
-	5,  // 0: nimbus.api.v1.Request.mkdirs:type_name -> nimbus.api.v1.MkdirsRequest
-	6,  // 1: nimbus.api.v1.Request.create:type_name -> nimbus.api.v1.CreateRequest
-	7,  // 2: nimbus.api.v1.Request.append:type_name -> nimbus.api.v1.AppendRequest
-	8,  // 3: nimbus.api.v1.Request.write:type_name -> nimbus.api.v1.WriteRequest
-	9,  // 4: nimbus.api.v1.Request.complete:type_name -> nimbus.api.v1.CompleteRequest
-	10, // 5: nimbus.api.v1.Request.read:type_name -> nimbus.api.v1.ReadRequest
-	11, // 6: nimbus.api.v1.Request.stat:type_name -> nimbus.api.v1.StatRequest
-	12, // 7: nimbus.api.v1.Request.list:type_name -> nimbus.api.v1.ListRequest
-	13, // 8: nimbus.api.v1.Request.delete:type_name -> nimbus.api.v1.DeleteRequest
-	14, // 9: nimbus.api.v1.Request.rename:type_name -> nimbus.api.v1.RenameRequest
-	15, // 10: nimbus.api.v1.Request.set_permission:type_name -> nimbus.api.v1.SetPermissionRequest
-	16, // 11: nimbus.api.v1.Request.set_owner:type_name -> nimbus.api.v1.SetOwnerRequest
-	17, // 12: nimbus.api.v1.Request.set_times:type_name -> nimbus.api.v1.SetTimesRequest
-	18, // 13: nimbus.api.v1.Request.set_replication:type_name -> nimbus.api.v1.SetReplicationRequest
-	19, // 14: nimbus.api.v1.Request.truncate:type_name -> nimbus.api.v1.TruncateRequest
-	20, // 15: nimbus.api.v1.Request.concat:type_name -> nimbus.api.v1.ConcatRequest
-	21, // 16: nimbus.api.v1.Request.content_summary:type_name -> nimbus.api.v1.ContentSummaryRequest
-	22, // 17: nimbus.api.v1.Request.set_quota:type_name -> nimbus.api.v1.SetQuotaRequest
-	23, // 18: nimbus.api.v1.Request.create_symlink:type_name -> nimbus.api.v1.CreateSymlinkRequest
-	24, // 19: nimbus.api.v1.Request.renew_lease:type_name -> nimbus.api.v1.RenewLeaseRequest
-	25, // 20: nimbus.api.v1.Request.defaults:type_name -> nimbus.api.v1.DefaultsRequest
-	26, // 21: nimbus.api.v1.Request.echo:type_name -> nimbus.api.v1.EchoRequest
-	27, // 22: nimbus.api.v1.Request.fsck:type_name -> nimbus.api.v1.FsckRequest
-	3,  // 23: nimbus.api.v1.Response.error:type_name -> nimbus.api.v1.Error
-	4,  // 24: nimbus.api.v1.Response.empty:type_name -> nimbus.api.v1.Empty
-	28, // 25: nimbus.api.v1.Response.status:type_name -> nimbus.api.v1.FileStatus
-	29, // 26: nimbus.api.v1.Response.listing:type_name -> nimbus.api.v1.Listing
-	30, // 27: nimbus.api.v1.Response.content_summary:type_name -> nimbus.api.v1.ContentSummary
-	31, // 28: nimbus.api.v1.Response.read:type_name -> nimbus.api.v1.ReadResult
-	32, // 29: nimbus.api.v1.Response.defaults:type_name -> nimbus.api.v1.ServerDefaults
-	33, // 30: nimbus.api.v1.Response.fsck:type_name -> nimbus.api.v1.FsckReport
-	34, // 31: nimbus.api.v1.Response.echo:type_name -> nimbus.api.v1.EchoResult
-	0,  // 32: nimbus.api.v1.Error.kind:type_name -> nimbus.api.v1.Kind
-	28, // 33: nimbus.api.v1.Listing.entries:type_name -> nimbus.api.v1.FileStatus
-	34, // [34:34] is the sub-list for method output_type
-	34, // [34:34] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	7,  // 0: nimbus.api.v1.Request.mkdirs:type_name -> nimbus.api.v1.MkdirsRequest
+	8,  // 1: nimbus.api.v1.Request.create:type_name -> nimbus.api.v1.CreateRequest
+	9,  // 2: nimbus.api.v1.Request.append:type_name -> nimbus.api.v1.AppendRequest
+	10, // 3: nimbus.api.v1.Request.write:type_name -> nimbus.api.v1.WriteRequest
+	11, // 4: nimbus.api.v1.Request.complete:type_name -> nimbus.api.v1.CompleteRequest
+	12, // 5: nimbus.api.v1.Request.read:type_name -> nimbus.api.v1.ReadRequest
+	13, // 6: nimbus.api.v1.Request.stat:type_name -> nimbus.api.v1.StatRequest
+	14, // 7: nimbus.api.v1.Request.list:type_name -> nimbus.api.v1.ListRequest
+	15, // 8: nimbus.api.v1.Request.delete:type_name -> nimbus.api.v1.DeleteRequest
+	16, // 9: nimbus.api.v1.Request.rename:type_name -> nimbus.api.v1.RenameRequest
+	17, // 10: nimbus.api.v1.Request.set_permission:type_name -> nimbus.api.v1.SetPermissionRequest
+	18, // 11: nimbus.api.v1.Request.set_owner:type_name -> nimbus.api.v1.SetOwnerRequest
+	19, // 12: nimbus.api.v1.Request.set_times:type_name -> nimbus.api.v1.SetTimesRequest
+	20, // 13: nimbus.api.v1.Request.set_replication:type_name -> nimbus.api.v1.SetReplicationRequest
+	21, // 14: nimbus.api.v1.Request.truncate:type_name -> nimbus.api.v1.TruncateRequest
+	22, // 15: nimbus.api.v1.Request.concat:type_name -> nimbus.api.v1.ConcatRequest
+	23, // 16: nimbus.api.v1.Request.content_summary:type_name -> nimbus.api.v1.ContentSummaryRequest
+	24, // 17: nimbus.api.v1.Request.set_quota:type_name -> nimbus.api.v1.SetQuotaRequest
+	25, // 18: nimbus.api.v1.Request.create_symlink:type_name -> nimbus.api.v1.CreateSymlinkRequest
+	26, // 19: nimbus.api.v1.Request.renew_lease:type_name -> nimbus.api.v1.RenewLeaseRequest
+	27, // 20: nimbus.api.v1.Request.defaults:type_name -> nimbus.api.v1.DefaultsRequest
+	28, // 21: nimbus.api.v1.Request.echo:type_name -> nimbus.api.v1.EchoRequest
+	29, // 22: nimbus.api.v1.Request.fsck:type_name -> nimbus.api.v1.FsckRequest
+	37, // 23: nimbus.api.v1.Request.acl:type_name -> nimbus.api.v1.AclRequest
+	40, // 24: nimbus.api.v1.Request.xattr:type_name -> nimbus.api.v1.XAttrRequest
+	5,  // 25: nimbus.api.v1.Response.error:type_name -> nimbus.api.v1.Error
+	6,  // 26: nimbus.api.v1.Response.empty:type_name -> nimbus.api.v1.Empty
+	30, // 27: nimbus.api.v1.Response.status:type_name -> nimbus.api.v1.FileStatus
+	31, // 28: nimbus.api.v1.Response.listing:type_name -> nimbus.api.v1.Listing
+	32, // 29: nimbus.api.v1.Response.content_summary:type_name -> nimbus.api.v1.ContentSummary
+	33, // 30: nimbus.api.v1.Response.read:type_name -> nimbus.api.v1.ReadResult
+	34, // 31: nimbus.api.v1.Response.defaults:type_name -> nimbus.api.v1.ServerDefaults
+	35, // 32: nimbus.api.v1.Response.fsck:type_name -> nimbus.api.v1.FsckReport
+	36, // 33: nimbus.api.v1.Response.echo:type_name -> nimbus.api.v1.EchoResult
+	39, // 34: nimbus.api.v1.Response.acl_status:type_name -> nimbus.api.v1.AclStatus
+	42, // 35: nimbus.api.v1.Response.xattrs:type_name -> nimbus.api.v1.XAttrResult
+	0,  // 36: nimbus.api.v1.Error.kind:type_name -> nimbus.api.v1.Kind
+	30, // 37: nimbus.api.v1.Listing.entries:type_name -> nimbus.api.v1.FileStatus
+	1,  // 38: nimbus.api.v1.AclRequest.op:type_name -> nimbus.api.v1.AclRequest.Op
+	38, // 39: nimbus.api.v1.AclRequest.entries:type_name -> nimbus.api.v1.AclEntry
+	38, // 40: nimbus.api.v1.AclStatus.entries:type_name -> nimbus.api.v1.AclEntry
+	2,  // 41: nimbus.api.v1.XAttrRequest.op:type_name -> nimbus.api.v1.XAttrRequest.Op
+	41, // 42: nimbus.api.v1.XAttrRequest.xattr:type_name -> nimbus.api.v1.XAttr
+	41, // 43: nimbus.api.v1.XAttrResult.xattrs:type_name -> nimbus.api.v1.XAttr
+	44, // [44:44] is the sub-list for method output_type
+	44, // [44:44] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_nimbus_proto_init() }
@@ -3051,6 +3690,8 @@ func file_nimbus_proto_init() {
 		(*Request_Defaults)(nil),
 		(*Request_Echo)(nil),
 		(*Request_Fsck)(nil),
+		(*Request_Acl)(nil),
+		(*Request_Xattr)(nil),
 	}
 	file_nimbus_proto_msgTypes[1].OneofWrappers = []any{
 		(*Response_Empty)(nil),
@@ -3061,14 +3702,16 @@ func file_nimbus_proto_init() {
 		(*Response_Defaults)(nil),
 		(*Response_Fsck)(nil),
 		(*Response_Echo)(nil),
+		(*Response_AclStatus)(nil),
+		(*Response_Xattrs)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nimbus_proto_rawDesc), len(file_nimbus_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   34,
+			NumEnums:      3,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -41,6 +41,7 @@ func statusToProto(s *meta.FileStatus, p *api.FileStatus) {
 	p.UnderConstruction = s.UnderConstruction
 	p.NsQuota = s.NsQuota
 	p.SpaceQuota = s.SpaceQuota
+	p.AclBit = s.AclBit
 }
 
 // StatusFromProto converts a wire FileStatus into dst.
@@ -62,6 +63,7 @@ func StatusFromProto(p *api.FileStatus, dst *meta.FileStatus) {
 		UnderConstruction: p.GetUnderConstruction(),
 		NsQuota:           p.GetNsQuota(),
 		SpaceQuota:        p.GetSpaceQuota(),
+		AclBit:            p.GetAclBit(),
 	}
 }
 
@@ -257,4 +259,35 @@ func ErrorFromProto(e *api.Error) *meta.OpError {
 		oe.Err, oe.Detail = &RemoteError{Msg: msg}, ""
 	}
 	return oe
+}
+
+// AclEntriesToProto converts ACL entries to the wire.
+func AclEntriesToProto(es []meta.AclEntry) []*api.AclEntry {
+	out := make([]*api.AclEntry, len(es))
+	for i, e := range es {
+		out[i] = &api.AclEntry{Scope: uint32(e.Scope), Type: uint32(e.Type), Name: e.Name, Perm: uint32(e.Perm)}
+	}
+	return out
+}
+
+// AclEntriesFromProto converts wire ACL entries; a scope, type or
+// permission out of range is an invalid argument, not a silent cut.
+func AclEntriesFromProto(op, path string, ps []*api.AclEntry) ([]meta.AclEntry, error) {
+	out := make([]meta.AclEntry, len(ps))
+	for i, p := range ps {
+		if p.GetScope() > uint32(meta.AclDefault) || p.GetType() > uint32(meta.AclOther) || p.GetPerm() > 7 {
+			return nil, meta.Errorf(op, path, meta.ErrInvalidArgument, "ACL entry %d out of range (scope %d, type %d, perm %o)", i, p.GetScope(), p.GetType(), p.GetPerm())
+		}
+		out[i] = meta.AclEntry{Scope: meta.AclScope(p.GetScope()), Type: meta.AclType(p.GetType()), Name: p.GetName(), Perm: meta.Perm(p.GetPerm())}
+	}
+	return out, nil
+}
+
+// XAttrsToProto converts extended attributes to the wire.
+func XAttrsToProto(xs []meta.XAttr) []*api.XAttr {
+	out := make([]*api.XAttr, len(xs))
+	for i, x := range xs {
+		out[i] = &api.XAttr{Name: x.Name, Value: x.Value}
+	}
+	return out
 }

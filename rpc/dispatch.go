@@ -111,6 +111,10 @@ func (s *Server) dispatch(ctx context.Context, req *api.Request, m Method, path 
 		var r *meta.FsckReport
 		r, err = s.opts.Fsck(ctx)
 		resp.Result = &api.Response_Fsck{Fsck: FsckToProto(r)}
+	case *api.Request_Acl:
+		err = dispatchAcl(ctx, fs, u, b.Acl, resp)
+	case *api.Request_Xattr:
+		err = dispatchXAttr(ctx, fs, u, b.Xattr, resp)
 	default:
 		err = meta.Errorf("rpc", "", meta.ErrUnsupported, "request carries no method this server knows")
 	}
@@ -127,4 +131,78 @@ func setStatus(resp *api.Response, st *meta.FileStatus) {
 	if st != nil {
 		resp.Result = &api.Response_Status{Status: StatusToProto(st)}
 	}
+}
+
+// dispatchAcl serves an AclRequest with the file system's meta.ACLs.
+func dispatchAcl(ctx context.Context, fs meta.FileSystem, u meta.User, r *api.AclRequest, resp *api.Response) error {
+	p := r.GetPath()
+	a, ok := fs.(meta.ACLs)
+	if !ok {
+		return meta.Errorf("acl", p, meta.ErrUnsupported, "this server keeps no ACLs")
+	}
+	es, err := AclEntriesFromProto("acl", p, r.GetEntries())
+	if err != nil {
+		return err
+	}
+	switch r.GetOp() {
+	case api.AclRequest_OP_MODIFY_ENTRIES:
+		return a.ModifyAclEntries(ctx, u, p, es)
+	case api.AclRequest_OP_REMOVE_ENTRIES:
+		return a.RemoveAclEntries(ctx, u, p, es)
+	case api.AclRequest_OP_REMOVE_DEFAULT:
+		return a.RemoveDefaultAcl(ctx, u, p)
+	case api.AclRequest_OP_REMOVE_ALL:
+		return a.RemoveAcl(ctx, u, p)
+	case api.AclRequest_OP_SET:
+		return a.SetAcl(ctx, u, p, es)
+	case api.AclRequest_OP_GET_STATUS:
+		st, err := a.GetAclStatus(ctx, u, p)
+		if err != nil {
+			return err
+		}
+		resp.Result = &api.Response_AclStatus{AclStatus: &api.AclStatus{Owner: st.Owner, Group: st.Group,
+			Perm: uint32(st.Perm), StickyBit: st.StickyBit, Entries: AclEntriesToProto(st.Entries)}}
+		return nil
+	}
+	return meta.Errorf("acl", p, meta.ErrUnsupported, "ACL operation %d unknown to this server", r.GetOp())
+}
+
+// dispatchXAttr serves an XAttrRequest with the file system's meta.XAttrs.
+func dispatchXAttr(ctx context.Context, fs meta.FileSystem, u meta.User, r *api.XAttrRequest, resp *api.Response) error {
+	p := r.GetPath()
+	x, ok := fs.(meta.XAttrs)
+	if !ok {
+		return meta.Errorf("xattr", p, meta.ErrUnsupported, "this server keeps no extended attributes")
+	}
+	switch r.GetOp() {
+	case api.XAttrRequest_OP_SET:
+		if r.GetFlag() > uint32(meta.XAttrCreate|meta.XAttrReplace) {
+			return meta.Errorf("setXAttr", p, meta.ErrInvalidArgument, "flag %d out of range", r.GetFlag())
+		}
+		return x.SetXAttr(ctx, u, p, meta.XAttr{Name: r.GetXattr().GetName(), Value: r.GetXattr().GetValue()}, meta.XAttrSetFlag(r.GetFlag()))
+	case api.XAttrRequest_OP_GET:
+		xs, err := x.GetXAttrs(ctx, u, p, r.GetNames())
+		if err != nil {
+			return err
+		}
+		resp.Result = &api.Response_Xattrs{Xattrs: &api.XAttrResult{Xattrs: XAttrsToProto(xs)}}
+		return nil
+	case api.XAttrRequest_OP_LIST:
+		names, err := x.ListXAttrs(ctx, u, p)
+		if err != nil {
+			return err
+		}
+		out := make([]*api.XAttr, len(names))
+		for i, n := range names {
+			out[i] = &api.XAttr{Name: n}
+		}
+		resp.Result = &api.Response_Xattrs{Xattrs: &api.XAttrResult{Xattrs: out}}
+		return nil
+	case api.XAttrRequest_OP_REMOVE:
+		if len(r.GetNames()) != 1 {
+			return meta.Errorf("removeXAttr", p, meta.ErrInvalidArgument, "want one name, got %d", len(r.GetNames()))
+		}
+		return x.RemoveXAttr(ctx, u, p, r.GetNames()[0])
+	}
+	return meta.Errorf("xattr", p, meta.ErrUnsupported, "xattr operation %d unknown to this server", r.GetOp())
 }

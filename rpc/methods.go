@@ -31,6 +31,8 @@ const (
 	MethodDefaults
 	MethodEcho
 	MethodFsck
+	MethodAcl   // the meta.ACLs capability
+	MethodXAttr // the meta.XAttrs capability
 	numMethods
 )
 
@@ -42,6 +44,7 @@ var methodNames = [numMethods]string{
 	MethodSetReplication: "setReplication", MethodTruncate: "truncate", MethodConcat: "concat",
 	MethodContentSummary: "contentSummary", MethodSetQuota: "setQuota", MethodCreateSymlink: "createSymlink",
 	MethodRenewLease: "renewLease", MethodDefaults: "defaults", MethodEcho: "echo", MethodFsck: "fsck",
+	MethodAcl: "acl", MethodXAttr: "xattr",
 }
 
 // String returns the method's name as used in errors and metric labels.
@@ -112,6 +115,10 @@ func MethodOf(req *api.Request) (Method, string) {
 		return MethodEcho, ""
 	case *api.Request_Fsck:
 		return MethodFsck, ""
+	case *api.Request_Acl:
+		return MethodAcl, b.Acl.GetPath()
+	case *api.Request_Xattr:
+		return MethodXAttr, b.Xattr.GetPath()
 	}
 	return MethodUnknown, ""
 }

@@ -48,7 +48,7 @@ func TestErrorTablePerKind(t *testing.T) {
 		{meta.KindLease, 403, "AlreadyBeingCreatedException"},
 		{meta.KindTooLarge, 403, "IOException"},
 		{meta.KindUnresolvedLink, 403, "UnresolvedLinkException"},
-		{meta.KindUnsupported, 400, "UnsupportedOperationException"},
+		{meta.KindUnsupported, 400, "IllegalArgumentException"},
 		{meta.KindInternal, 500, "RuntimeException"},
 		{meta.KindUnknown, 500, "RuntimeException"},
 	}
@@ -97,8 +97,8 @@ func TestRequestErrors(t *testing.T) {
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/elsewhere/x?op=GETFILESTATUS", nil))
 	wantError(t, resp{status: rec.Code, header: rec.Header(), body: rec.Body.Bytes()}, 400, "InvalidPathException")
-	wantError(t, e.do("GET", "/", "op=GETACLSTATUS", nil), 400, "UnsupportedOperationException")
-	wantError(t, e.do("PUT", "/", "op=SETSTORAGEPOLICY&storagepolicy=HOT", nil), 400, "UnsupportedOperationException")
+	wantError(t, e.do("PUT", "/", "op=CREATESNAPSHOT&snapshotname=s", nil), 400, "IllegalArgumentException")
+	wantError(t, e.do("PUT", "/", "op=SETSTORAGEPOLICY&storagepolicy=HOT", nil), 400, "IllegalArgumentException")
 	wantError(t, e.doURL("GET", e.srv.URL+PathPrefix+"/x?op=GETFILESTATUS&a=%zz", nil, ""), 400, "IllegalArgumentException")
 	// Names and op values are case-insensitive; unknown parameters are ignored.
 	r := e.do("PUT", "/CaseDir", "OP=mkdirs&Permission=711&foo=bar&buffersize=4096&x.y.z=", nil)

@@ -16,10 +16,14 @@ type opSpec struct {
 }
 
 // unsupported answers operations of the WebHDFS specification that Nimbus does
-// not implement (ACLs, xattrs, snapshots, storage and erasure-coding
-// policies, delegation tokens) with UnsupportedOperationException.
+// not implement (snapshots, storage and erasure-coding policies, delegation
+// tokens, CHECKACCESS), and ACL and xattr ops over a file system without
+// the capability, as HDFS answers an op it does not know: 400
+// IllegalArgumentException (the wire table's entry for KindUnsupported),
+// which Hadoop's client raises as an IOException.
 func unsupported(h *Handler, rq *request) error {
-	return meta.Errorf(rq.op.lower, rq.path, meta.ErrUnsupported, "Nimbus does not implement WebHDFS op %s", rq.op.name)
+	return meta.Errorf(rq.op.lower, rq.path, meta.ErrUnsupported,
+		"Invalid value for webhdfs parameter \"op\": %s is not supported by this server", rq.op.name)
 }
 
 // ops is the operation table, keyed by upper-case name.
@@ -42,9 +46,9 @@ var ops = buildOps(map[string]map[string]func(*Handler, *request) error{
 		"GETLINKTARGET":         (*Handler).getLinkTarget,
 
 		"GETDELEGATIONTOKEN":            unsupported,
-		"GETACLSTATUS":                  unsupported,
-		"GETXATTRS":                     unsupported,
-		"LISTXATTRS":                    unsupported,
+		"GETACLSTATUS":                  (*Handler).getAclStatus,
+		"GETXATTRS":                     (*Handler).getXAttrs,
+		"LISTXATTRS":                    (*Handler).listXAttrs,
 		"CHECKACCESS":                   unsupported,
 		"GETALLSTORAGEPOLICY":           unsupported,
 		"GETSTORAGEPOLICY":              unsupported,
@@ -70,13 +74,13 @@ var ops = buildOps(map[string]map[string]func(*Handler, *request) error{
 
 		"RENEWDELEGATIONTOKEN":  unsupported,
 		"CANCELDELEGATIONTOKEN": unsupported,
-		"MODIFYACLENTRIES":      unsupported,
-		"REMOVEACLENTRIES":      unsupported,
-		"REMOVEDEFAULTACL":      unsupported,
-		"REMOVEACL":             unsupported,
-		"SETACL":                unsupported,
-		"SETXATTR":              unsupported,
-		"REMOVEXATTR":           unsupported,
+		"MODIFYACLENTRIES":      (*Handler).modifyAclEntries,
+		"REMOVEACLENTRIES":      (*Handler).removeAclEntries,
+		"REMOVEDEFAULTACL":      (*Handler).removeDefaultAcl,
+		"REMOVEACL":             (*Handler).removeAcl,
+		"SETACL":                (*Handler).setAcl,
+		"SETXATTR":              (*Handler).setXAttr,
+		"REMOVEXATTR":           (*Handler).removeXAttr,
 		"ALLOWSNAPSHOT":         unsupported,
 		"DISALLOWSNAPSHOT":      unsupported,
 		"CREATESNAPSHOT":        unsupported,

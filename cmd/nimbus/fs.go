@@ -18,6 +18,7 @@ package main
 //	fs_stream.go  streaming adapter over a plain meta.FileSystem
 //	fs_walk.go    paged listing and subtree walks
 //	fs_dial.go    connecting to the server / opening a local store
+//	fs_acl.go     setfacl, getfacl, setfattr, getfattr
 
 import (
 	"bytes"
@@ -125,6 +126,14 @@ func fsCommands() []*fsCommand {
 			help: "count directories, files and bytes (-q: with quotas)"},
 		{name: "test", args: "-e|-d|-f|-s|-z PATH", flags: "edfsz", minArgs: 1, maxArgs: 1, run: (*shell).test,
 			help: "exit 0 if PATH exists / is a directory / a file / non-empty / zero length"},
+		{name: "setfacl", args: "[-R] {-m|-x} ACLSPEC PATH | [-R] {-b|-k} PATH | [-R] --set ACLSPEC PATH", minArgs: 2, maxArgs: -1, modeArg: true, run: (*shell).setfacl,
+			help: "change ACLs: -m modify entries, -x remove entries, -b remove all, -k remove the default ACL, --set replace"},
+		{name: "getfacl", args: "[-R] PATH", minArgs: 1, maxArgs: 2, modeArg: true, run: (*shell).getfacl,
+			help: "print ACLs as hdfs dfs -getfacl does"},
+		{name: "setfattr", args: "{-n NAME [-v VALUE] | -x NAME} PATH", minArgs: 3, maxArgs: 5, modeArg: true, run: (*shell).setfattr,
+			help: "set (-n, -v as text, 0x hex or 0s base64) or remove (-x) an extended attribute"},
+		{name: "getfattr", args: "[-R] {-n NAME | -d} [-e ENCODING] PATH", minArgs: 2, maxArgs: -1, modeArg: true, run: (*shell).getfattr,
+			help: "print one (-n) or all (-d) extended attributes, -e text|hex|base64"},
 	}
 }
 

@@ -80,7 +80,11 @@ func (f *lsFormat) adjust(sts []meta.FileStatus) {
 func (f *lsFormat) line(st *meta.FileStatus, disp string) string {
 	var b strings.Builder
 	b.WriteString(meta.Symbolic(st.Type, st.Perm))
-	b.WriteByte(' ')
+	if st.AclBit {
+		b.WriteByte('+') // as HDFS's Ls, in place of the space
+	} else {
+		b.WriteByte(' ')
+	}
 	fmt.Fprintf(&b, "%*s ", f.maxRepl, replString(st))
 	if f.maxOwner > 0 {
 		fmt.Fprintf(&b, "%-*s ", f.maxOwner, st.Owner)
@@ -187,6 +191,7 @@ type jsonStatus struct {
 	ChildrenNum       int64  `json:"children_num"`
 	SymlinkTarget     string `json:"symlink_target,omitempty"`
 	UnderConstruction bool   `json:"under_construction"`
+	AclBit            bool   `json:"acl_bit,omitempty"` // an ACL beyond the mode (ls's +)
 }
 
 func toJSONStatus(st *meta.FileStatus) jsonStatus {
@@ -205,6 +210,7 @@ func toJSONStatus(st *meta.FileStatus) jsonStatus {
 		ChildrenNum:       st.ChildrenNum,
 		SymlinkTarget:     st.Symlink,
 		UnderConstruction: st.UnderConstruction,
+		AclBit:            st.AclBit,
 	}
 }
 

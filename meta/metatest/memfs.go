@@ -42,6 +42,8 @@ type node struct {
 	data   []byte          // completed content
 	buf    []byte          // content written under the lease
 	client string          // lease holder; "" when the file is complete
+	acl    []meta.AclEntry // extended entries, sorted (memfs_acl.go)
+	xattrs []meta.XAttr    // in the order they were set
 }
 
 // NewMemFS returns a file system holding only the root, owned by Superuser
@@ -151,6 +153,7 @@ func (fs *MemFS) add(c string, st meta.FileStatus) *node {
 	fs.mu.nodes[c] = n
 	parent, _ := meta.ParentPath(c)
 	fs.mu.nodes[parent].st.ChildrenNum++
+	inheritDefaultACL(fs.mu.nodes[parent], n)
 	return n
 }
 

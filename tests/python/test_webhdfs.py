@@ -226,6 +226,58 @@ def test_raw_protocol_details(d):
     assert r.json()["RemoteException"]["javaClassName"] == "org.apache.hadoop.security.AccessControlException"
 
 
+def test_acls(client, d):
+    # The hdfs package's ACL calls; expected values as HDFS 3.4.1 answers.
+    client.makedirs(d + "/a", permission="750")
+    client.set_acl(d + "/a", "user:bob:rwx,default:group:staff:r-x", clear=False)  # MODIFYACLENTRIES
+    st = client.acl_status(d + "/a")
+    assert st["entries"] == ["user:bob:rwx", "group::r-x", "default:user::rwx", "default:group::r-x",
+                             "default:group:staff:r-x", "default:mask::r-x", "default:other::---"]
+    assert st["permission"] == "770" and st["stickyBit"] is False and st["owner"] == USER
+    assert client.status(d + "/a")["aclBit"] is True
+    client.remove_acl_entries(d + "/a", "user:bob")
+    client.remove_default_acl(d + "/a")
+    assert client.acl_status(d + "/a")["entries"] == ["group::r-x"]
+    client.remove_acl(d + "/a")
+    assert client.acl_status(d + "/a")["entries"] == []
+    assert "aclBit" not in client.status(d + "/a")
+    client.set_acl(d + "/a", "user::rwx,user:carol:r--,group::---,other::---")  # SETACL
+    assert client.acl_status(d + "/a")["entries"] == ["user:carol:r--", "group::---"]
+    with pytest.raises(HdfsError) as e:
+        client.set_acl(d + "/a", "user:bob:rwx")
+    assert e.value.exception == "AclException"
+
+
+def test_xattrs_raw(d):
+    # The hdfs package has no xattr calls: the raw protocol, shapes as HDFS 3.4.1's JsonUtil.
+    base = "http://%s/webhdfs/v1%s/x" % (ADDR, d)
+    p = {"user.name": USER}
+    assert requests.put(base, params=dict(p, op="MKDIRS")).status_code == 200
+    r = requests.put(base, params=dict(p, op="SETXATTR", **{"xattr.name": "user.k", "xattr.value": "0x0aff",
+                                                             "flag": "CREATE"}))
+    assert r.status_code == 200, r.text
+    r = requests.get(base, params=dict(p, op="GETXATTRS", encoding="hex"))
+    assert r.json() == {"XAttrs": [{"name": "user.k", "value": "0x0aff"}]}
+    r = requests.get(base, params=dict(p, op="GETXATTRS", encoding="base64", **{"xattr.name": "user.k"}))
+    assert r.json() == {"XAttrs": [{"name": "user.k", "value": "0sCv8="}]}
+    r = requests.get(base, params=dict(p, op="LISTXATTRS"))
+    assert r.json() == {"XAttrNames": '["user.k"]'}
+    r = requests.put(base, params=dict(p, op="SETXATTR", **{"xattr.name": "user.k", "xattr.value": "x",
+                                                             "flag": "CREATE"}))
+    assert r.status_code == 403 and r.json()["RemoteException"]["exception"] == "IOException"
+    r = requests.put(base, params=dict(p, op="REMOVEXATTR", **{"xattr.name": "user.k"}))
+    assert r.status_code == 200
+    assert requests.get(base, params=dict(p, op="LISTXATTRS")).json() == {"XAttrNames": "[]"}
+
+
+def test_unsupported_op_is_illegal_argument(d):
+    # As HDFS answers an op it does not know: Hadoop's client raises an IOException for it.
+    base = "http://%s/webhdfs/v1%s" % (ADDR, d)
+    r = requests.put(base, params={"op": "CREATESNAPSHOT", "user.name": USER, "snapshotname": "s"})
+    assert r.status_code == 400
+    assert r.json()["RemoteException"]["javaClassName"] == "java.lang.IllegalArgumentException"
+
+
 # ---------------------------------------------------------------- fsspec / pandas
 
 

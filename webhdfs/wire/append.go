@@ -13,6 +13,9 @@ import (
 func (f *FileStatus) AppendJSON(b []byte) []byte {
 	b = append(b, `{"accessTime":`...)
 	b = strconv.AppendInt(b, f.AccessTime, 10)
+	if f.AclBit {
+		b = append(b, `,"aclBit":true`...)
+	}
 	b = append(b, `,"blockSize":`...)
 	b = strconv.AppendInt(b, f.BlockSize, 10)
 	b = append(b, `,"childrenNum":`...)

@@ -41,8 +41,15 @@ var Exceptions = [...]Exception{
 	meta.KindLease:           {http.StatusForbidden, "AlreadyBeingCreatedException", "org.apache.hadoop.hdfs.protocol.AlreadyBeingCreatedException"},
 	meta.KindTooLarge:        {http.StatusForbidden, "IOException", "java.io.IOException"},
 	meta.KindUnresolvedLink:  {http.StatusForbidden, "UnresolvedLinkException", "org.apache.hadoop.fs.UnresolvedLinkException"},
-	meta.KindUnsupported:     {http.StatusBadRequest, "UnsupportedOperationException", "java.lang.UnsupportedOperationException"},
-	meta.KindInternal:        {http.StatusInternalServerError, "RuntimeException", "java.lang.RuntimeException"},
+	// Not UnsupportedOperationException, which HDFS sends for an op it
+	// knows but does not serve: Hadoop 3.4's client (JsonUtilClient.
+	// toRemoteException) rethrows that class itself, a RuntimeException
+	// that `hadoop fs` reports as "Fatal internal error" with a stack trace.
+	// HDFS answers an op it does not know with IllegalArgumentException
+	// ("Invalid value for webhdfs parameter "op""), which reaches
+	// the caller as an IOException (RemoteException): so does Nimbus.
+	meta.KindUnsupported: {http.StatusBadRequest, "IllegalArgumentException", "java.lang.IllegalArgumentException"},
+	meta.KindInternal:    {http.StatusInternalServerError, "RuntimeException", "java.lang.RuntimeException"},
 }
 
 // ExceptionOf returns the wire form of kind k (KindUnknown's for a kind the

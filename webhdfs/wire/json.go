@@ -9,6 +9,7 @@ import (
 // FileStatus is HdfsFileStatus as JsonUtil.toJsonMap writes it.
 type FileStatus struct {
 	AccessTime       int64  `json:"accessTime"`
+	AclBit           bool   `json:"aclBit,omitempty"` // HDFS writes it only when set
 	BlockSize        int64  `json:"blockSize"`
 	ChildrenNum      int64  `json:"childrenNum"`
 	FileID           uint64 `json:"fileId"`
@@ -62,6 +63,7 @@ func FileStatusOf(st *meta.FileStatus, suffix string) FileStatus {
 		Permission:       PermString(st.Perm),
 		Symlink:          st.Symlink,
 		Type:             TypeName(st.Type),
+		AclBit:           st.AclBit,
 	}
 	if st.Type == meta.TypeFile {
 		j.Length = st.Length
@@ -89,6 +91,7 @@ func (f *FileStatus) Meta(path string) meta.FileStatus {
 		Atime:       f.AccessTime,
 		ChildrenNum: f.ChildrenNum,
 		Symlink:     f.Symlink,
+		AclBit:      f.AclBit,
 		NsQuota:     -1,
 		SpaceQuota:  -1,
 	}

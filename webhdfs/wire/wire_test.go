@@ -20,6 +20,10 @@ func TestExceptionRoundTrip(t *testing.T) {
 			if ok {
 				t.Errorf("%s (kind %v) decodes to %v", ex.Name, k, s)
 			}
+		case k == meta.KindUnsupported: // sent as IllegalArgumentException, as HDFS does for an unknown op
+			if !errors.Is(s, meta.ErrInvalidArgument) {
+				t.Errorf("kind %v: %s decodes to %v", k, ex.Name, s)
+			}
 		case k == meta.KindIsDir: // sent as FileNotFoundException, as HDFS does
 			if !errors.Is(s, meta.ErrNotFound) {
 				t.Errorf("kind %v: %s decodes to %v", k, ex.Name, s)
