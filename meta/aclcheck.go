@@ -44,27 +44,6 @@ func CompareAclEntries(a, b AclEntry) int {
 	return strings.Compare(a.Name, b.Name)
 }
 
-// String formats an entry as HDFS's AclEntry.toString does ("default:user:bob:r-x").
-func (e AclEntry) String() string {
-	var b strings.Builder
-	if e.Scope == AclDefault {
-		b.WriteString("default:")
-	}
-	b.WriteString([...]string{"user", "group", "mask", "other"}[e.Type&3])
-	b.WriteByte(':')
-	b.WriteString(e.Name)
-	b.WriteByte(':')
-	p := e.Perm
-	for i, c := range "rwx" {
-		if p&(4>>i) != 0 {
-			b.WriteRune(c)
-		} else {
-			b.WriteByte('-')
-		}
-	}
-	return b.String()
-}
-
 // ValidAclEntry reports what is wrong with one entry of a spec, if anything.
 func ValidAclEntry(e AclEntry) error {
 	switch {

@@ -266,7 +266,7 @@ func TestXAttrs(t *testing.T) {
 	must(t, e.Delete(ctx, root, "/d/secret", false))
 	// The limit counts attributes already there; a replace is not an addition.
 	err = e.SetXAttr(ctx, alice, "/d/f", meta.XAttr{Name: unreadableBySuperuser}, both)
-	wantKind(t, err, meta.ErrInvalidArgument)
+	wantKind(t, err, meta.ErrTooLarge)
 	wantDetail(t, err, "Cannot add additional XAttr to inode, would exceed limit of 3")
 	must(t, e.SetXAttr(ctx, alice, "/d/f", meta.XAttr{Name: "user.a", Value: []byte("3")}, both))
 

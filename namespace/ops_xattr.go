@@ -168,7 +168,9 @@ func (e *Engine) SetXAttr(ctx context.Context, u meta.User, path string, x meta.
 		case !exists && flag&meta.XAttrCreate == 0:
 			return meta.Errorf(op, r.path, meta.ErrNotFound, "XAttr: %s does not exist. The CREATE flag must be specified.", name)
 		case !exists && count >= t.e.cfg.MaxXAttrsPerInode:
-			return meta.Errorf(op, r.path, meta.ErrInvalidArgument,
+			// ErrTooLarge, as the in-memory reference says: the edges give
+			// it HDFS's IOException, where a bad name is an argument error.
+			return meta.Errorf(op, r.path, meta.ErrTooLarge,
 				"Cannot add additional XAttr to inode, would exceed limit of %d", t.e.cfg.MaxXAttrsPerInode)
 		}
 		t.putRaw(store.XAttrKey(n.ID, name), x.Value)

@@ -40,6 +40,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return err
 	})
 	fl.IntVar(&cfg.Namespace.MaxBlocksPerFile, "max-blocks-per-file", cfg.Namespace.MaxBlocksPerFile, "most blocks one file may have")
+	fl.IntVar(&cfg.Namespace.MaxXAttrsPerInode, "max-xattrs-per-inode", cfg.Namespace.MaxXAttrsPerInode, "most extended attributes one file or directory may have (HDFS's dfs.namenode.fs-limits.max-xattrs-per-inode)")
+	fl.IntVar(&cfg.Namespace.MaxXAttrSize, "max-xattr-size", cfg.Namespace.MaxXAttrSize, "largest extended attribute, name (without its namespace) and value together, in bytes (at most 32768)")
 	fl.StringVar(&cfg.Namespace.Superuser, "superuser", cfg.Namespace.Superuser, "the superuser (default: the user running the server)")
 	fl.Int64Var(&cfg.Namespace.InlineThreshold, "inline-threshold", cfg.Namespace.InlineThreshold, "largest file kept in the metadata store, in bytes")
 	fl.DurationVar(&cfg.Namespace.LeaseSoftLimit, "lease-soft-limit", cfg.Namespace.LeaseSoftLimit, "after this silence another client may take over a file being written")
