@@ -1,9 +1,9 @@
 # Sourced by scripts/bench-aging.sh and scripts/bench-cores.sh: a fresh Nimbus server on $ADDR with
 # its data in $OUT/data, the bench tree of $FILES files, and one measured point printed as one line.
-# The sourcing script sets OUT, BIN, ADDR and FILES; DEBUG_ADDR (default 127.0.0.1:6060) is where the
+# The sourcing script sets OUT, BIN, ADDR and FILES; DEBUG_ADDR (default 127.0.0.1:6060; empty: none) is where the
 # server serves /debug/pprof/.
 
-DEBUG_ADDR="${DEBUG_ADDR:-127.0.0.1:6060}"
+DEBUG_ADDR="${DEBUG_ADDR-127.0.0.1:6060}"
 
 SERVER=""
 
@@ -11,7 +11,7 @@ SERVER=""
 # background on a fresh $OUT/data, and waits until it is ready; its pid is in SERVER.
 start_server() {
   rm -rf "$OUT/data"
-  "$@" --data "$OUT/data" --listen "$ADDR" --debug-addr "$DEBUG_ADDR" --log-level warn >"$OUT/serve.log" 2>&1 &
+  "$@" --data "$OUT/data" --listen "$ADDR" ${DEBUG_ADDR:+--debug-addr "$DEBUG_ADDR"} --log-level warn >"$OUT/serve.log" 2>&1 &
   SERVER=$!
   for _ in $(seq 100); do curl -sf "http://$ADDR/readyz" >/dev/null && break; sleep 0.1; done
   curl -sf "http://$ADDR/readyz" >/dev/null \
