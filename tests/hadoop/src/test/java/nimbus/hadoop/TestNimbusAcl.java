@@ -17,7 +17,7 @@ public class TestNimbusAcl extends FSAclBaseTest {
   /** Shadows the subclasses' cluster start: the server is external. */
   @BeforeClass
   public static void init() throws Exception {
-    NimbusBoundNameNode.removeTestPaths(100);
+    NimbusBoundNameNode.removeTestPaths();
     cluster = NimbusBoundNameNode.clusterStandIn();
   }
 

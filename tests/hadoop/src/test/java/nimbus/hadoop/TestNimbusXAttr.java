@@ -16,7 +16,7 @@ public class TestNimbusXAttr extends FSXAttrBaseTest {
   /** Shadows FSXAttrBaseTest.init, which starts a MiniDFSCluster: the server is external. */
   @BeforeClass
   public static void init() throws Exception {
-    NimbusBoundNameNode.removeTestPaths(100);
+    NimbusBoundNameNode.removeTestPaths();
   }
 
   @Override

@@ -10,7 +10,9 @@ import java.io.IOException;
 import java.net.URI;
 import java.security.PrivilegedExceptionAction;
 import java.util.List;
+import java.util.regex.Pattern;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.permission.AclEntry;
@@ -56,16 +58,21 @@ public final class NimbusBoundNameNode {
   }
 
   /**
-   * The base tests name their directories /p1, /p2, ... from a static counter that restarts in every
-   * JVM; remove what a previous run left there so that each case starts from nothing.
+   * The base tests name their paths /p1, /p2, ... (and /pN-rename) from a static counter that
+   * restarts in every JVM; remove what a previous run left there so that each case starts from
+   * nothing. Only those names, directly under /, are touched.
    */
-  public static void removeTestPaths(int upTo) throws IOException {
+  public static void removeTestPaths() throws IOException {
     try (FileSystem fs = fileSystem()) {
-      for (int i = 1; i <= upTo; i++) {
-        fs.delete(new Path("/p" + i), true);
+      for (FileStatus st : fs.listStatus(new Path("/"))) {
+        if (TEST_PATH.matcher(st.getPath().getName()).matches()) {
+          fs.delete(st.getPath(), true);
+        }
       }
     }
   }
+
+  private static final Pattern TEST_PATH = Pattern.compile("p[0-9]+(-rename)?");
 
   /**
    * A MiniDFSCluster stand-in whose only working parts are getNamesystem().getFSDirectory().getINode
