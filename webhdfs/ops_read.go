@@ -349,12 +349,12 @@ func (h *Handler) open(rq *request) error {
 		end = offset + length
 	}
 	// The first range is read before the header goes out, so that a
-	// permission error still gets a proper status.
-	var chunk []byte
-	if end > offset {
-		if chunk, err = h.fs.Read(rq.ctx(), rq.user, rq.path, offset, min(int64(h.cfg.ReadChunk), end-offset)); err != nil {
-			return err
-		}
+	// permission error still gets a proper status. It is read even when empty
+	// (a 0-byte file, length=0, offset at the end): the read is the permission
+	// check, and HDFS refuses those too.
+	chunk, err := h.fs.Read(rq.ctx(), rq.user, rq.path, offset, min(int64(h.cfg.ReadChunk), end-offset))
+	if err != nil {
+		return err
 	}
 	w := rq.w
 	w.Header().Set("Content-Type", "application/octet-stream")

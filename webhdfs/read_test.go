@@ -187,6 +187,21 @@ func TestOpenOffsetLength(t *testing.T) {
 	wantError(t, e.get("u", "/missing", ""), http.StatusNotFound, "FileNotFoundException")
 }
 
+// OPEN checks read permission even when there is nothing to send: HDFS
+// answers 403 for a 0-byte file, length=0 or an offset at the end alike.
+func TestOpenChecksPermissionWhenNothingToRead(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	e.put("u", "/empty", "", "permission=600")
+	e.put("u", "/f", "abc", "permission=600")
+	cases := []struct{ path, q string }{{"/empty", ""}, {"/f", "length=0"}, {"/f", "offset=3"}}
+	for _, c := range cases {
+		wantError(t, e.get("eve", c.path, c.q), http.StatusForbidden, "AccessControlException")
+		if r := e.get("u", c.path, c.q); r.status != 200 || len(r.body) != 0 {
+			t.Errorf("owner: OPEN %s %s: status %d, %d bytes; want 200 and none", c.path, c.q, r.status, len(r.body))
+		}
+	}
+}
+
 func TestContentSummaryAndFriends(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	e.put("u", "/a/x", "12345", "replication=2")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Hadoop's own clients against a WebHDFS endpoint:
 #   (a) fsshell.sh: a scripted `hadoop fs` session with every result checked
-#   (b) Hadoop's FileSystem contract suites (AbstractContract*Test, FileSystemContractBaseTest)
+#   (b) Hadoop's FileSystem contract suites (AbstractContract*Test, FileSystemContractBaseTest), and
+#       Hadoop's FSAclBaseTest/FSXAttrBaseTest bound to the endpoint (+ TestNimbusXAttrPermissions)
 #
 #   tests/hadoop/run.sh 127.0.0.1:9870 [extra mvn args, e.g. -Droot -Dtest=TestNimbusContractRename]
 #
@@ -43,7 +44,7 @@ fi
 
 CT_RC=skipped; T_CT=0
 if [[ "${RUN_CONTRACT:-1}" != 0 ]]; then
-  echo; echo "=== (b) Hadoop FileSystem contract suites (mvn test) ==="
+  echo; echo "=== (b) Hadoop FileSystem contract suites, ACL/xattr suites (mvn test) ==="
   t=$SECONDS
   rm -rf target/surefire-reports
   mvn -q -B -Dstyle.color=never test -Dnimbus.webhdfs="$EP" -Dsurefire.failIfNoSpecifiedTests=false "$@" > target/mvn-test.out 2>&1
