@@ -190,6 +190,10 @@ func (e *Engine) RemoveXAttr(ctx context.Context, u meta.User, path, name string
 		if err := t.xattrAllowed(op, r.path, name); err != nil {
 			return err
 		}
+		if name == unreadableBySuperuser {
+			// HDFS's words: once set, the mark stays with the file.
+			return meta.Errorf(op, r.path, meta.ErrPermission, "The xattr '%s' can not be deleted.", unreadableBySuperuser)
+		}
 		if err := t.xattrChange(op, r.path, name, n); err != nil {
 			return err
 		}
@@ -265,12 +269,17 @@ func (e *Engine) GetXAttrs(ctx context.Context, u meta.User, path string, names 
 	return out, err
 }
 
-// ListXAttrs implements meta.XAttrs: as in HDFS, traversal to the inode is
-// enough. Locks: the path shared.
+// ListXAttrs implements meta.XAttrs: read permission on the inode, as HDFS
+// 3.4.1 answers. Locks: the path shared.
 func (e *Engine) ListXAttrs(ctx context.Context, u meta.User, path string) ([]string, error) {
 	const op = "list xattrs"
 	var out []string
 	err := e.readXAttrs(ctx, op, path, u, func(t *tx, r *resolved, n *store.Inode) error {
+		// Read permission, as HDFS 3.4.1 answers (403, access=READ): the
+		// names are the inode's data as much as the values are.
+		if err := t.require(op, r.path, n, permR); err != nil {
+			return err
+		}
 		out = nil
 		return t.xattrs(ctx, n, func(name string, _ []byte) {
 			if t.xattrVisible(name) {

@@ -104,6 +104,11 @@ func TestXAttrOps(t *testing.T) {
 	if want := `{"XAttrs":[{"name":"user.b","value":"\"hi<\""}]}` + "\n"; string(r.body) != want {
 		t.Fatalf("GETXATTRS named\n got %s\nwant %s", r.body, want)
 	}
+	// The namespace is case-insensitive, as HDFS's XAttrNameParam is.
+	r = e.do("GET", "/f", "op=GETXATTRS&user.name=alice&xattr.name=USER.b&encoding=text", nil)
+	if want := `{"XAttrs":[{"name":"user.b","value":"\"hi<\""}]}` + "\n"; string(r.body) != want {
+		t.Fatalf("GETXATTRS USER.b\n got %s\nwant %s", r.body, want)
+	}
 	r = e.do("GET", "/f", "op=GETXATTRS&user.name=alice&xattr.name=user.b&xattr.name=user.a&encoding=base64", nil)
 	if !strings.Contains(string(r.body), `{"name":"user.a","value":"0sAQL/"}`) || !strings.Contains(string(r.body), `"user.b"`) {
 		t.Fatalf("GETXATTRS two names: %s", r.body)
@@ -115,7 +120,10 @@ func TestXAttrOps(t *testing.T) {
 	wantError(t, e.do("PUT", "/f", "op=SETXATTR&user.name=alice&xattr.name=user.a&xattr.value=1&flag=CREATE", nil), 403, "IOException")
 	wantError(t, e.do("PUT", "/f", "op=SETXATTR&user.name=alice&xattr.name=user.z&xattr.value=1&flag=REPLACE", nil), 403, "IOException")
 	wantError(t, e.do("PUT", "/f", "op=SETXATTR&user.name=alice&xattr.name=user.z&xattr.value=1", nil), 400, "IllegalArgumentException")
-	wantError(t, e.do("PUT", "/f", "op=SETXATTR&user.name=alice&xattr.name=nope.z&flag=CREATE", nil), 400, "IllegalArgumentException")
+	wantError(t, e.do("PUT", "/f", "op=SETXATTR&user.name=alice&xattr.name=nope.z&flag=CREATE", nil), 400, "HadoopIllegalArgumentException")
+	if r := e.do("PUT", "/f", "op=SETXATTR&user.name=alice&xattr.name=user.&flag=CREATE", nil); !strings.Contains(string(r.body), "XAttr name cannot be empty") {
+		t.Fatalf("SETXATTR user.: %d %s", r.status, r.body)
+	}
 	wantError(t, e.do("PUT", "/f", "op=SETXATTR&user.name=bob&xattr.name=user.z&flag=CREATE", nil), 403, "AccessControlException")
 	wantError(t, e.do("GET", "/f", "op=GETXATTRS&user.name=alice&xattr.name=user.zz", nil), 403, "IOException")
 	wantError(t, e.do("GET", "/f", "op=GETXATTRS&user.name=alice&encoding=rot13", nil), 400, "IllegalArgumentException")

@@ -169,15 +169,22 @@ func writeJackson(w http.ResponseWriter, v any) error {
 
 // xattrNamePattern is HDFS's XAttrNameParam: a known namespace, a dot and a
 // name.
-var xattrNamePattern = regexp.MustCompile(`^(user\.|trusted\.|system\.|security\.|raw\.).+$`)
+var xattrNamePattern = regexp.MustCompile(`^(?i:user\.|trusted\.|system\.|security\.|raw\.).+$`)
 
 func xattrName(rq *request, v string) (string, error) {
 	if !xattrNamePattern.MatchString(v) {
-		return "", argError(rq.op.lower, rq.path, "xattr.name", v,
-			"An XAttr name must be prefixed with user/trusted/security/system/raw, followed by a '.'")
+		why := "An XAttr name must be prefixed with user/trusted/security/system/raw, followed by a '.'"
+		if xattrNamePattern.MatchString(v + "x") {
+			why = "XAttr name cannot be empty" // a namespace and nothing after it
+		}
+		// HDFS's XAttrHelper throws HadoopIllegalArgumentException, whose
+		// class name the client shows.
+		return "", &wireError{ex: hadoopIllegalArgument, msg: argError(rq.op.lower, rq.path, "xattr.name", v, why).Error()}
 	}
 	return v, nil
 }
+
+var hadoopIllegalArgument = wire.Exception{Status: http.StatusBadRequest, Name: "HadoopIllegalArgumentException", ClassName: "org.apache.hadoop.HadoopIllegalArgumentException"}
 
 // xattrError gives a missing or existing attribute HDFS's IOException: a
 // not-found from a path that exists is the attribute's. The limit on an

@@ -427,6 +427,10 @@ func (fs *MemFS) ListXAttrs(ctx context.Context, u meta.User, path string) ([]st
 	const op = "listXAttrs"
 	var out []string
 	err := fs.update(ctx, op, path, func(n *node, c string) error {
+		// Listing takes read permission on the inode, as HDFS 3.4.1 answers.
+		if err := xattrAccess(op, c, u, n, "user.list", false); err != nil {
+			return err
+		}
 		for _, x := range n.xattrs {
 			if xattrAccess(op, c, u, n, x.Name, false) == nil {
 				out = append(out, x.Name)
@@ -446,6 +450,9 @@ func (fs *MemFS) RemoveXAttr(ctx context.Context, u meta.User, path, name string
 		}
 		ns, _ := xattrNamespace(op, c, name)
 		name = ns + name[len(ns):]
+		if name == "security.hdfs.unreadable.by.superuser" {
+			return meta.Errorf(op, c, meta.ErrPermission, "The xattr '%s' can not be deleted.", name)
+		}
 		i := slices.IndexFunc(n.xattrs, func(a meta.XAttr) bool { return a.Name == name })
 		if i < 0 {
 			return meta.Errorf(op, c, meta.ErrNotFound, "No matching attributes found for remove operation")

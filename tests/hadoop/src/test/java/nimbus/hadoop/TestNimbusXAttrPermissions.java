@@ -138,9 +138,6 @@ public class TestNimbusXAttrPermissions {
 
   @Test
   public void testListNeedsReadOnEntity() throws Exception {
-    BoundSuiteLimits.nimbusDiffers("LISTXATTRS needs read permission on the inode in HDFS 3.4.1 (403 "
-        + "'access=READ' for a directory with only --x for the caller, FSXAttrBaseTest.testListXAttrs); "
-        + "Nimbus lists the names with search permission alone");
     dir("list", 0701);
     Path child = dir("list/child", 0701);
     fs.setXAttr(child, "user.secret", V1);
@@ -179,8 +176,6 @@ public class TestNimbusXAttrPermissions {
 
   @Test
   public void testEmptyNameMessage() throws Exception {
-    BoundSuiteLimits.nimbusDiffers("setXAttr of 'user.' fails with HDFS's 'XAttr name cannot be empty'; "
-        + "Nimbus says it must be prefixed with user/trusted/security/system/raw (FSXAttrBaseTest.testSetXAttr)");
     Path p = dir("empty-name", 0755);
     IOException e = assertThrows(IOException.class, () -> fs.setXAttr(p, "user.", V1));
     assertMessage("XAttr name cannot be empty", e);
@@ -188,9 +183,6 @@ public class TestNimbusXAttrPermissions {
 
   @Test
   public void testBadNamesAreHadoopIllegalArgumentException() throws Exception {
-    BoundSuiteLimits.nimbusDiffers("an invalid xattr name answers RemoteException class "
-        + "java.lang.IllegalArgumentException; HDFS answers org.apache.hadoop.HadoopIllegalArgumentException "
-        + "(FSXAttrBaseTest.testSetXAttr/testRemoveXAttrPermissions check the class)");
     Path p = dir("names-class", 0755);
     RemoteException e = assertThrows(RemoteException.class, () -> fs.setXAttr(p, "a1", V1));
     assertEquals("org.apache.hadoop.HadoopIllegalArgumentException", e.getClassName());
@@ -200,9 +192,6 @@ public class TestNimbusXAttrPermissions {
 
   @Test
   public void testNamespacePrefixIsCaseInsensitive() throws Exception {
-    BoundSuiteLimits.nimbusDiffers("the namespace prefix of an xattr name is case-insensitive in HDFS "
-        + "(getXAttr(p, \"USER.a2\") returns user.a2, FSXAttrBaseTest.testGetXAttrs); Nimbus rejects it as "
-        + "not prefixed with user/trusted/security/system/raw");
     Path p = dir("case", 0755);
     fs.setXAttr(p, "user.a2", V2);
     assertArrayEquals(V2, fs.getXAttr(p, "USER.a2"));
@@ -235,9 +224,6 @@ public class TestNimbusXAttrPermissions {
 
   @Test
   public void testUnreadableBySuperuserIsPermanent() throws Exception {
-    BoundSuiteLimits.nimbusDiffers("security.hdfs.unreadable.by.superuser can be removed and given a value "
-        + "on Nimbus; HDFS refuses both (\"The xattr ... can not be deleted.\", \"Values are not allowed\", "
-        + "FSXAttrBaseTest.testUnreadableBySuperuserXAttr)");
     Path f = file(dir("permanent", 0777), "f", 0644);
     fs.setXAttr(f, UNREADABLE, null, EnumSet.of(XAttrSetFlag.CREATE));
     AccessControlException ace = assertThrows(AccessControlException.class, () -> fs.removeXAttr(f, UNREADABLE));
