@@ -89,6 +89,7 @@ type Op struct {
 	ID   uint64 // the directory's inode id
 	Kind Kind
 	Path string
+	Seq  uint64 // the order of Begin (set by Begin): older operations go first
 }
 
 // ErrOverlap is returned by Table.Begin for an operation whose subtree
@@ -99,6 +100,7 @@ var ErrOverlap = errors.New("subtree: overlaps an operation under way")
 // Not safe for concurrent use: the engine holds a mutex around it.
 type Table struct {
 	ops map[uint64]Op
+	seq uint64
 }
 
 // Begin registers op, refusing it when its path is the path of an operation
@@ -112,8 +114,23 @@ func (t *Table) Begin(op Op) (Op, error) {
 	if t.ops == nil {
 		t.ops = make(map[uint64]Op)
 	}
+	t.seq++
+	op.Seq = t.seq
 	t.ops[op.ID] = op
 	return op, nil
+}
+
+// Yields reports whether the operation on directory own, whose work met the
+// flag of the operation on directory other (a move into a subtree being
+// changed), must give way: clear its flag and start again, rather than wait
+// with its flag set. The younger gives way, so that two operations that
+// meet each other's flags never wait for each other; the older waits.
+func (t *Table) Yields(own, other uint64) bool {
+	o, ok := t.ops[other]
+	if !ok {
+		return false // gone, or not ours: wait, and meet it no more
+	}
+	return o.Seq < t.ops[own].Seq
 }
 
 // End removes the operation on directory id.
@@ -162,14 +179,14 @@ func (d Do) String() string {
 type Event uint8
 
 const (
-	Flagged    Event = iota + 1 // the flag and the table row are committed
-	NotNeeded                   // the target is not a non-empty directory: run the plain operation
-	Contended                   // a live flag on the path or in the subtree
-	Quiesced                    // every lock of the subtree was taken and released
-	Worked                      // the work committed, the flag cleared with it
-	Failed                      // a step failed for good (the engine keeps the error)
-	Cleared                     // the flag and the row are gone
-	Waited                      // the wait is over
+	Flagged   Event = iota + 1 // the flag and the table row are committed
+	NotNeeded                  // the target is not a non-empty directory: run the plain operation
+	Contended                  // a live flag on the path or in the subtree
+	Quiesced                   // every lock of the subtree was taken and released
+	Worked                     // the work committed, the flag cleared with it
+	Failed                     // a step failed for good (the engine keeps the error)
+	Cleared                    // the flag and the row are gone
+	Waited                     // the wait is over
 )
 
 // Outcome is how an operation ended.
@@ -268,6 +285,10 @@ func (m *Machine) Step(ev Event, now time.Duration) Action {
 		case Worked:
 			m.flagged = false
 			return m.finish(Done)
+		case Contended:
+			// An older operation's flag on the way: give way.
+			m.then = Pending
+			return m.act(DoClear)
 		case NotNeeded:
 			// The directory is empty or gone by now: the plain operation
 			// will do, once the flag is gone.

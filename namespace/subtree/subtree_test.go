@@ -43,6 +43,13 @@ func TestTableRefusesOverlap(t *testing.T) {
 			t.Errorf("Begin(%s): %v", p, err)
 		}
 	}
+	// Begun in order: /a/bc (id 15), /a/c (14), /b (12).
+	if !tb.Yields(12, 15) || tb.Yields(15, 12) {
+		t.Error("the younger of /b and /a/bc does not give way")
+	}
+	if tb.Yields(12, 99) {
+		t.Error("gives way to an operation not under way")
+	}
 	tb.End(2)
 	if _, ok := tb.Get(2); ok {
 		t.Fatal("ended operation still there")
@@ -75,6 +82,8 @@ func TestMachineTransitions(t *testing.T) {
 			{Cleared, 0, DoWait, 0}, {Waited, 0, DoSetFlag, 0}}},
 		{"contended past the limit", []step{{Contended, time.Millisecond, DoWait, 0}, {Waited, 0, DoSetFlag, 0},
 			{Contended, time.Second, DoFinish, GaveUp}}},
+		{"contended in the work: gives way", []step{{Flagged, 0, DoQuiesce, 0}, {Quiesced, 0, DoWork, 0},
+			{Contended, 0, DoClear, 0}, {Cleared, 0, DoWait, 0}, {Waited, 0, DoSetFlag, 0}}},
 		{"work fails", []step{{Flagged, 0, DoQuiesce, 0}, {Quiesced, 0, DoWork, 0}, {Failed, 0, DoClear, 0},
 			{Cleared, 0, DoFinish, Error}}},
 		{"quiesce fails", []step{{Flagged, 0, DoQuiesce, 0}, {Failed, 0, DoClear, 0}, {Cleared, 0, DoFinish, Error}}},
@@ -131,7 +140,7 @@ func TestMachineSimulation(t *testing.T) {
 			case DoQuiesce:
 				ev = []Event{Quiesced, Quiesced, Contended, Failed}[r.IntN(4)]
 			case DoWork:
-				ev = []Event{Worked, Worked, NotNeeded, Failed}[r.IntN(4)]
+				ev = []Event{Worked, Worked, NotNeeded, Contended, Failed}[r.IntN(5)]
 			case DoClear:
 				ev = Cleared
 				if r.IntN(10) == 0 {

@@ -15,10 +15,9 @@ import (
 	"github.com/nimbus-fs/nimbus/meta"
 )
 
-// The tests here try to provoke the issue-26 races on today's engine without
-// any help (no gate, no hook): they run, and report what they find, but fail
-// on a violation only under NIMBUS_LIN_STRICT=1, until the subtree protocol
-// makes them pass. They are the tests that protocol must turn strict.
+// The tests here try to provoke the issue-26 races without any help (no
+// gate, no hook). The subtree protocol (namespace/subtree.go) fixed them:
+// they are strict, a violation fails them.
 
 // subtreeRace is a workload for one race: three creators fill /a/b, then
 // one call changes /a and a looker stats, below look, what each creator is
@@ -83,11 +82,8 @@ func stress(t *testing.T, c meta.FileSystem, race subtreeRace) {
 			t.Fatal(err)
 		}
 		if res.Verdict == porcupine.Illegal {
-			t.Logf("round %d (%d operations, after %s): not linearizable, the issue-26 race %s; visualization: %s",
+			t.Errorf("round %d (%d operations, after %s): not linearizable, the issue-26 race %s is back; visualization: %s",
 				round, len(h), time.Since(start).Round(time.Millisecond), race.name, res.Viz)
-			if strict() {
-				t.Errorf("the engine is not linearizable (issue 26: %s); NIMBUS_LIN_STRICT=1", race.name)
-			}
 			return
 		}
 		if res.Verdict != porcupine.Ok {
