@@ -159,10 +159,13 @@ func (e *Engine) SetReplication(ctx context.Context, u meta.User, path string, r
 
 // SetQuota implements meta.FileSystem.
 // Locks: the directory exclusive and everything below it shared (NoWait), so
-// that the usage it counts is exact when the quota starts to apply.
+// that the usage it counts is exact when the quota starts to apply; on a
+// non-empty directory, after the subtree protocol's quiesce (subtree.go):
+// an operation below that read the directory before the quota was set, and
+// so does not charge it, has committed before the count.
 func (e *Engine) SetQuota(ctx context.Context, u meta.User, dir string, nsQuota, spaceQuota int64) error {
 	const op = "set quota"
-	return e.update(ctx, op, dir, u, func(t *tx, r *resolved, n *store.Inode) error {
+	return e.updateKind(ctx, op, dir, u, subtree.KindQuota, func(t *tx, r *resolved, n *store.Inode) error {
 		if !t.super {
 			return meta.Errorf(op, r.path, meta.ErrPermission, "only a superuser may set quotas")
 		}

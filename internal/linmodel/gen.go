@@ -42,16 +42,6 @@ func Initial() *State {
 	return s
 }
 
-// Subtree reports whether in may change a directory above paths other
-// operations use and is not yet run under the engine's subtree protocol
-// (issue 26): setting a quota. Such an operation running concurrently with
-// others may break linearizability (docs/TESTING-LINEARIZABILITY.md); the
-// strict checks run it alone. (Directory renames and chmods, and moves into
-// directories, run under the protocol or were fixed, and race freely.)
-func Subtree(in Input) bool {
-	return in.Op == SetQuota
-}
-
 // Gen makes random inputs from a seed: the same seed, the same inputs.
 type Gen struct {
 	r *rand.Rand

@@ -146,36 +146,3 @@ func raceRound(t *testing.T, fs meta.FileSystem, race subtreeRace, round int) ([
 	wg.Wait()
 	return rec.History(), init
 }
-
-// TestLinearizableFullMix is TestLinearizableEngine with directory renames,
-// chmods and quotas running concurrently with everything else, as clients
-// are free to: what the subtree protocol must make linearizable.
-func TestLinearizableFullMix(t *testing.T) {
-	e := openEngine(t, nil)
-	start := time.Now()
-	found := 0
-	for _, seed := range seeds(t, 60) {
-		base := fmt.Sprintf("/s%d", seed)
-		h := record(t, e, base, seed, mix{clients: 5, ops: 30})
-		if f := linmodel.Faults(h); len(f) > 0 {
-			t.Fatalf("seed %d: %s", seed, f[0])
-		}
-		res, err := linmodel.Check(linmodel.Initial(), h, checkTimeout, outDir(t), fmt.Sprintf("fullmix-seed%d", seed))
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch res.Verdict {
-		case porcupine.Ok:
-		case porcupine.Illegal:
-			found++
-			t.Logf("seed %d: not linearizable (a known race, docs/TESTING-LINEARIZABILITY.md); visualization: %s", seed, res.Viz)
-			if strict() {
-				t.Errorf("seed %d: not linearizable; replay: NIMBUS_LIN_SEED=%d NIMBUS_LIN_STRICT=1 go test ./tests/linearizability -run '^%s$' -v",
-					seed, seed, t.Name())
-			}
-		default:
-			t.Fatalf("seed %d: the check gave %s", seed, res.Verdict)
-		}
-	}
-	t.Logf("%d histories not linearizable, in %s", found, time.Since(start).Round(time.Millisecond))
-}
