@@ -77,11 +77,15 @@ func TestConcurrentMutations(t *testing.T) {
 // pauseFirstCommit makes the first writing attempt that reaches its commit
 // from now on stop there, with its locks held: paused is closed when it
 // stops, and closing release lets it commit. Later commits do not stop.
-func pauseFirstCommit(e *Engine) (paused, release chan struct{}) {
+func pauseFirstCommit(e *Engine) (paused, release chan struct{}) { return pauseCommit(e, 1) }
+
+// pauseCommit is pauseFirstCommit for the nth commit that writes: a subtree
+// operation's work is its second (after the one that sets its flag).
+func pauseCommit(e *Engine, nth int32) (paused, release chan struct{}) {
 	paused, release = make(chan struct{}), make(chan struct{})
-	var pausedOne atomic.Bool
+	var n atomic.Int32
 	e.testHookCommit = func() {
-		if pausedOne.CompareAndSwap(false, true) {
+		if n.Add(1) == nth {
 			close(paused)
 			<-release
 		}
@@ -128,11 +132,13 @@ func TestDirectoryMovesCannotCycle(t *testing.T) {
 
 // TestMoveUnderQuotaCountsConcurrentWrites pauses a directory move into a
 // directory with a quota (mv /b /x/y) between its reads and its commit, and
-// starts a create and a file rename into the moved subtree. The move counts
+// starts a create and a file rename into the moved subtree (the commit of
+// its work: the subtree protocol's flag is set and the quiesce done, see
+// namespace/subtree.go). The move counts
 // the subtree's usage against /x's quota; a write into the subtree that
 // committed after that count and before the move's commit would be charged
-// to the quotas of its old place only. The move's shared locks on the
-// subtree make both wait for it and then fail (their paths are gone), and
+// to the quotas of its old place only. The move's flag on
+// /b makes both wait for it and then fail (their paths are gone), and
 // fsck (which recounts usage) must find the tree clean.
 func TestMoveUnderQuotaCountsConcurrentWrites(t *testing.T) {
 	e, _ := newEngine(t)
@@ -142,7 +148,7 @@ func TestMoveUnderQuotaCountsConcurrentWrites(t *testing.T) {
 	must(t, e.Mkdirs(ctx, root, "/src", 0))
 	writeFile(t, e, root, "/src/f", []byte("0123456789"))
 	must(t, e.SetQuota(ctx, root, "/x", 100, 1<<20))
-	paused, release := pauseFirstCommit(e)
+	paused, release := pauseCommit(e, 2)
 	move := make(chan error, 1)
 	go func() { move <- e.Rename(ctx, root, "/b", "/x/y", meta.RenameOptions{}) }()
 	<-paused

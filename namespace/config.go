@@ -63,6 +63,10 @@ type Config struct {
 	// MaxAttempts bounds how often one operation restarts after a stale hint
 	// or a busy lock before it fails with meta.ErrBusy.
 	MaxAttempts int
+	// SubtreeWait bounds how long an operation waits for a subtree
+	// operation (a move, chmod or chown of a non-empty directory) under way
+	// on its path, or overlapping it, before it fails with meta.ErrBusy.
+	SubtreeWait time.Duration
 	// IDBatch is how many inode ids are reserved from the store at a time.
 	IDBatch uint64
 
@@ -106,6 +110,7 @@ func DefaultConfig() Config {
 		MaxXAttrSize:       meta.MaxXAttrSize,
 		HintCacheEntries:   1 << 20,
 		MaxAttempts:        64,
+		SubtreeWait:        30 * time.Second,
 		IDBatch:            1024,
 		SyncEvery:          8 << 20,
 		Now:                time.Now,
@@ -139,6 +144,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("namespace: MaxXAttrSize %d not in 1..32768 (HDFS's hard limit)", c.MaxXAttrSize)
 	case c.MaxAttempts <= 0:
 		return fmt.Errorf("namespace: MaxAttempts %d <= 0", c.MaxAttempts)
+	case c.SubtreeWait <= 0:
+		return fmt.Errorf("namespace: SubtreeWait %v <= 0", c.SubtreeWait)
 	case c.IDBatch == 0:
 		return errors.New("namespace: IDBatch is 0")
 	case c.Now == nil:

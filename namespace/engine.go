@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os/user"
 	"slices"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/nimbus-fs/nimbus/blocks"
 	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/namespace/subtree"
 	"github.com/nimbus-fs/nimbus/store"
 )
 
@@ -30,7 +32,15 @@ type Engine struct {
 	ids      idRange // inode ids
 	blockIDs idRange // block ids
 	writers  writers // open block writers of files under construction
-	groups   struct {
+
+	// instance names this incarnation of the engine in the subtree flags it
+	// sets: a flag naming another is stale (its owner is gone).
+	instance uint64
+	subtrees struct {
+		sync.Mutex
+		t subtree.Table // the subtree operations under way
+	}
+	groups struct {
 		sync.Mutex
 		m map[string]groupEntry
 	}
@@ -76,11 +86,17 @@ func New(st store.Store, cfg Config) (*Engine, error) {
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
+	for e.instance == 0 {
+		e.instance = rand.Uint64()
+	}
 	e.groups.m = make(map[string]groupEntry)
 	e.writers.m = make(map[uint64]*fileWriter)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := e.bootstrap(ctx); err != nil {
+		return nil, err
+	}
+	if err := e.recoverSubtreeOps(ctx); err != nil {
 		return nil, err
 	}
 	go e.leaseMonitor()

@@ -50,6 +50,10 @@ type fsck struct {
 	// xattrs counts the attribute rows of the reachable inodes whose
 	// flag says they have some.
 	xattrs map[uint64]int
+	// flagged holds the reachable directories with a subtree flag, by id:
+	// each has its row in the subtree operation table, and no row is
+	// without its directory.
+	flagged map[uint64]*store.Inode
 }
 
 func (f *fsck) problem(format string, args ...any) {
@@ -93,6 +97,9 @@ func (f *fsck) run(ctx context.Context) error {
 		return err
 	}
 	if err := f.xattrRows(ctx); err != nil {
+		return err
+	}
+	if err := f.subtreeRows(ctx); err != nil {
 		return err
 	}
 	return f.leases(ctx)
@@ -190,6 +197,16 @@ func (f *fsck) walk(ctx context.Context, n *store.Inode, path string) (usage, er
 	f.rep.Inodes++
 	if n.XAttrs {
 		f.xattrs[n.ID] = 0
+	}
+	if n.SubtreeOwner != 0 {
+		if n.Type != meta.TypeDir {
+			f.problem("%s: a subtree flag on a %s", path, n.Type)
+		}
+		if f.flagged == nil {
+			f.flagged = make(map[uint64]*store.Inode)
+		}
+		c := *n
+		f.flagged[n.ID] = &c
 	}
 	if n.ACL != "" {
 		if ext, err := store.DecodeACL(n.ACL); err != nil {
@@ -432,6 +449,50 @@ func (f *fsck) xattrRows(ctx context.Context) error {
 	for id, n := range f.xattrs {
 		if n == 0 {
 			f.problem("%s: flagged as having xattrs, but has none", f.seen[id])
+		}
+	}
+	return nil
+}
+
+// subtreeRows checks the subtree operation table against the flags: each
+// row names a reachable directory, by the key it has, flagged by the same
+// owner, and each flag has its row. A flag of a previous incarnation is not
+// a problem: the engine clears it at start or when met (subtree.go).
+func (f *fsck) subtreeRows(ctx context.Context) error {
+	txn, err := f.e.st.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer txn.Rollback()
+	rows := make(map[uint64]bool)
+	start, end := store.AllSubtreeOpsRange()
+	err = txn.Scan(ctx, start, end, 0, func(k, v []byte) bool {
+		var op store.SubtreeOp
+		if err := store.DecodeSubtreeOp(k, v, &op); err != nil {
+			f.problem("%v", err)
+			return true
+		}
+		id, _ := store.DecodeSubtreeOpKey(k)
+		rows[id] = true
+		n := f.flagged[id]
+		switch {
+		case n == nil && f.seen[id] == "":
+			f.problem("subtree operation on %s: its directory (inode %d) is gone", op.Path, id)
+		case n == nil:
+			f.problem("%s: a subtree operation row, but no flag", f.seen[id])
+		case n.SubtreeOwner != op.Owner:
+			f.problem("%s: flagged by instance %d, its operation row says %d", f.seen[id], n.SubtreeOwner, op.Owner)
+		case n.Parent != op.Parent || n.Name != op.Name:
+			f.problem("%s: flagged, but its operation row names inode(%d,%q)", f.seen[id], op.Parent, op.Name)
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	for id := range f.flagged {
+		if !rows[id] {
+			f.problem("%s: a subtree flag without its operation row", f.seen[id])
 		}
 	}
 	return nil

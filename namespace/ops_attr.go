@@ -2,19 +2,29 @@ package namespace
 
 import (
 	"context"
+	"errors"
 
 	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/namespace/subtree"
 	"github.com/nimbus-fs/nimbus/store"
 )
 
 // update runs the common shape of the attribute operations: lock the path
 // exclusive, check it exists, apply fn to the row and write it back.
 func (e *Engine) update(ctx context.Context, op, path string, u meta.User, fn func(t *tx, r *resolved, n *store.Inode) error) error {
+	return e.updateKind(ctx, op, path, u, 0, fn)
+}
+
+// updateKind is update for an operation that HopsFS runs as a subtree
+// operation (kind, 0 for none) on a non-empty directory: a chmod or chown
+// changes what may reach the paths below, so it waits for the operations
+// under way there (subtree.go).
+func (e *Engine) updateKind(ctx context.Context, op, path string, u meta.User, kind subtree.Kind, fn func(t *tx, r *resolved, n *store.Inode) error) error {
 	p, err := clean(op, path)
 	if err != nil {
 		return err
 	}
-	return e.run(ctx, op, p, u, func(t *tx) error {
+	body := func(t *tx) error {
 		rs, err := t.resolve(ctx, want{path: p, last: store.Exclusive})
 		if err != nil {
 			return err
@@ -23,18 +33,32 @@ func (e *Engine) update(ctx context.Context, op, path string, u meta.User, fn fu
 		if err != nil {
 			return err
 		}
+		if kind != 0 && n.Type == meta.TypeDir && n.Children > 0 && n.ID != t.op.own {
+			return errNeedSubtree
+		}
 		if err := fn(t, rs[0], n); err != nil {
 			return err
 		}
 		t.put(n)
 		return nil
-	})
+	}
+	plain := func() error { return e.run(ctx, op, p, u, body) }
+	for {
+		err := plain()
+		if !errors.Is(err, errNeedSubtree) {
+			return err
+		}
+		err = e.subtreeOp(ctx, op, p, u, kind, body, plain)
+		if !errors.Is(err, errNeedSubtree) {
+			return err
+		}
+	}
 }
 
 // SetPermission implements meta.FileSystem. Locks: the path exclusive.
 func (e *Engine) SetPermission(ctx context.Context, u meta.User, path string, perm meta.Perm) error {
 	const op = "set permission"
-	return e.update(ctx, op, path, u, func(t *tx, r *resolved, n *store.Inode) error {
+	return e.updateKind(ctx, op, path, u, subtree.KindChmod, func(t *tx, r *resolved, n *store.Inode) error {
 		if perm&^meta.PermMask != 0 {
 			return meta.Errorf(op, r.path, meta.ErrInvalidArgument, "permission %o out of range", perm)
 		}
@@ -49,7 +73,7 @@ func (e *Engine) SetPermission(ctx context.Context, u meta.User, path string, pe
 // SetOwner implements meta.FileSystem. Locks: the path exclusive.
 func (e *Engine) SetOwner(ctx context.Context, u meta.User, path, owner, group string) error {
 	const op = "set owner"
-	return e.update(ctx, op, path, u, func(t *tx, r *resolved, n *store.Inode) error {
+	return e.updateKind(ctx, op, path, u, subtree.KindChown, func(t *tx, r *resolved, n *store.Inode) error {
 		if owner == "" && group == "" {
 			return meta.Errorf(op, r.path, meta.ErrInvalidArgument, "neither owner nor group given")
 		}
@@ -135,10 +159,13 @@ func (e *Engine) SetReplication(ctx context.Context, u meta.User, path string, r
 
 // SetQuota implements meta.FileSystem.
 // Locks: the directory exclusive and everything below it shared (NoWait), so
-// that the usage it counts is exact when the quota starts to apply.
+// that the usage it counts is exact when the quota starts to apply; on a
+// non-empty directory, after the subtree protocol's quiesce (subtree.go):
+// an operation below that read the directory before the quota was set, and
+// so does not charge it, has committed before the count.
 func (e *Engine) SetQuota(ctx context.Context, u meta.User, dir string, nsQuota, spaceQuota int64) error {
 	const op = "set quota"
-	return e.update(ctx, op, dir, u, func(t *tx, r *resolved, n *store.Inode) error {
+	return e.updateKind(ctx, op, dir, u, subtree.KindQuota, func(t *tx, r *resolved, n *store.Inode) error {
 		if !t.super {
 			return meta.Errorf(op, r.path, meta.ErrPermission, "only a superuser may set quotas")
 		}

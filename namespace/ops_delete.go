@@ -112,6 +112,13 @@ func (t *tx) lockSubtree(ctx context.Context, op, path string, n *store.Inode, m
 			parent, name, _ := store.DecodeInodeKey(r.Key)
 			c := t.rows.get(hintKey{parent, name})
 			t.rows.setMode(hintKey{parent, name}, mode)
+			if c.SubtreeOwner != 0 && c.ID != t.op.own {
+				// A subtree operation under way below (or a stale flag):
+				// wait for it as resolution would.
+				if err := t.checkFlag(c, meta.JoinPath(d.path, c.Name)); err != nil {
+					return nil, use, err
+				}
+			}
 			nodes = append(nodes, c)
 			use.add(c)
 			if c.Type == meta.TypeDir {

@@ -2,8 +2,10 @@ package namespace
 
 import (
 	"context"
+	"errors"
 
 	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/namespace/subtree"
 	"github.com/nimbus-fs/nimbus/store"
 )
 
@@ -38,7 +40,7 @@ func (e *Engine) Rename(ctx context.Context, u meta.User, src, dst string, opts 
 	// the ancestors read-committed, as HopsFS does: no lock on the root and
 	// the directories every path goes through.
 	dirMove := false
-	return e.run(ctx, op, sp, u, func(t *tx) error {
+	rename := func(t *tx) error {
 		target := dp
 		if into {
 			_, name := meta.ParentPath(sp)
@@ -71,6 +73,9 @@ func (e *Engine) Rename(ctx context.Context, u meta.User, src, dst string, opts 
 		if n.Type == meta.TypeDir && !dirMove {
 			dirMove = true
 			return errRetry
+		}
+		if n.Type == meta.TypeDir && n.Children > 0 && n.ID != t.op.own {
+			return errNeedSubtree // a move of a subtree: under the protocol (subtree.go)
 		}
 		if err := t.checkAncestors(op, d); err != nil {
 			return err
@@ -142,7 +147,21 @@ func (e *Engine) Rename(ctx context.Context, u meta.User, src, dst string, opts 
 		t.put(sParent)
 		t.put(dParent)
 		return nil
-	})
+	}
+	plain := func() error { return e.run(ctx, op, sp, u, rename) }
+	for {
+		err := plain()
+		if !errors.Is(err, errNeedSubtree) {
+			return err
+		}
+		// The source is a non-empty directory: the move is one row
+		// change, but after a quiesce of the subtree, so that no
+		// operation that resolved a path through it before commits after.
+		err = e.subtreeOp(ctx, op, sp, u, subtree.KindRename, rename, plain)
+		if !errors.Is(err, errNeedSubtree) {
+			return err
+		}
+	}
 }
 
 // replaceable checks that old may be overwritten by n, as HDFS's rename with

@@ -23,6 +23,8 @@ type opState struct {
 	noHints bool       // resolve from the store, not the hint cache
 	late    *lateNeeds // nil until an attempt finds it needs more
 	movedTo string     // where a file being written is now (see writerFile)
+	own     uint64     // the directory whose subtree flag this operation owns (subtree.go)
+	flag    flagRef    // the flag the last attempt met (errFlagBusy, errFlagStale)
 }
 
 // lateNeeds are what an attempt learnt too late, for the next attempts to
@@ -72,6 +74,8 @@ func (e *Engine) run(ctx context.Context, opName, path string, u meta.User, fn f
 	groups, super := e.identity(u.Name)
 	op := &opState{}
 	var err error
+	var flagSince time.Time // the first meeting of a live subtree flag
+	flagWaits := 0
 	for attempt := 0; attempt < e.cfg.MaxAttempts; attempt++ {
 		if attempt > 0 {
 			e.metrics.retries.WithLabelValues(opName).Inc()
@@ -80,6 +84,43 @@ func (e *Engine) run(ctx context.Context, opName, path string, u meta.User, fn f
 			}
 		}
 		err = e.attempt(ctx, op, u.Name, groups, super, fn)
+		switch {
+		case errors.Is(err, errFlagBusy):
+			// A subtree operation is under way above or at a component:
+			// wait for it (its quiesce and work), to SubtreeWait, without
+			// spending attempts. A subtree operation's own work that meets
+			// an older one's flag gives way instead (subtree.Table.Yields).
+			if op.own != 0 && e.yields(op.own, op.flag.id) {
+				err = errOverlap
+				attempt = e.cfg.MaxAttempts
+				continue
+			}
+			if flagSince.IsZero() {
+				flagSince = time.Now()
+			} else if time.Since(flagSince) > e.cfg.SubtreeWait {
+				err = e.busyError(opName, path, op.flag)
+				attempt = e.cfg.MaxAttempts
+				continue
+			}
+			if err = flagWait(ctx, flagWaits); err != nil {
+				attempt = e.cfg.MaxAttempts
+				continue
+			}
+			flagWaits++
+			attempt--
+			continue
+		case errors.Is(err, errFlagStale):
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			cerr := e.clearFlag(cctx, op.flag, false)
+			cancel()
+			if cerr != nil {
+				err = cerr
+				attempt = e.cfg.MaxAttempts
+				continue
+			}
+			e.log.Info("cleared a stale subtree flag", "path", op.flag.path)
+			continue
+		}
 		if errors.Is(err, errRetry) || store.IsRetryable(err) {
 			continue
 		}
@@ -87,6 +128,9 @@ func (e *Engine) run(ctx context.Context, opName, path string, u meta.User, fn f
 	}
 	if errors.Is(err, errRetry) || store.IsRetryable(err) {
 		err = meta.Errorf(opName, path, meta.ErrBusy, "gave up after %d attempts: %v", e.cfg.MaxAttempts, err)
+	}
+	if errors.Is(err, errNeedSubtree) || errors.Is(err, errPlain) || errors.Is(err, errOverlap) {
+		return err // the caller's next step, not an answer
 	}
 	err = e.finish(opName, path, err)
 	e.metrics.observe(opName, err, time.Since(start))
@@ -481,6 +525,11 @@ func (t *tx) validate(p *plan) (*resolved, error) {
 		return nil, meta.Errorf("resolve", "/", meta.ErrInternal, "the root inode is missing")
 	}
 	r.chain[0] = root
+	if root.SubtreeOwner != 0 {
+		if err := t.checkFlag(root, meta.RootPath); err != nil {
+			return nil, err
+		}
+	}
 	last := len(p.keys) - 1
 	for k := 1; k <= last; k++ {
 		row := t.rows.get(hintKey{binary.BigEndian.Uint64(p.keys[k][1:9]), p.comps[k-1]})
@@ -506,6 +555,13 @@ func (t *tx) validate(p *plan) (*resolved, error) {
 		r.chain[k] = row
 		if row.Type != meta.TypeDir {
 			return r, nil
+		}
+		if row.SubtreeOwner != 0 {
+			// Read after every lock of the batch was taken: an operation
+			// that the quiesce did not wait for sees the flag here.
+			if err := t.checkFlag(row, r.prefix(k)); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return r, nil

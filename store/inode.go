@@ -45,6 +45,14 @@ type Inode struct {
 	// (acl.go).
 	ACL string
 
+	// SubtreeOwner, when not 0, is the subtree-lock flag (HopsFS's
+	// subtree operations protocol, issue 26): the instance id of the engine
+	// whose subtree operation owns this directory and everything below it.
+	// Path resolution backs off from it; a flag of an instance that is not
+	// the running one is stale. Its operation has a row in the subtree
+	// operation table (subtree.go).
+	SubtreeOwner uint64
+
 	// Quotas (directories). -1 means none. Usage is maintained only while a
 	// quota is set, as in HDFS.
 	NsQuota    int64
@@ -71,6 +79,7 @@ const (
 	flagBlocks  = 1 << 3
 	flagACL     = 1 << 4
 	flagXAttrs  = 1 << 5
+	flagSubtree = 1 << 6
 )
 
 // ErrCorrupt is wrapped by decoding errors: a row that cannot be read back.
@@ -96,6 +105,9 @@ func EncodeInode(dst []byte, n *Inode) []byte {
 	}
 	if n.XAttrs {
 		flags |= flagXAttrs
+	}
+	if n.SubtreeOwner != 0 {
+		flags |= flagSubtree
 	}
 	dst = append(dst, inodeFormatV1, flags, byte(n.Type))
 	dst = binary.AppendUvarint(dst, n.ID)
@@ -124,6 +136,9 @@ func EncodeInode(dst []byte, n *Inode) []byte {
 	}
 	if flags&flagACL != 0 {
 		dst = appendString(dst, n.ACL)
+	}
+	if flags&flagSubtree != 0 {
+		dst = binary.AppendUvarint(dst, n.SubtreeOwner)
 	}
 	return dst
 }
@@ -210,7 +225,12 @@ func DecodeInodeValue(parent uint64, name string, value []byte, n *Inode) error 
 			}
 		}
 	}
-	if d.err == nil && flags&^(flagUC|flagQuota|flagSymlink|flagBlocks|flagACL|flagXAttrs) != 0 {
+	if flags&flagSubtree != 0 {
+		if n.SubtreeOwner = d.uvarint(); n.SubtreeOwner == 0 && d.err == nil {
+			d.err = errors.New("subtree flag without an owner")
+		}
+	}
+	if d.err == nil && flags&^(flagUC|flagQuota|flagSymlink|flagBlocks|flagACL|flagXAttrs|flagSubtree) != 0 {
 		d.err = fmt.Errorf("unknown flags %#x", flags)
 	}
 	if d.err != nil {

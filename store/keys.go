@@ -16,6 +16,7 @@ import (
 //	'l' inodeID:8            -> Lease (lease.go)      one row per file under construction
 //	'b' inodeID:8 index:4    -> Block (block.go)      the blocks of a file kept in block storage
 //	'x' inodeID:8 name       -> bytes (acl.go)        extended attributes, name with its namespace prefix
+//	's' inodeID:8            -> SubtreeOp (subtree.go) a subtree operation under way on that directory
 //	'c' name                 -> uint64 (8, big-endian) id counters (AllocateIDs)
 //	'm' name                 -> bytes                 store-wide metadata (format version, ...)
 //
@@ -29,13 +30,14 @@ import (
 // ACL is part of its row (acl.go says why); its extended attributes, keyed by
 // inode id like content, never move on a rename.
 //
-// Later tables (blocks, replicas, leases by holder, datanodes, subtree
-// operations, request ids) take the next free prefix letters.
+// Later tables (replicas, leases by holder, datanodes, request ids) take
+// the next free prefix letters.
 const (
 	tableInode   = 'i'
 	tableData    = 'd'
 	tableLease   = 'l'
 	tableBlock   = 'b'
+	tableSubtree = 's'
 	tableCounter = 'c'
 	tableMeta    = 'm'
 )
@@ -266,6 +268,9 @@ func FormatKey(k []byte) string {
 	}
 	if id, off, ok := DecodeDataKey(k); ok {
 		return fmt.Sprintf("data(%d@%d)", id, off)
+	}
+	if id, ok := DecodeSubtreeOpKey(k); ok {
+		return fmt.Sprintf("subtree(%d)", id)
 	}
 	if id, name, ok := DecodeXAttrKey(k); ok {
 		return fmt.Sprintf("xattr(%d,%q)", id, name)

@@ -2,15 +2,14 @@ package linmodel
 
 import (
 	"math/rand/v2"
-	"slices"
 
 	"github.com/nimbus-fs/nimbus/meta"
 )
 
 // The names of the generated namespace. Directories and files have names
 // of their own, and renames keep a name's class, so that a path names a
-// directory or a file in every state where it exists: Subtree can then tell
-// from an input alone whether it may touch a subtree.
+// directory or a file in every state where it exists: an input alone tells
+// whether it may touch a subtree.
 var (
 	DirNames  = []string{"a", "b", "c"}
 	FileNames = []string{"f", "g"}
@@ -41,31 +40,6 @@ func Initial() *State {
 		_, s = Spec(s, in)
 	}
 	return s
-}
-
-// Subtree reports whether in may change a directory above paths other
-// operations use — the rename of a directory, the chmod of a directory,
-// setting a quota — or may move something into a directory that another
-// operation removes (a rename whose destination is a directory's name).
-// Until the subtree protocol (issue 26) and a fix of rename's choice of its
-// destination, such an operation running concurrently with others may break
-// linearizability (docs/TESTING-LINEARIZABILITY.md); the strict checks run
-// these operations alone.
-func Subtree(in Input) bool {
-	switch in.Op {
-	case Rename:
-		return !fileName(in.Path) || !fileName(in.Dst)
-	case Chmod:
-		return !fileName(in.Path)
-	case SetQuota:
-		return true
-	}
-	return false
-}
-
-func fileName(p string) bool {
-	_, name := meta.ParentPath(p)
-	return slices.Contains(FileNames, name)
 }
 
 // Gen makes random inputs from a seed: the same seed, the same inputs.

@@ -25,7 +25,6 @@ import (
 //
 //	NIMBUS_LIN_SEED=n     run only seed n (replays a failure's operations)
 //	NIMBUS_LIN_SEEDS=n    seeds per randomized test (default: per test)
-//	NIMBUS_LIN_STRICT=1   the known issue-26 races fail the tests that find them
 //	NIMBUS_LIN_OUT=dir    where visualizations go (default: the temp dir)
 const checkTimeout = 20 * time.Second
 
@@ -56,8 +55,6 @@ func seeds(t *testing.T, def int) []uint64 {
 	}
 	return out
 }
-
-func strict() bool { return os.Getenv("NIMBUS_LIN_STRICT") == "1" }
 
 // openEngine opens the namespace engine over a Pebble store in a temporary
 // directory; wrap, when set, wraps the store (the regression tests delay
@@ -136,9 +133,6 @@ func prepare(t *testing.T, fs meta.FileSystem, base string) {
 // mix is one randomized workload.
 type mix struct {
 	clients, ops int
-	// strict runs linmodel.Subtree operations alone (no other operation
-	// under way), the mix checked strictly until the subtree protocol.
-	strict bool
 }
 
 // record runs one seed's workload on fs below base and returns its
@@ -150,7 +144,6 @@ func record(t *testing.T, fs meta.FileSystem, base string, seed uint64, m mix) [
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	rec := linmodel.NewRecorder()
-	var subtree sync.RWMutex
 	var wg sync.WaitGroup
 	for c := range m.clients {
 		wg.Add(1)
@@ -160,18 +153,7 @@ func record(t *testing.T, fs meta.FileSystem, base string, seed uint64, m mix) [
 			user := linmodel.Users[c%len(linmodel.Users)]
 			for range m.ops {
 				in := g.Next(user)
-				switch {
-				case !m.strict:
-					rec.Do(ctx, fs, base, c, in)
-				case linmodel.Subtree(in):
-					subtree.Lock()
-					rec.Do(ctx, fs, base, c, in)
-					subtree.Unlock()
-				default:
-					subtree.RLock()
-					rec.Do(ctx, fs, base, c, in)
-					subtree.RUnlock()
-				}
+				rec.Do(ctx, fs, base, c, in)
 			}
 		}()
 	}

@@ -1,0 +1,437 @@
+package namespace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/namespace/subtree"
+	"github.com/nimbus-fs/nimbus/store"
+)
+
+// The subtree operations protocol (HopsFS section 6, issue 26; the phases
+// are namespace/subtree's Machine, driven here). A move, chmod or chown of
+// a non-empty directory first runs as a plain operation, which finds it has
+// a subtree and answers errNeedSubtree; subtreeOp then sets the flag on the
+// directory's row, quiesces the subtree, and runs the same operation again
+// owning the flag, which its commit clears.
+
+var (
+	// errNeedSubtree: the operation met a non-empty directory it must not
+	// change without owning its subtree flag.
+	errNeedSubtree = errors.New("namespace: needs the subtree protocol")
+	// errPlain: the flag phase found no subtree to protect (a file, an
+	// empty or vanished directory): the plain operation will do.
+	errPlain = errors.New("namespace: not a subtree operation")
+	// errFlagBusy: resolution met the flag of an operation under way
+	// (opState.busy says which); run waits and retries, to SubtreeWait.
+	errFlagBusy = fmt.Errorf("%w: a subtree operation is under way", errRetry)
+	// errFlagStale: resolution met the flag of a previous incarnation
+	// (opState.stale says where); run clears it and retries.
+	errFlagStale = fmt.Errorf("%w: a stale subtree flag", errRetry)
+	// errOverlap: the subtree operation overlaps another under way.
+	errOverlap = errors.New("namespace: overlaps a subtree operation under way")
+)
+
+// flagRef is a flagged directory: its row key's parts and id, and the path
+// it was met at.
+type flagRef struct {
+	parent uint64
+	name   string
+	id     uint64
+	path   string
+}
+
+// checkFlag judges the subtree flag of the row of the directory at path.
+func (t *tx) checkFlag(row *store.Inode, path string) error {
+	switch subtree.Check(row.SubtreeOwner, row.ID, t.e.instance, t.op.own) {
+	case subtree.Free, subtree.Own:
+		return nil
+	case subtree.Stale:
+		t.op.flag = flagRef{row.Parent, row.Name, row.ID, path}
+		return errFlagStale
+	}
+	t.op.flag = flagRef{row.Parent, row.Name, row.ID, path}
+	return errFlagBusy
+}
+
+// busyError is run's answer once a flag stayed past SubtreeWait.
+func (e *Engine) busyError(opName, path string, f flagRef) error {
+	e.subtrees.Lock()
+	o, ok := e.subtrees.t.Get(f.id)
+	e.subtrees.Unlock()
+	what := "a subtree operation"
+	if ok {
+		what = fmt.Sprintf("a %s of %s", o.Kind, o.Path)
+	}
+	return meta.Errorf(opName, path, meta.ErrBusy, "%s is locked by %s; still locked after %v, retry later",
+		f.path, what, e.cfg.SubtreeWait)
+}
+
+// flagWait sleeps before the next attempt of an operation that met a live
+// flag: short at first (a small subtree's operation takes a few
+// milliseconds), growing to 20ms.
+func flagWait(ctx context.Context, n int) error {
+	d := time.Duration(100<<min(n, 8)) * time.Microsecond
+	d = min(d, 20*time.Millisecond)
+	d = d/2 + rand.N(d/2+1)
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-tm.C:
+		return nil
+	}
+}
+
+// subtreeOp runs work, an operation on the directory at path, under the
+// protocol. work is run with opState.own naming the directory it flagged;
+// it may answer errNeedSubtree no more (it owns the flag) but errPlain when
+// the directory turned out empty or gone, and then plain runs it (the plain
+// operation) after the flag is cleared.
+func (e *Engine) subtreeOp(ctx context.Context, opName, path string, u meta.User, kind subtree.Kind,
+	work func(t *tx) error, plain func() error) error {
+	m := subtree.NewMachine(e.cfg.SubtreeWait)
+	clock := time.Now()
+	now := func() time.Duration { return time.Since(clock) }
+	var f flagRef
+	var failed error
+	for a := m.Start(now()); ; {
+		var ev subtree.Event
+		switch a.Do {
+		case subtree.DoSetFlag:
+			var err error
+			f, err = e.setFlag(ctx, opName, path, u, kind)
+			switch {
+			case err == nil:
+				ev = subtree.Flagged
+			case errors.Is(err, errPlain):
+				ev = subtree.NotNeeded
+			case errors.Is(err, errOverlap):
+				ev = subtree.Contended
+			default:
+				ev, failed = subtree.Failed, err
+			}
+		case subtree.DoQuiesce:
+			err := e.quiesce(ctx, f.id)
+			switch {
+			case err == nil:
+				ev = subtree.Quiesced
+			case errors.Is(err, errFlagBusy), errors.Is(err, errOverlap), store.IsRetryable(err):
+				ev = subtree.Contended
+			default:
+				ev, failed = subtree.Failed, e.finish(opName, path, err)
+			}
+		case subtree.DoWork:
+			err := e.run(ctx, opName, path, u, func(t *tx) error {
+				t.op.own = f.id
+				if err := work(t); err != nil {
+					return err
+				}
+				return t.dropFlag(f)
+			})
+			switch {
+			case err == nil:
+				ev = subtree.Worked
+			case errors.Is(err, errPlain):
+				ev = subtree.NotNeeded
+			case errors.Is(err, errOverlap):
+				ev = subtree.Contended
+			default:
+				ev, failed = subtree.Failed, err
+			}
+		case subtree.DoClear:
+			// Not with ctx: a cancelled caller must not leave the flag.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			err := e.clearFlag(cctx, f, true)
+			cancel()
+			if err != nil {
+				e.log.Error("cannot clear a subtree flag; it is cleared when met after a restart",
+					"op", opName, "path", f.path, "err", err)
+				ev = subtree.Failed
+				if failed == nil {
+					failed = e.finish(opName, path, err)
+				}
+			} else {
+				ev = subtree.Cleared
+			}
+		case subtree.DoWait:
+			if err := sleepCtx(ctx, a.Wait); err != nil {
+				return &meta.OpError{Op: opName, Path: path, Err: err}
+			}
+			ev = subtree.Waited
+		case subtree.DoFinish:
+			switch a.Outcome {
+			case subtree.Done:
+				return nil
+			case subtree.Plain:
+				return plain()
+			case subtree.GaveUp:
+				return meta.Errorf(opName, path, meta.ErrBusy,
+					"overlaps a subtree operation under way; still overlapping after %v, retry later", e.cfg.SubtreeWait)
+			}
+			return failed
+		}
+		a = m.Step(ev, now())
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-tm.C:
+		return nil
+	}
+}
+
+// setFlag is the first phase: one transaction sets the flag on the row of
+// the directory at path, with its row in the subtree operation table, and
+// registers the operation in the table of those under way (which refuses an
+// overlapping one). Path resolution waits for flags on the way, as any
+// operation's does.
+func (e *Engine) setFlag(ctx context.Context, opName, path string, u meta.User, kind subtree.Kind) (flagRef, error) {
+	var f flagRef
+	err := e.run(ctx, opName, path, u, func(t *tx) error {
+		rs, err := t.resolve(ctx, want{path: path, last: store.Exclusive})
+		if err != nil {
+			return err
+		}
+		n, err := t.existing(opName, rs[0])
+		if err != nil {
+			return err
+		}
+		if n.Type != meta.TypeDir || n.Children == 0 {
+			return errPlain
+		}
+		e.subtrees.Lock()
+		_, err = e.subtrees.t.Begin(subtree.Op{ID: n.ID, Kind: kind, Path: path})
+		e.subtrees.Unlock()
+		if err != nil {
+			return errOverlap
+		}
+		id := n.ID
+		t.undo = append(t.undo, func() { e.endSubtree(id) })
+		flagged := *n
+		flagged.SubtreeOwner = e.instance
+		t.put(&flagged)
+		row := store.SubtreeOp{Owner: e.instance, Kind: uint8(kind), Parent: n.Parent, Name: n.Name, Path: path}
+		t.putRaw(store.SubtreeOpKey(n.ID), store.EncodeSubtreeOp(nil, &row))
+		f = flagRef{n.Parent, n.Name, n.ID, path}
+		return nil
+	})
+	if errors.Is(err, errPlain) || errors.Is(err, errOverlap) {
+		return f, err
+	}
+	return f, err
+}
+
+func (e *Engine) yields(own, other uint64) bool {
+	e.subtrees.Lock()
+	defer e.subtrees.Unlock()
+	return e.subtrees.t.Yields(own, other)
+}
+
+func (e *Engine) endSubtree(id uint64) {
+	e.subtrees.Lock()
+	e.subtrees.t.End(id)
+	e.subtrees.Unlock()
+}
+
+// dropFlag clears the operation's flag in the transaction of its work: on
+// the row it wrote (a move writes it under its new key), or on the row as it
+// was read, and deletes its table row; the operation leaves the table once
+// this commits.
+func (t *tx) dropFlag(f flagRef) error {
+	done := false
+	for _, n := range t.dirty {
+		if n != nil && n.ID == f.id {
+			n.SubtreeOwner = 0
+			done = true
+		}
+	}
+	if !done {
+		n := t.rows.get(hintKey{f.parent, f.name})
+		if n == nil || n.ID != f.id {
+			return meta.Errorf("subtree", f.path, meta.ErrInternal, "the flagged directory's row is gone")
+		}
+		if n.SubtreeOwner != 0 {
+			if t.mode(n) != store.Exclusive {
+				return t.needExclusive(n.Key())
+			}
+			c := *n
+			c.SubtreeOwner = 0
+			t.put(&c)
+		}
+	}
+	t.delRaw(store.SubtreeOpKey(f.id))
+	t.after = append(t.after, func() { t.e.endSubtree(f.id) })
+	return nil
+}
+
+// clearFlag clears the flag of directory f.id, and its table row, in a
+// transaction of its own: after a failed or overlapping operation (own:
+// only the running instance's flag), or a flag of a previous incarnation
+// (!own: only another instance's).
+func (e *Engine) clearFlag(ctx context.Context, f flagRef, own bool) error {
+	txn, err := e.st.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer txn.Rollback()
+	key := store.InodeKey(f.parent, f.name)
+	vals, err := txn.Read(ctx, []store.ReadReq{{Key: key, Mode: store.Exclusive}, {Key: store.SubtreeOpKey(f.id)}})
+	if err != nil {
+		return err
+	}
+	if vals[0] != nil {
+		var n store.Inode
+		if err := store.DecodeInode(key, vals[0], &n); err != nil {
+			return err
+		}
+		if n.ID == f.id && n.SubtreeOwner != 0 && (n.SubtreeOwner == e.instance) == own {
+			n.SubtreeOwner = 0
+			txn.Put(key, store.EncodeInode(nil, &n))
+		}
+	}
+	if vals[1] != nil {
+		var row store.SubtreeOp
+		if err := store.DecodeSubtreeOp(store.SubtreeOpKey(f.id), vals[1], &row); err != nil || (row.Owner == e.instance) == own {
+			txn.Delete(store.SubtreeOpKey(f.id))
+		}
+	}
+	if err := txn.Commit(ctx); err != nil {
+		return err
+	}
+	if own {
+		e.endSubtree(f.id)
+	}
+	return nil
+}
+
+// quiesceBatch bounds the locks one quiesce transaction takes at a time.
+const quiesceBatch = 512
+
+// quiesce is the second phase: it takes and releases, shared and in the
+// global key order, the lock of every inode below directory root, level by
+// level, so that every operation that resolved its path into the subtree
+// before the flag was set, and still holds locks there, has finished. (An
+// operation that locks a row after the quiesce passed it reads the path
+// after that, and meets the flag.) It holds the ids of the directories not
+// yet visited, nothing more. A live flag below is another subtree operation
+// under way: errFlagBusy.
+func (e *Engine) quiesce(ctx context.Context, root uint64) error {
+	queue := []uint64{root}
+	var n store.Inode
+	for len(queue) > 0 {
+		dir := queue[0]
+		queue = queue[1:]
+		var after string
+		for {
+			reqs, last, err := e.childKeys(ctx, dir, after)
+			if err != nil {
+				return err
+			}
+			if len(reqs) == 0 {
+				break
+			}
+			txn, err := e.st.Begin(ctx)
+			if err != nil {
+				return err
+			}
+			vals, err := txn.Read(ctx, reqs)
+			txn.Rollback()
+			if err != nil {
+				return err
+			}
+			for i, v := range vals {
+				if v == nil {
+					continue // deleted meanwhile, by an operation that finished
+				}
+				if err := store.DecodeInode(reqs[i].Key, v, &n); err != nil {
+					return err
+				}
+				if n.Type != meta.TypeDir {
+					continue
+				}
+				if subtree.Check(n.SubtreeOwner, n.ID, e.instance, root) == subtree.Busy {
+					return errFlagBusy
+				}
+				if n.Children > 0 {
+					queue = append(queue, n.ID)
+				}
+			}
+			if len(reqs) < quiesceBatch {
+				break
+			}
+			after = last
+		}
+	}
+	return nil
+}
+
+// childKeys lists, unlocked, up to quiesceBatch entries of dir after the
+// name after, as shared lock requests in key order, and the last name.
+func (e *Engine) childKeys(ctx context.Context, dir uint64, after string) ([]store.ReadReq, string, error) {
+	txn, err := e.st.Begin(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	defer txn.Rollback()
+	start, end := store.ChildrenRange(dir, after)
+	var reqs []store.ReadReq
+	last := after
+	err = txn.Scan(ctx, start, end, quiesceBatch, func(k, _ []byte) bool {
+		reqs = append(reqs, store.ReadReq{Key: append([]byte(nil), k...), Mode: store.Shared})
+		return true
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	if len(reqs) > 0 {
+		_, last, _ = store.DecodeInodeKey(reqs[len(reqs)-1].Key)
+	}
+	return reqs, last, nil
+}
+
+// recoverSubtreeOps clears, at start, the flags that the operations of
+// previous incarnations left (a move, chmod or chown that did not commit
+// its work did nothing; its flag only goes).
+func (e *Engine) recoverSubtreeOps(ctx context.Context) error {
+	txn, err := e.st.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	start, end := store.AllSubtreeOpsRange()
+	var left []flagRef
+	var decErr error
+	err = txn.Scan(ctx, start, end, 0, func(k, v []byte) bool {
+		var row store.SubtreeOp
+		if decErr = store.DecodeSubtreeOp(k, v, &row); decErr != nil {
+			return false
+		}
+		id, _ := store.DecodeSubtreeOpKey(k)
+		left = append(left, flagRef{row.Parent, row.Name, id, row.Path})
+		return true
+	})
+	txn.Rollback()
+	if err == nil {
+		err = decErr
+	}
+	if err != nil {
+		return fmt.Errorf("namespace: subtree operations: %w", err)
+	}
+	for _, f := range left {
+		if err := e.clearFlag(ctx, f, false); err != nil {
+			return fmt.Errorf("namespace: clearing the subtree flag of %s: %w", f.path, err)
+		}
+		e.log.Info("cleared the subtree flag of an operation that did not finish before a restart", "path", f.path)
+	}
+	return nil
+}

@@ -1,0 +1,80 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// SubtreeOp is one row of the subtree operation table: a subtree operation
+// (HopsFS's protocol, issue 26) under way on the directory whose id keys the
+// row, whose row carries the matching flag (Inode.SubtreeOwner). The row is
+// written with the flag and deleted with it, in the same transactions; after
+// a crash it tells the engine which flags to clear (or which operations to
+// resume), without a walk of the namespace.
+type SubtreeOp struct {
+	Owner  uint64 // the instance id of the engine running it
+	Kind   uint8  // the operation (namespace/subtree's Kind)
+	Parent uint64 // the directory's row key at the start: (Parent, Name)
+	Name   string
+	Path   string // the directory's path at the start, for messages
+}
+
+const subtreeFormatV1 = 1
+
+// SubtreeOpKey is the key of the subtree operation row of directory id.
+func SubtreeOpKey(id uint64) []byte {
+	k := make([]byte, 9)
+	k[0] = tableSubtree
+	binary.BigEndian.PutUint64(k[1:], id)
+	return k
+}
+
+// DecodeSubtreeOpKey returns the directory id of a subtree operation key; ok
+// is false when k is not one.
+func DecodeSubtreeOpKey(k []byte) (id uint64, ok bool) {
+	if len(k) != 9 || k[0] != tableSubtree {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(k[1:]), true
+}
+
+// AllSubtreeOpsRange covers the whole subtree operation table.
+func AllSubtreeOpsRange() (start, end []byte) {
+	return []byte{tableSubtree}, []byte{tableSubtree + 1}
+}
+
+// EncodeSubtreeOp appends the encoded value of op to dst.
+func EncodeSubtreeOp(dst []byte, op *SubtreeOp) []byte {
+	dst = append(dst, subtreeFormatV1, op.Kind)
+	dst = binary.AppendUvarint(dst, op.Owner)
+	dst = binary.AppendUvarint(dst, op.Parent)
+	dst = appendString(dst, op.Name)
+	return appendString(dst, op.Path)
+}
+
+// DecodeSubtreeOp decodes a subtree operation row.
+func DecodeSubtreeOp(key, value []byte, op *SubtreeOp) error {
+	if _, ok := DecodeSubtreeOpKey(key); !ok {
+		return fmt.Errorf("%w: %s is not a subtree operation key", ErrCorrupt, FormatKey(key))
+	}
+	d := decoder{b: value}
+	if v := d.byte(); v != subtreeFormatV1 && d.err == nil {
+		d.err = fmt.Errorf("unknown subtree operation format %d", v)
+	}
+	op.Kind = d.byte()
+	op.Owner = d.uvarint()
+	op.Parent = d.uvarint()
+	op.Name = d.string()
+	op.Path = d.string()
+	if d.err == nil && op.Owner == 0 {
+		d.err = errors.New("no owner")
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.err = fmt.Errorf("%d trailing bytes", len(d.b))
+	}
+	if d.err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, FormatKey(key), d.err)
+	}
+	return nil
+}

@@ -1,0 +1,46 @@
+package store
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/nimbus-fs/nimbus/meta"
+)
+
+func TestSubtreeOpRoundTrip(t *testing.T) {
+	op := SubtreeOp{Owner: 7, Kind: 2, Parent: 1, Name: "a", Path: "/a"}
+	key := SubtreeOpKey(42)
+	if id, ok := DecodeSubtreeOpKey(key); !ok || id != 42 {
+		t.Fatalf("key round trip: %d %v", id, ok)
+	}
+	if got := FormatKey(key); got != "subtree(42)" {
+		t.Fatalf("FormatKey = %s", got)
+	}
+	var back SubtreeOp
+	if err := DecodeSubtreeOp(key, EncodeSubtreeOp(nil, &op), &back); err != nil || back != op {
+		t.Fatalf("round trip: %+v, %v", back, err)
+	}
+	bad := EncodeSubtreeOp(nil, &SubtreeOp{Kind: 1, Path: "/x"})
+	if err := DecodeSubtreeOp(key, bad, &back); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a row without an owner decoded: %v", err)
+	}
+	if err := DecodeSubtreeOp(key, append(EncodeSubtreeOp(nil, &op), 0), &back); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("trailing bytes decoded: %v", err)
+	}
+}
+
+func TestInodeSubtreeFlagRoundTrip(t *testing.T) {
+	n := Inode{Parent: 1, Name: "a", ID: 5, Type: meta.TypeDir, Perm: 0o755, Owner: "u", Group: "g",
+		NsQuota: -1, SpaceQuota: -1, SubtreeOwner: 1 << 40}
+	var back Inode
+	if err := DecodeInode(n.Key(), EncodeInode(nil, &n), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.SubtreeOwner != n.SubtreeOwner {
+		t.Fatalf("flag %d read back as %d", n.SubtreeOwner, back.SubtreeOwner)
+	}
+	n.SubtreeOwner = 0
+	if err := DecodeInode(n.Key(), EncodeInode(nil, &n), &back); err != nil || back.SubtreeOwner != 0 {
+		t.Fatalf("no flag read back as %d (%v)", back.SubtreeOwner, err)
+	}
+}
