@@ -403,11 +403,17 @@ func (t *tx) readBlocks(ctx context.Context, p string, n *store.Inode, offset, l
 		if lo < hi {
 			rc, err := t.e.blocks.Read(ctx, blocks.ID{Block: b.ID, GenStamp: b.GenStamp}, lo-start, hi-lo)
 			if err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err() // the reader went away: not a storage failure
+				}
 				return nil, meta.Errorf("read", p, meta.ErrInternal, "block %d: %v", b.ID, err)
 			}
 			out, err = readAppend(out, rc, hi-lo)
 			rc.Close()
 			if err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
 				return nil, meta.Errorf("read", p, meta.ErrInternal, "block %d at offset %d: %v", b.ID, lo-start, err)
 			}
 		}

@@ -1,7 +1,6 @@
 package webhdfs
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -145,7 +144,9 @@ func clientGone(r *http.Request, err error) bool {
 	var ie *idleError
 	var ne *net.OpError
 	switch {
-	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+	case r.Context().Err() != nil:
+		// The request's context ends when its client goes away: whatever
+		// failed after that (a block read cut short, say) failed for it.
 		return true
 	case errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNRESET), errors.Is(err, net.ErrClosed):
 		return true
