@@ -99,6 +99,10 @@ func (e *Engine) deleteSubtree(ctx context.Context, op, root string, u meta.User
 			return err
 		}
 	}
+	// Once the first entry went, the delete goes on to the end even if the
+	// caller goes away: a half-done delete is finished only at the next start.
+	ctx = context.WithoutCancel(ctx)
+	started := false
 	rootDepth := len(meta.SplitPath(root))
 	stack := []string{root}
 	for len(stack) > 0 {
@@ -247,8 +251,12 @@ func (e *Engine) deleteSubtree(ctx context.Context, op, root string, u meta.User
 			return nil
 		})
 		if err != nil {
+			if started {
+				return &keepFlag{err}
+			}
 			return err
 		}
+		started = true
 		switch {
 		case gone:
 			stack = stack[:len(stack)-1]

@@ -36,6 +36,15 @@ var (
 	errOverlap = errors.New("namespace: overlaps a subtree operation under way")
 )
 
+// keepFlag wraps the error of a work phase that must not clear its flag: a
+// recursive delete that removed some of the tree (its directory's row and
+// the quotas above wait for its last transaction). The tree below stays
+// flagged, so busy, until the next start finishes the delete.
+type keepFlag struct{ err error }
+
+func (k *keepFlag) Error() string { return k.err.Error() }
+func (k *keepFlag) Unwrap() error { return k.err }
+
 // flagRef is a flagged directory: its row key's parts and id, and the path
 // it was met at.
 type flagRef struct {
@@ -129,6 +138,12 @@ func (e *Engine) subtreeOp(ctx context.Context, opName, path string, u meta.User
 			}
 		case subtree.DoWork:
 			err := work(f)
+			var kf *keepFlag
+			if errors.As(err, &kf) {
+				e.log.Error("a recursive delete stopped half done; the next start finishes it",
+					"op", opName, "path", f.path, "err", kf.err)
+				return e.finish(opName, path, kf.err)
+			}
 			switch {
 			case err == nil:
 				ev = subtree.Worked
