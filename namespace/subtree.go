@@ -60,10 +60,10 @@ func (t *tx) checkFlag(row *store.Inode, path string) error {
 	case subtree.Free, subtree.Own:
 		return nil
 	case subtree.Stale:
-		t.op.flag = flagRef{row.Parent, row.Name, row.ID, path}
+		t.op.needs().flag = flagRef{row.Parent, row.Name, row.ID, path}
 		return errFlagStale
 	}
-	t.op.flag = flagRef{row.Parent, row.Name, row.ID, path}
+	t.op.needs().flag = flagRef{row.Parent, row.Name, row.ID, path}
 	return errFlagBusy
 }
 
