@@ -484,3 +484,29 @@ func TestLeaseRecoveryKeepsQuotaUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestRecursiveDeleteFreesBlocks: a recursive delete under the subtree
+// protocol frees the replicas of the block files it removes, a closed one
+// and one being written, in every batch.
+func TestRecursiveDeleteFreesBlocks(t *testing.T) {
+	e, bs := newBlockEngine(t, t.TempDir())
+	ctx := context.Background()
+	data := randomBytes(9000, 2)
+	for i, p := range []string{"/t/a/f", "/t/a/b/g", "/t/h"} {
+		_, err := e.Create(ctx, root, p, meta.CreateOptions{Client: "w", BlockSize: 4096, CreateParent: true})
+		must(t, err)
+		writeChunks(t, e, p, "w", 0, data, 3000)
+		if i < 2 {
+			_, err = e.Complete(ctx, root, p, "w")
+			must(t, err)
+		}
+	}
+	fsckClean(t, e)
+	must(t, e.Delete(ctx, root, "/t", true))
+	count := 0
+	must(t, bs.Report(ctx, func(blocks.Replica) error { count++; return nil }))
+	if count != 0 {
+		t.Fatalf("%d replicas left after a recursive delete of every block file", count)
+	}
+	fsckClean(t, e)
+}

@@ -96,7 +96,9 @@ func New(st store.Store, cfg Config) (*Engine, error) {
 	if err := e.bootstrap(ctx); err != nil {
 		return nil, err
 	}
-	if err := e.recoverSubtreeOps(ctx); err != nil {
+	// Not under the minute of bootstrap: a recursive delete left half done
+	// is finished here, however big.
+	if err := e.recoverSubtreeOps(context.Background()); err != nil {
 		return nil, err
 	}
 	go e.leaseMonitor()

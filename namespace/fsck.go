@@ -272,7 +272,18 @@ func (f *fsck) walk(ctx context.Context, n *store.Inode, path string) (usage, er
 			f.problem("%s: %v", path, err)
 		}
 	}
-	if int64(len(kids)) != cur.Children {
+	// A recursive delete under way (or left by a crash, to be finished at
+	// start) has removed entries that its directory's count and the usage
+	// above still hold: its row says how many.
+	var pending store.SubtreeOp
+	if cur.SubtreeOwner != 0 {
+		if err := f.pendingOf(ctx, cur.ID, &pending); err != nil {
+			return use, err
+		}
+		use.files += pending.PendingInodes
+		use.space += pending.PendingSpace
+	}
+	if int64(len(kids))+pending.PendingEntries != cur.Children {
 		f.problem("%s: records %d entries but has %d", path, cur.Children, len(kids))
 	}
 	for _, c := range kids {
@@ -450,6 +461,25 @@ func (f *fsck) xattrRows(ctx context.Context) error {
 		if n == 0 {
 			f.problem("%s: flagged as having xattrs, but has none", f.seen[id])
 		}
+	}
+	return nil
+}
+
+// pendingOf reads the subtree operation row of directory id into op (left
+// zero when there is none).
+func (f *fsck) pendingOf(ctx context.Context, id uint64, op *store.SubtreeOp) error {
+	txn, err := f.e.st.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer txn.Rollback()
+	vals, err := txn.Read(ctx, []store.ReadReq{{Key: store.SubtreeOpKey(id)}})
+	if err != nil || vals[0] == nil {
+		return err
+	}
+	if err := store.DecodeSubtreeOp(store.SubtreeOpKey(id), vals[0], op); err != nil {
+		f.problem("%v", err)
+		*op = store.SubtreeOp{}
 	}
 	return nil
 }

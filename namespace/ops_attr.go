@@ -48,7 +48,7 @@ func (e *Engine) updateKind(ctx context.Context, op, path string, u meta.User, k
 		if !errors.Is(err, errNeedSubtree) {
 			return err
 		}
-		err = e.subtreeOp(ctx, op, p, u, kind, body, plain)
+		err = e.subtreeOp(ctx, op, p, u, kind, e.oneTxn(ctx, op, p, u, body), plain)
 		if !errors.Is(err, errNeedSubtree) {
 			return err
 		}

@@ -157,7 +157,7 @@ func (e *Engine) Rename(ctx context.Context, u meta.User, src, dst string, opts 
 		// The source is a non-empty directory: the move is one row
 		// change, but after a quiesce of the subtree, so that no
 		// operation that resolved a path through it before commits after.
-		err = e.subtreeOp(ctx, op, sp, u, subtree.KindRename, rename, plain)
+		err = e.subtreeOp(ctx, op, sp, u, subtree.KindRename, e.oneTxn(ctx, op, sp, u, rename), plain)
 		if !errors.Is(err, errNeedSubtree) {
 			return err
 		}

@@ -36,6 +36,15 @@ var (
 	errOverlap = errors.New("namespace: overlaps a subtree operation under way")
 )
 
+// keepFlag wraps the error of a work phase that must not clear its flag: a
+// recursive delete that removed some of the tree (its directory's row and
+// the quotas above wait for its last transaction). The tree below stays
+// flagged, so busy, until the next start finishes the delete.
+type keepFlag struct{ err error }
+
+func (k *keepFlag) Error() string { return k.err.Error() }
+func (k *keepFlag) Unwrap() error { return k.err }
+
 // flagRef is a flagged directory: its row key's parts and id, and the path
 // it was met at.
 type flagRef struct {
@@ -51,10 +60,10 @@ func (t *tx) checkFlag(row *store.Inode, path string) error {
 	case subtree.Free, subtree.Own:
 		return nil
 	case subtree.Stale:
-		t.op.flag = flagRef{row.Parent, row.Name, row.ID, path}
+		t.op.needs().flag = flagRef{row.Parent, row.Name, row.ID, path}
 		return errFlagStale
 	}
-	t.op.flag = flagRef{row.Parent, row.Name, row.ID, path}
+	t.op.needs().flag = flagRef{row.Parent, row.Name, row.ID, path}
 	return errFlagBusy
 }
 
@@ -89,12 +98,13 @@ func flagWait(ctx context.Context, n int) error {
 }
 
 // subtreeOp runs work, an operation on the directory at path, under the
-// protocol. work is run with opState.own naming the directory it flagged;
-// it may answer errNeedSubtree no more (it owns the flag) but errPlain when
-// the directory turned out empty or gone, and then plain runs it (the plain
-// operation) after the flag is cleared.
+// protocol. work runs the work phase owning the flag f (its transactions
+// set opState.own to f.id) and clears the flag and its row with its last
+// commit; it may answer errPlain when the directory turned out empty or
+// gone, and then plain runs (the plain operation) after the flag is
+// cleared.
 func (e *Engine) subtreeOp(ctx context.Context, opName, path string, u meta.User, kind subtree.Kind,
-	work func(t *tx) error, plain func() error) error {
+	work func(f flagRef) error, plain func() error) error {
 	m := subtree.NewMachine(e.cfg.SubtreeWait)
 	clock := time.Now()
 	now := func() time.Duration { return time.Since(clock) }
@@ -127,13 +137,13 @@ func (e *Engine) subtreeOp(ctx context.Context, opName, path string, u meta.User
 				ev, failed = subtree.Failed, e.finish(opName, path, err)
 			}
 		case subtree.DoWork:
-			err := e.run(ctx, opName, path, u, func(t *tx) error {
-				t.op.own = f.id
-				if err := work(t); err != nil {
-					return err
-				}
-				return t.dropFlag(f)
-			})
+			err := work(f)
+			var kf *keepFlag
+			if errors.As(err, &kf) {
+				e.log.Error("a recursive delete stopped half done; the next start finishes it",
+					"op", opName, "path", f.path, "err", kf.err)
+				return e.finish(opName, path, kf.err)
+			}
 			switch {
 			case err == nil:
 				ev = subtree.Worked
@@ -177,6 +187,20 @@ func (e *Engine) subtreeOp(ctx context.Context, opName, path string, u meta.User
 			return failed
 		}
 		a = m.Step(ev, now())
+	}
+}
+
+// oneTxn is the work of a subtree operation done in one transaction, body,
+// whose commit clears the flag.
+func (e *Engine) oneTxn(ctx context.Context, opName, path string, u meta.User, body func(t *tx) error) func(f flagRef) error {
+	return func(f flagRef) error {
+		return e.run(ctx, opName, path, u, func(t *tx) error {
+			t.op.own = f.id
+			if err := body(t); err != nil {
+				return err
+			}
+			return t.dropFlag(f)
+		})
 	}
 }
 
@@ -401,8 +425,10 @@ func (e *Engine) childKeys(ctx context.Context, dir uint64, after string) ([]sto
 }
 
 // recoverSubtreeOps clears, at start, the flags that the operations of
-// previous incarnations left (a move, chmod or chown that did not commit
-// its work did nothing; its flag only goes).
+// previous incarnations left (a move, chmod, chown or set quota that did
+// not commit its work did nothing; its flag only goes), and finishes the
+// recursive deletes they left half done (the caller's permission was
+// checked before the first entry went).
 func (e *Engine) recoverSubtreeOps(ctx context.Context) error {
 	txn, err := e.st.Begin(ctx)
 	if err != nil {
@@ -410,6 +436,7 @@ func (e *Engine) recoverSubtreeOps(ctx context.Context) error {
 	}
 	start, end := store.AllSubtreeOpsRange()
 	var left []flagRef
+	var deletes []bool
 	var decErr error
 	err = txn.Scan(ctx, start, end, 0, func(k, v []byte) bool {
 		var row store.SubtreeOp
@@ -418,6 +445,7 @@ func (e *Engine) recoverSubtreeOps(ctx context.Context) error {
 		}
 		id, _ := store.DecodeSubtreeOpKey(k)
 		left = append(left, flagRef{row.Parent, row.Name, id, row.Path})
+		deletes = append(deletes, subtree.Kind(row.Kind) == subtree.KindDelete)
 		return true
 	})
 	txn.Rollback()
@@ -427,11 +455,61 @@ func (e *Engine) recoverSubtreeOps(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("namespace: subtree operations: %w", err)
 	}
-	for _, f := range left {
+	for i, f := range left {
+		if deletes[i] {
+			if err := e.resumeDelete(ctx, f); err != nil {
+				return fmt.Errorf("namespace: finishing the recursive delete of %s: %w", f.path, err)
+			}
+			continue
+		}
 		if err := e.clearFlag(ctx, f, false); err != nil {
 			return fmt.Errorf("namespace: clearing the subtree flag of %s: %w", f.path, err)
 		}
 		e.log.Info("cleared the subtree flag of an operation that did not finish before a restart", "path", f.path)
 	}
 	return nil
+}
+
+// resumeDelete takes over the flag of a recursive delete that a previous
+// incarnation left half done and finishes it. (A flag whose row is gone, or
+// whose directory is, only has its row removed.)
+func (e *Engine) resumeDelete(ctx context.Context, f flagRef) error {
+	txn, err := e.st.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer txn.Rollback()
+	key := store.InodeKey(f.parent, f.name)
+	vals, err := txn.Read(ctx, []store.ReadReq{{Key: key, Mode: store.Exclusive}, {Key: store.SubtreeOpKey(f.id)}})
+	if err != nil {
+		return err
+	}
+	var n store.Inode
+	if vals[0] != nil {
+		if err := store.DecodeInode(key, vals[0], &n); err != nil {
+			return err
+		}
+	}
+	if vals[0] == nil || vals[1] == nil || n.ID != f.id || n.SubtreeOwner == 0 {
+		txn.Delete(store.SubtreeOpKey(f.id))
+		return txn.Commit(ctx)
+	}
+	var row store.SubtreeOp // what the batches so far removed stays in it
+	if err := store.DecodeSubtreeOp(store.SubtreeOpKey(f.id), vals[1], &row); err != nil {
+		return err
+	}
+	n.SubtreeOwner, row.Owner = e.instance, e.instance
+	txn.Put(key, store.EncodeInode(nil, &n))
+	txn.Put(store.SubtreeOpKey(f.id), store.EncodeSubtreeOp(nil, &row))
+	if err := txn.Commit(ctx); err != nil {
+		return err
+	}
+	e.subtrees.Lock()
+	_, err = e.subtrees.t.Begin(subtree.Op{ID: f.id, Kind: subtree.KindDelete, Path: f.path})
+	e.subtrees.Unlock()
+	if err != nil {
+		return err
+	}
+	e.log.Info("finishing a recursive delete left by a restart", "path", f.path)
+	return e.deleteSubtree(ctx, "delete", f.path, meta.User{Name: e.cfg.Superuser}, f, false)
 }

@@ -2,7 +2,10 @@ package namespace
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -167,4 +170,105 @@ func TestSubtreeOperationsDoNotDeadlock(t *testing.T) {
 		must(t, e.Delete(ctx, root, "/p", true))
 		must(t, e.Delete(ctx, root, "/q", true))
 	}
+}
+
+// buildTree makes dirs directories under top, each with files small files
+// (with content, one with an xattr) and an empty directory, /top having a
+// quota and /q above it another.
+func buildTree(t *testing.T, e *Engine, top string, dirs, files int) {
+	t.Helper()
+	ctx := context.Background()
+	for d := range dirs {
+		dir := fmt.Sprintf("%s/d%d/e%d", top, d%7, d)
+		must(t, e.Mkdirs(ctx, root, dir+"/empty", 0o755))
+		for f := range files {
+			writeFile(t, e, root, fmt.Sprintf("%s/f%d", dir, f), []byte("content"))
+		}
+		must(t, e.SetXAttr(ctx, root, dir+"/f0", meta.XAttr{Name: "user.k", Value: []byte("v")}, meta.XAttrCreate))
+	}
+	_, err := e.Create(ctx, root, top+"/open", meta.CreateOptions{Client: "writer"})
+	must(t, err)
+}
+
+// TestRecursiveDeleteInBatches deletes a tree bigger than one batch under
+// the protocol: the whole tree goes, the quotas above are charged, and the
+// tree is clean; a caller without write permission on a directory below
+// deletes nothing.
+func TestRecursiveDeleteInBatches(t *testing.T) {
+	e, _ := newEngine(t)
+	ctx := context.Background()
+	must(t, e.Mkdirs(ctx, root, "/q/top", 0o777))
+	must(t, e.SetQuota(ctx, root, "/q", 100000, 1<<30))
+	must(t, e.SetQuota(ctx, root, "/q/top", 100000, 1<<30))
+	buildTree(t, e, "/q/top", 12, 200) // 2400 files, a directory of 1700 entries at most
+	must(t, e.SetOwner(ctx, root, "/q/top", "alice", ""))
+	must(t, e.SetPermission(ctx, root, "/q", 0o777))
+	_, err := e.Stat(ctx, root, "/q/top/d1/e1")
+	must(t, err)
+	wantKind(t, e.Delete(ctx, alice, "/q/top", true), meta.ErrPermission)
+	if st, err := e.Stat(ctx, root, "/q/top/d1/e1/f3"); err != nil || st.Type != meta.TypeFile {
+		t.Fatalf("a refused delete removed /q/top/d1/e1/f3: %v", err)
+	}
+	fsckClean(t, e)
+	must(t, e.Delete(ctx, root, "/q/top", true))
+	if _, err := e.Stat(ctx, root, "/q/top"); meta.KindOf(err) != meta.KindNotFound {
+		t.Fatalf("stat /q/top after its delete: %v", err)
+	}
+	q, err := e.Stat(ctx, root, "/q")
+	must(t, err)
+	if q.ChildrenNum != 0 {
+		t.Errorf("/q has %d entries", q.ChildrenNum)
+	}
+	fsckClean(t, e)
+	if n := e.subtrees.t.Len(); n != 0 {
+		t.Errorf("%d subtree operations still under way", n)
+	}
+}
+
+// TestRecursiveDeleteResumesAfterCrash stops a recursive delete dead (its
+// goroutine exits in the middle of a commit, as a crash would, without
+// clearing its flag) after a few batches: the smaller tree it leaves is
+// clean, and the next start finishes the delete.
+func TestRecursiveDeleteResumesAfterCrash(t *testing.T) {
+	dir := t.TempDir()
+	e, st, err := openEngineDir(dir)
+	must(t, err)
+	ctx := context.Background()
+	must(t, e.Mkdirs(ctx, root, "/q/top", 0o755))
+	must(t, e.SetQuota(ctx, root, "/q", 100000, 1<<30))
+	buildTree(t, e, "/q/top", 8, 150)
+	before, err := e.Stat(ctx, root, "/q")
+	must(t, err)
+	var commits atomic.Int32
+	e.testHookCommit = func() {
+		if commits.Add(1) == 4 { // the flag, then three batches
+			runtime.Goexit()
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = e.Delete(ctx, root, "/q/top", true)
+		t.Error("the delete returned")
+	}()
+	<-done
+	e.testHookCommit = nil
+	fsckClean(t, e)
+	// Under the live flag of the dead operation (this incarnation's): busy.
+	e.cfg.SubtreeWait = 50 * time.Millisecond
+	_, err = e.Stat(ctx, root, "/q/top")
+	wantKind(t, err, meta.ErrBusy)
+	must(t, e.Close())
+	must(t, st.Close())
+
+	e, _ = openEngine(t, dir)
+	if _, err := e.Stat(ctx, root, "/q/top"); meta.KindOf(err) != meta.KindNotFound {
+		t.Fatalf("stat /q/top after the restart: %v, want not found (the delete finished)", err)
+	}
+	q, err := e.Stat(ctx, root, "/q")
+	must(t, err)
+	if q.ChildrenNum != 0 || before.ChildrenNum != 1 {
+		t.Errorf("/q has %d entries (%d before)", q.ChildrenNum, before.ChildrenNum)
+	}
+	fsckClean(t, e)
 }

@@ -24,7 +24,6 @@ type opState struct {
 	late    *lateNeeds // nil until an attempt finds it needs more
 	movedTo string     // where a file being written is now (see writerFile)
 	own     uint64     // the directory whose subtree flag this operation owns (subtree.go)
-	flag    flagRef    // the flag the last attempt met (errFlagBusy, errFlagStale)
 }
 
 // lateNeeds are what an attempt learnt too late, for the next attempts to
@@ -33,6 +32,7 @@ type opState struct {
 type lateNeeds struct {
 	extraX  map[string]bool // keys to lock exclusive
 	streams []*fileWriter   // block streams to take before the first lock (see stopStream)
+	flag    flagRef         // the subtree flag the last attempt met (errFlagBusy, errFlagStale)
 }
 
 // needs returns op's late needs, made on first use.
@@ -90,7 +90,7 @@ func (e *Engine) run(ctx context.Context, opName, path string, u meta.User, fn f
 			// wait for it (its quiesce and work), to SubtreeWait, without
 			// spending attempts. A subtree operation's own work that meets
 			// an older one's flag gives way instead (subtree.Table.Yields).
-			if op.own != 0 && e.yields(op.own, op.flag.id) {
+			if op.own != 0 && e.yields(op.own, op.late.flag.id) {
 				err = errOverlap
 				attempt = e.cfg.MaxAttempts
 				continue
@@ -98,7 +98,7 @@ func (e *Engine) run(ctx context.Context, opName, path string, u meta.User, fn f
 			if flagSince.IsZero() {
 				flagSince = time.Now()
 			} else if time.Since(flagSince) > e.cfg.SubtreeWait {
-				err = e.busyError(opName, path, op.flag)
+				err = e.busyError(opName, path, op.late.flag)
 				attempt = e.cfg.MaxAttempts
 				continue
 			}
@@ -111,14 +111,14 @@ func (e *Engine) run(ctx context.Context, opName, path string, u meta.User, fn f
 			continue
 		case errors.Is(err, errFlagStale):
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-			cerr := e.clearFlag(cctx, op.flag, false)
+			cerr := e.clearFlag(cctx, op.late.flag, false)
 			cancel()
 			if cerr != nil {
 				err = cerr
 				attempt = e.cfg.MaxAttempts
 				continue
 			}
-			e.log.Info("cleared a stale subtree flag", "path", op.flag.path)
+			e.log.Info("cleared a stale subtree flag", "path", op.late.flag.path)
 			continue
 		}
 		if errors.Is(err, errRetry) || store.IsRetryable(err) {

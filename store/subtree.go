@@ -18,6 +18,15 @@ type SubtreeOp struct {
 	Parent uint64 // the directory's row key at the start: (Parent, Name)
 	Name   string
 	Path   string // the directory's path at the start, for messages
+
+	// A recursive delete leaves the directory's row, and the usage of the
+	// quotas above it, as they were until its last transaction, so that
+	// nothing outside sees it half done; what its batches removed so far
+	// is kept here: inodes and space (not yet charged above), and the
+	// directory's own entries (not yet taken from its entry count).
+	PendingInodes  int64
+	PendingSpace   int64
+	PendingEntries int64
 }
 
 const subtreeFormatV1 = 1
@@ -50,7 +59,10 @@ func EncodeSubtreeOp(dst []byte, op *SubtreeOp) []byte {
 	dst = binary.AppendUvarint(dst, op.Owner)
 	dst = binary.AppendUvarint(dst, op.Parent)
 	dst = appendString(dst, op.Name)
-	return appendString(dst, op.Path)
+	dst = appendString(dst, op.Path)
+	dst = binary.AppendVarint(dst, op.PendingInodes)
+	dst = binary.AppendVarint(dst, op.PendingSpace)
+	return binary.AppendVarint(dst, op.PendingEntries)
 }
 
 // DecodeSubtreeOp decodes a subtree operation row.
@@ -67,6 +79,9 @@ func DecodeSubtreeOp(key, value []byte, op *SubtreeOp) error {
 	op.Parent = d.uvarint()
 	op.Name = d.string()
 	op.Path = d.string()
+	op.PendingInodes = d.varint()
+	op.PendingSpace = d.varint()
+	op.PendingEntries = d.varint()
 	if d.err == nil && op.Owner == 0 {
 		d.err = errors.New("no owner")
 	}

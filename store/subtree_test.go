@@ -8,7 +8,7 @@ import (
 )
 
 func TestSubtreeOpRoundTrip(t *testing.T) {
-	op := SubtreeOp{Owner: 7, Kind: 2, Parent: 1, Name: "a", Path: "/a"}
+	op := SubtreeOp{Owner: 7, Kind: 2, Parent: 1, Name: "a", Path: "/a", PendingInodes: 3, PendingSpace: 1 << 40, PendingEntries: 2}
 	key := SubtreeOpKey(42)
 	if id, ok := DecodeSubtreeOpKey(key); !ok || id != 42 {
 		t.Fatalf("key round trip: %d %v", id, ok)
