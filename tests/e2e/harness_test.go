@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,10 +24,11 @@ type server struct {
 	addr string // host:port
 	cmd  *exec.Cmd
 	log  *testproc.Log
+	proc *testproc.Server
 }
 
 func newServer(t *testing.T, p *testproc.Server) *server {
-	return &server{t: t, data: p.Data, addr: p.Addr, cmd: p.Cmd, log: p.Log}
+	return &server{t: t, data: p.Data, addr: p.Addr, cmd: p.Cmd, log: p.Log, proc: p}
 }
 
 func freePort(t *testing.T) string { return testproc.FreeAddr(t) }
@@ -43,19 +43,12 @@ func startServer(t *testing.T, data, addr string, extra ...string) *server {
 func (s *server) url() string { return "http://" + s.addr }
 
 // kill sends SIGKILL and waits for the process to be gone.
-func (s *server) kill() {
-	if s.cmd.ProcessState != nil {
-		return
-	}
-	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
-}
+func (s *server) kill() { s.proc.Kill() }
 
 // stop sends SIGTERM and waits for a clean exit.
 func (s *server) stop() {
 	s.t.Helper()
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	if err := s.cmd.Wait(); err != nil {
+	if err := s.proc.Stop(); err != nil {
 		s.t.Fatalf("server exited with %v after SIGTERM\n%s", err, s.log.String())
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,12 +26,13 @@ type server struct {
 	addr string // host:port
 	cmd  *exec.Cmd
 	log  *testproc.Log
+	proc *testproc.Server
 }
 
 func startServer(t *testing.T, extra ...string) *server {
 	t.Helper()
 	p := testproc.Start(t, binary, "", "", append([]string{"--superuser", "root"}, extra...)...)
-	return &server{t: t, data: p.Data, addr: p.Addr, cmd: p.Cmd, log: p.Log}
+	return &server{t: t, data: p.Data, addr: p.Addr, cmd: p.Cmd, log: p.Log, proc: p}
 }
 
 func (s *server) url() string { return "http://" + s.addr }
@@ -40,8 +40,7 @@ func (s *server) url() string { return "http://" + s.addr }
 // stop sends SIGTERM and waits for a clean exit.
 func (s *server) stop() {
 	s.t.Helper()
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	if err := s.cmd.Wait(); err != nil {
+	if err := s.proc.Stop(); err != nil {
 		s.t.Fatalf("server exited with %v after SIGTERM\n%s", err, s.log.String())
 	}
 }
