@@ -40,6 +40,10 @@ type Engine struct {
 		sync.Mutex
 		t subtree.Table // the subtree operations under way
 	}
+	grace grace // the attempts in flight, for the quiesce (grace.go)
+	// alone: the store is the engine's alone (store.SingleProcess), so the
+	// quiesce need not lock the rows of a subtree to wait for operations.
+	alone  bool
 	groups struct {
 		sync.Mutex
 		m map[string]groupEntry
@@ -89,6 +93,7 @@ func New(st store.Store, cfg Config) (*Engine, error) {
 	for e.instance == 0 {
 		e.instance = rand.Uint64()
 	}
+	_, e.alone = st.(store.SingleProcess)
 	e.groups.m = make(map[string]groupEntry)
 	e.writers.m = make(map[uint64]*fileWriter)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -14,6 +14,9 @@ type metrics struct {
 	hintHits   prometheus.Counter
 	hintMisses prometheus.Counter
 	recovered  prometheus.Counter
+	// quiesceSeconds: the wait of a subtree operation's quiesce for the
+	// attempts in flight (grace.go), the walk of a shared store not included.
+	quiesceSeconds prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -43,9 +46,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "nimbus", Subsystem: "namespace", Name: "lease_recoveries_total",
 			Help: "Files closed by lease recovery after their writer went away.",
 		}),
+		quiesceSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "nimbus", Subsystem: "namespace", Name: "subtree_quiesce_seconds",
+			Help:    "How long a subtree operation waited for the operations in flight when its flag was set.",
+			Buckets: prometheus.ExponentialBuckets(10e-6, 2, 18),
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.ops, m.latency, m.retries, m.hintHits, m.hintMisses, m.recovered)
+		reg.MustRegister(m.ops, m.latency, m.retries, m.hintHits, m.hintMisses, m.recovered, m.quiesceSeconds)
 	}
 	return m
 }

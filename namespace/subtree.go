@@ -342,15 +342,40 @@ func (e *Engine) clearFlag(ctx context.Context, f flagRef, own bool) error {
 // quiesceBatch bounds the locks one quiesce transaction takes at a time.
 const quiesceBatch = 512
 
-// quiesce is the second phase: it takes and releases, shared and in the
-// global key order, the lock of every inode below directory root, level by
-// level, so that every operation that resolved its path into the subtree
-// before the flag was set, and still holds locks there, has finished. (An
-// operation that locks a row after the quiesce passed it reads the path
-// after that, and meets the flag.) It holds the ids of the directories not
-// yet visited, nothing more. A live flag below is another subtree operation
-// under way: errFlagBusy.
+// quiesce is the second phase: it returns once every operation that may have
+// resolved its path into the subtree before the flag was set has finished.
+//
+// The operations of this process: it waits for every attempt in flight when
+// it began (grace.go); an attempt that began later read the flagged row
+// after the flag's commit. Over a store that is this process's alone that is
+// all, and costs the same for a subtree of ten inodes or a million: the
+// operations under way elsewhere in the namespace, not the subtree's size.
+// (Another subtree operation below is this process's too, and the table of
+// operations under way refused the overlap when the flag was set.)
+//
+// Over a shared store the operations of other NameNodes are not counted
+// here: quiesce then also takes and releases, shared and in the global key
+// order, the lock of every inode below directory root (lockWalk).
 func (e *Engine) quiesce(ctx context.Context, root uint64) error {
+	start := time.Now()
+	if err := e.grace.wait(ctx); err != nil {
+		return err
+	}
+	e.metrics.quiesceSeconds.Observe(time.Since(start).Seconds())
+	if e.alone {
+		return nil
+	}
+	return e.lockWalk(ctx, root)
+}
+
+// lockWalk takes and releases, shared and in the global key order, the lock
+// of every inode below directory root, level by level, so that every
+// operation that resolved its path into the subtree before the flag was
+// set, and still holds locks there, has finished. (An operation that locks
+// a row after the walk passed it reads the path after that, and meets the
+// flag.) It holds the ids of the directories not yet visited, nothing more.
+// A live flag below is another subtree operation under way: errFlagBusy.
+func (e *Engine) lockWalk(ctx context.Context, root uint64) error {
 	queue := []uint64{root}
 	var n store.Inode
 	for len(queue) > 0 {

@@ -149,6 +149,10 @@ func (e *Engine) attempt(ctx context.Context, op *opState, user string, groups [
 			defer fw.mu.Unlock()
 		}
 	}
+	// Counted in flight from before its first read to after its commit or
+	// rollback, for the subtree quiesce (grace.go).
+	ep := e.grace.enter()
+	defer e.grace.exit(ep)
 	st, err := e.st.Begin(ctx)
 	if err != nil {
 		return err
