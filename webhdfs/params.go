@@ -148,6 +148,18 @@ func (q query) perm(op, path, name string, def meta.Perm) (meta.Perm, error) {
 	return meta.Perm(n), nil
 }
 
+// unmasked parses unmaskedpermission, the mode a client asked for before
+// applying its umask (HDFS-6962; Hadoop's client sends it beside
+// permission on CREATE and MKDIRS), validated as permission is. ok is false
+// when it is absent or empty, as for a client that predates it.
+func (q query) unmasked(op, path string) (perm meta.Perm, ok bool, err error) {
+	if q["unmaskedpermission"] == "" {
+		return 0, false, nil
+	}
+	perm, err = q.perm(op, path, "unmaskedpermission", 0)
+	return perm, err == nil, err
+}
+
 // replication parses a replication factor in 1..32767 (Hadoop's short).
 func (q query) replication(op, path string) (uint16, error) {
 	n, err := q.int64(op, path, "replication", 0, 0)
