@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/webhdfs/wire"
 )
 
 // query holds a request's parameters with lower-cased names (Hadoop's
@@ -158,6 +159,15 @@ func (q query) unmasked(op, path string) (perm meta.Perm, ok bool, err error) {
 	}
 	perm, err = q.perm(op, path, "unmaskedpermission", 0)
 	return perm, err == nil, err
+}
+
+// requiredParam is HDFS's answer (NamenodeWebHdfsMethods.validateOpParams)
+// to a parameter an op needs that is absent or empty: 400
+// IllegalArgumentException, HDFS's words first, the operation and path
+// after them.
+func requiredParam(rq *request, name string) error {
+	return &wireError{ex: wire.ExceptionOf(meta.KindInvalidArgument),
+		msg: "Required param " + name + " for op: " + rq.op.name + " is null or empty (" + rq.op.lower + " " + rq.path + ")"}
 }
 
 // replication parses a replication factor in 1..32767 (Hadoop's short).

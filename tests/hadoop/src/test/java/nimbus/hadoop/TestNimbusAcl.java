@@ -153,14 +153,14 @@ public class TestNimbusAcl extends FSAclBaseTest {
   @Override
   @Test
   public void testAccess() throws IOException, InterruptedException {
-    BoundSuiteLimits.needsCluster("user 'bob' is in groups groupY/groupZ only in the test JVM's UGI (and Nimbus does not serve CHECKACCESS)");
+    BoundSuiteLimits.needsCluster("user 'bob' is in groups groupY/groupZ only in the test JVM's UGI (CHECKACCESS itself: TestNimbusAccess)");
     super.testAccess();
   }
 
   @Override
   @Test
   public void testEffectiveAccess() throws Exception {
-    BoundSuiteLimits.needsCluster("user 'bob' is in groups groupY/groupZ only in the test JVM's UGI (and Nimbus does not serve CHECKACCESS)");
+    BoundSuiteLimits.needsCluster("user 'bob' is in groups groupY/groupZ only in the test JVM's UGI (CHECKACCESS itself: TestNimbusAccess)");
     super.testEffectiveAccess();
   }
 }
