@@ -136,10 +136,10 @@ func (q query) int64(op, path, name string, def, min int64) (int64, error) {
 }
 
 // perm parses an octal permission of at most 01777, as Hadoop's
-// PermissionParam.
+// PermissionParam; "null", the parameter's default on the wire, is no value.
 func (q query) perm(op, path, name string, def meta.Perm) (meta.Perm, error) {
 	v := q[name]
-	if v == "" {
+	if v == "" || v == "null" {
 		return def, nil
 	}
 	n, err := strconv.ParseUint(v, 8, 16)
@@ -152,9 +152,9 @@ func (q query) perm(op, path, name string, def meta.Perm) (meta.Perm, error) {
 // unmasked parses unmaskedpermission, the mode a client asked for before
 // applying its umask (HDFS-6962; Hadoop's client sends it beside
 // permission on CREATE and MKDIRS), validated as permission is. ok is false
-// when it is absent or empty, as for a client that predates it.
+// when it is absent, empty or "null", as for a client that predates it.
 func (q query) unmasked(op, path string) (perm meta.Perm, ok bool, err error) {
-	if q["unmaskedpermission"] == "" {
+	if v := q["unmaskedpermission"]; v == "" || v == "null" {
 		return 0, false, nil
 	}
 	perm, err = q.perm(op, path, "unmaskedpermission", 0)

@@ -73,9 +73,12 @@ func TestUnmaskedPermission(t *testing.T) {
 	perm("/p/j/k", "770")
 	wantStatus(t, e.do("PUT", "/p/m", "op=MKDIRS&permission=755&user.name=alice", nil), 200)
 	perm("/p/m", "750")
-	// An empty value is no value, as for permission.
+	// An empty value is no value, as for permission, and so is "null", the
+	// parameter's default in Hadoop (UnmaskedPermissionParam.DEFAULT).
 	wantStatus(t, e.do("PUT", "/p/n", "op=MKDIRS&permission=755&unmaskedpermission=&user.name=alice", nil), 200)
 	perm("/p/n", "750")
+	wantStatus(t, e.do("PUT", "/p/o", "op=MKDIRS&permission=null&unmaskedpermission=null&user.name=alice", nil), 200)
+	perm("/p/o", "750")
 	// Without permission, the default mode is the masked one.
 	wantStatus(t, e.do("PUT", "/q/d", "op=MKDIRS&unmaskedpermission=777&user.name=alice", nil), 200)
 	perm("/q/d", "755")
