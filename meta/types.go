@@ -133,7 +133,7 @@ type CreateOptions struct {
 	// default ACL the new file's ACL and mode are computed from Unmasked
 	// instead of Perm (HDFS-6962: the default ACL, not the umask, decides);
 	// elsewhere it changes nothing. A FileSystem without UnmaskedMkdirs
-	// ignores it (HDFS before HDFS-6962: metatest.MemFS does).
+	// may ignore it (HDFS before HDFS-6962).
 	Unmasked    Perm
 	HasUnmasked bool
 }
