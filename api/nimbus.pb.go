@@ -1052,9 +1052,14 @@ func (*Empty) Descriptor() ([]byte, []int) {
 }
 
 type MkdirsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
-	Perm          uint32                 `protobuf:"varint,2,opt,name=perm,proto3" json:"perm,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Path  string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Perm  uint32                 `protobuf:"varint,2,opt,name=perm,proto3" json:"perm,omitempty"`
+	// unmasked: the mode before the client's umask (perm being the mode after
+	// it), when the client sends one. Under a parent with a default ACL the new
+	// directories take their ACL and mode from it (HDFS-6962,
+	// meta.UnmaskedMkdirs).
+	Unmasked      *uint32 `protobuf:"varint,3,opt,name=unmasked,proto3,oneof" json:"unmasked,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1103,6 +1108,13 @@ func (x *MkdirsRequest) GetPerm() uint32 {
 	return 0
 }
 
+func (x *MkdirsRequest) GetUnmasked() uint32 {
+	if x != nil && x.Unmasked != nil {
+		return *x.Unmasked
+	}
+	return 0
+}
+
 type CreateRequest struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	Path         string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
@@ -1114,8 +1126,10 @@ type CreateRequest struct {
 	BlockSize    int64                  `protobuf:"varint,7,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`
 	// complete: write data and close the file in the same step (a small file in
 	// one request and one transaction); the file never appears under construction.
-	Data          []byte `protobuf:"bytes,8,opt,name=data,proto3" json:"data,omitempty"`
-	Complete      bool   `protobuf:"varint,9,opt,name=complete,proto3" json:"complete,omitempty"`
+	Data     []byte `protobuf:"bytes,8,opt,name=data,proto3" json:"data,omitempty"`
+	Complete bool   `protobuf:"varint,9,opt,name=complete,proto3" json:"complete,omitempty"`
+	// unmasked: as MkdirsRequest's, for the new file (meta.CreateOptions.Unmasked).
+	Unmasked      *uint32 `protobuf:"varint,10,opt,name=unmasked,proto3,oneof" json:"unmasked,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1211,6 +1225,13 @@ func (x *CreateRequest) GetComplete() bool {
 		return x.Complete
 	}
 	return false
+}
+
+func (x *CreateRequest) GetUnmasked() uint32 {
+	if x != nil && x.Unmasked != nil {
+		return *x.Unmasked
+	}
+	return 0
 }
 
 type AppendRequest struct {
@@ -3340,10 +3361,12 @@ const file_nimbus_proto_rawDesc = "" +
 	"\x02op\x18\x02 \x01(\tR\x02op\x12\x12\n" +
 	"\x04path\x18\x03 \x01(\tR\x04path\x12\x16\n" +
 	"\x06detail\x18\x04 \x01(\tR\x06detail\"\a\n" +
-	"\x05Empty\"7\n" +
+	"\x05Empty\"e\n" +
 	"\rMkdirsRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
-	"\x04perm\x18\x02 \x01(\rR\x04perm\"\x83\x02\n" +
+	"\x04perm\x18\x02 \x01(\rR\x04perm\x12\x1f\n" +
+	"\bunmasked\x18\x03 \x01(\rH\x00R\bunmasked\x88\x01\x01B\v\n" +
+	"\t_unmasked\"\xb1\x02\n" +
 	"\rCreateRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
 	"\x06client\x18\x02 \x01(\tR\x06client\x12\x12\n" +
@@ -3354,7 +3377,10 @@ const file_nimbus_proto_rawDesc = "" +
 	"\n" +
 	"block_size\x18\a \x01(\x03R\tblockSize\x12\x12\n" +
 	"\x04data\x18\b \x01(\fR\x04data\x12\x1a\n" +
-	"\bcomplete\x18\t \x01(\bR\bcomplete\";\n" +
+	"\bcomplete\x18\t \x01(\bR\bcomplete\x12\x1f\n" +
+	"\bunmasked\x18\n" +
+	" \x01(\rH\x00R\bunmasked\x88\x01\x01B\v\n" +
+	"\t_unmasked\";\n" +
 	"\rAppendRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
 	"\x06client\x18\x02 \x01(\tR\x06client\"f\n" +
@@ -3705,6 +3731,8 @@ func file_nimbus_proto_init() {
 		(*Response_AclStatus)(nil),
 		(*Response_Xattrs)(nil),
 	}
+	file_nimbus_proto_msgTypes[4].OneofWrappers = []any{}
+	file_nimbus_proto_msgTypes[5].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

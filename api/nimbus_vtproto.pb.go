@@ -976,6 +976,11 @@ func (m *MkdirsRequest) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.Unmasked != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.Unmasked))
+		i--
+		dAtA[i] = 0x18
+	}
 	if m.Perm != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Perm))
 		i--
@@ -1020,6 +1025,11 @@ func (m *CreateRequest) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.Unmasked != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.Unmasked))
+		i--
+		dAtA[i] = 0x50
 	}
 	if m.Complete {
 		i--
@@ -3454,6 +3464,9 @@ func (m *MkdirsRequest) SizeVT() (n int) {
 	if m.Perm != 0 {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.Perm))
 	}
+	if m.Unmasked != nil {
+		n += 1 + protohelpers.SizeOfVarint(uint64(*m.Unmasked))
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -3493,6 +3506,9 @@ func (m *CreateRequest) SizeVT() (n int) {
 	}
 	if m.Complete {
 		n += 2
+	}
+	if m.Unmasked != nil {
+		n += 1 + protohelpers.SizeOfVarint(uint64(*m.Unmasked))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -6204,6 +6220,26 @@ func (m *MkdirsRequest) UnmarshalVT(dAtA []byte) error {
 					break
 				}
 			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Unmasked", wireType)
+			}
+			var v uint32
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.Unmasked = &v
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
@@ -6470,6 +6506,26 @@ func (m *CreateRequest) UnmarshalVT(dAtA []byte) error {
 				}
 			}
 			m.Complete = bool(v != 0)
+		case 10:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Unmasked", wireType)
+			}
+			var v uint32
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.Unmasked = &v
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
@@ -12889,6 +12945,26 @@ func (m *MkdirsRequest) UnmarshalVTUnsafe(dAtA []byte) error {
 					break
 				}
 			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Unmasked", wireType)
+			}
+			var v uint32
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.Unmasked = &v
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
@@ -13160,6 +13236,26 @@ func (m *CreateRequest) UnmarshalVTUnsafe(dAtA []byte) error {
 				}
 			}
 			m.Complete = bool(v != 0)
+		case 10:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Unmasked", wireType)
+			}
+			var v uint32
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.Unmasked = &v
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])

@@ -25,6 +25,24 @@ func (c *Client) Mkdirs(ctx context.Context, u meta.User, dir string, perm meta.
 	return err
 }
 
+var _ meta.UnmaskedMkdirs = (*Client)(nil)
+
+// MkdirsUnmasked implements meta.UnmaskedMkdirs.
+func (c *Client) MkdirsUnmasked(ctx context.Context, u meta.User, dir string, perm, unmasked meta.Perm) error {
+	um := uint32(unmasked)
+	_, err := c.call(ctx, rpc.MethodMkdirs, dir, u, &api.Request{Body: &api.Request_Mkdirs{Mkdirs: &api.MkdirsRequest{Path: dir, Perm: uint32(perm), Unmasked: &um}}})
+	return err
+}
+
+// unmasked is o's unmasked mode as the request carries it: nil when unset.
+func unmasked(o meta.CreateOptions) *uint32 {
+	if !o.HasUnmasked {
+		return nil
+	}
+	um := uint32(o.Unmasked)
+	return &um
+}
+
 // Create implements meta.FileSystem. An empty opts.Client means this
 // client's ClientName.
 func (c *Client) Create(ctx context.Context, u meta.User, path string, o meta.CreateOptions) (*meta.FileStatus, error) {
@@ -33,7 +51,7 @@ func (c *Client) Create(ctx context.Context, u meta.User, path string, o meta.Cr
 	}
 	resp, err := c.call(ctx, rpc.MethodCreate, path, u, &api.Request{Body: &api.Request_Create{Create: &api.CreateRequest{
 		Path: path, Client: o.Client, Perm: uint32(o.Perm), Overwrite: o.Overwrite, CreateParent: o.CreateParent,
-		Replication: uint32(o.Replication), BlockSize: o.BlockSize,
+		Replication: uint32(o.Replication), BlockSize: o.BlockSize, Unmasked: unmasked(o),
 	}}})
 	if err != nil {
 		return nil, err
@@ -49,7 +67,7 @@ func (c *Client) CreateFile(ctx context.Context, u meta.User, path string, o met
 	}
 	resp, err := c.call(ctx, rpc.MethodCreate, path, u, &api.Request{Body: &api.Request_Create{Create: &api.CreateRequest{
 		Path: path, Client: o.Client, Perm: uint32(o.Perm), Overwrite: o.Overwrite, CreateParent: o.CreateParent,
-		Replication: uint32(o.Replication), BlockSize: o.BlockSize, Data: data, Complete: true,
+		Replication: uint32(o.Replication), BlockSize: o.BlockSize, Data: data, Complete: true, Unmasked: unmasked(o),
 	}}})
 	if err != nil {
 		return nil, err

@@ -64,6 +64,16 @@ type ACLs interface {
 	GetAclStatus(ctx context.Context, u User, path string) (*AclStatus, error)
 }
 
+// AccessChecker is the optional capability of a FileSystem that answers
+// HDFS's checkAccess (FileSystem.access, WebHDFS CHECKACCESS) with the
+// same rules as its own permission check, ACLs included: nil when u may
+// search every ancestor of path and has mode (rwx bits: 4 read, 2 write,
+// 1 execute) on path itself; an ErrPermission error when not; ErrNotFound
+// when path does not exist. A superuser has every access.
+type AccessChecker interface {
+	CheckAccess(ctx context.Context, u User, path string, mode Perm) error
+}
+
 // XAttr is one extended attribute: Name carries its namespace prefix
 // ("user.k", "trusted.k", "security.k", "system.k", "raw.k").
 type XAttr struct {

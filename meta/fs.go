@@ -31,6 +31,27 @@ func CreateFile(ctx context.Context, fs FileSystem, u User, path string, opts Cr
 	return fs.Complete(ctx, u, path, opts.Client)
 }
 
+// UnmaskedMkdirs is an optional capability of a FileSystem that keeps ACLs:
+// MkdirsUnmasked is Mkdirs with, beside the mode perm the client's umask
+// gave, the mode unmasked it asked for before that umask. A new directory
+// whose parent has a default ACL takes its ACL and mode from unmasked
+// instead of perm (HDFS-6962, as CreateOptions.Unmasked for files); missing
+// ancestors it creates are treated alike, with the implicit u+wx of Mkdirs
+// applied to perm only.
+type UnmaskedMkdirs interface {
+	MkdirsUnmasked(ctx context.Context, u User, dir string, perm, unmasked Perm) error
+}
+
+// MkdirsUnmasked calls fs's MkdirsUnmasked where fs has that capability,
+// else Mkdirs with perm: HDFS's behaviour before HDFS-6962 (and that of a
+// client too old to send the unmasked mode).
+func MkdirsUnmasked(ctx context.Context, fs FileSystem, u User, dir string, perm, unmasked Perm) error {
+	if m, ok := fs.(UnmaskedMkdirs); ok {
+		return m.MkdirsUnmasked(ctx, u, dir, perm, unmasked)
+	}
+	return fs.Mkdirs(ctx, u, dir, perm)
+}
+
 // User is the caller of an operation, as HDFS's "simple" authentication gives it:
 // a user name the server trusts. The server resolves the user's groups itself.
 // An empty name is nobody: the engine refuses it (ErrPermission).

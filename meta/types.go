@@ -127,6 +127,15 @@ type CreateOptions struct {
 	CreateParent bool   // create missing parent directories, like mkdir -p
 	Replication  uint16 // 0 means the server's default
 	BlockSize    int64  // 0 means the server's default
+	// Unmasked, when HasUnmasked is set, is the mode the client asked for
+	// before applying its umask (Perm being the mode after it: HDFS's
+	// FsCreateModes, WebHDFS's unmaskedpermission). Under a parent with a
+	// default ACL the new file's ACL and mode are computed from Unmasked
+	// instead of Perm (HDFS-6962: the default ACL, not the umask, decides);
+	// elsewhere it changes nothing. A FileSystem without UnmaskedMkdirs
+	// may ignore it (HDFS before HDFS-6962).
+	Unmasked    Perm
+	HasUnmasked bool
 }
 
 // RenameOptions are the parameters of Rename.

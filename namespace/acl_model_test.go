@@ -216,33 +216,51 @@ func TestAclModel(t *testing.T) {
 			}
 			ref[p] = a
 		}
-		// New children of directories with a default ACL inherit it.
+		// New children of directories with a default ACL inherit it,
+		// filtered by the unmasked mode when the client sends one (HDFS-6962)
+		// and by the mode otherwise; elsewhere they take the mode.
 		for _, d := range dirs {
-			if ref[d].def == nil {
-				continue
-			}
 			run++
 			isDir := rapid.Bool().Draw(rt, "child dir")
 			mode := meta.Perm(rapid.IntRange(1, 0o777).Draw(rt, "child mode"))
+			hasUnmasked := rapid.Bool().Draw(rt, "unmasked given")
+			unmasked := meta.Perm(rapid.IntRange(0, 0o777).Draw(rt, "unmasked"))
+			if ref[d].def == nil && !hasUnmasked {
+				continue
+			}
 			c := path.Join(d, fmt.Sprintf("c%d", run))
 			var err error
-			if isDir {
+			switch {
+			case isDir && hasUnmasked:
+				err = e.MkdirsUnmasked(ctx, root, c, mode, unmasked)
+			case isDir:
 				err = e.Mkdirs(ctx, root, c, mode)
-			} else {
-				_, err = e.CreateFile(ctx, root, c, meta.CreateOptions{Perm: mode}, []byte("x"))
+			default:
+				_, err = e.CreateFile(ctx, root, c, meta.CreateOptions{Perm: mode, Unmasked: unmasked, HasUnmasked: hasUnmasked}, []byte("x"))
 			}
 			if err != nil {
 				rt.Fatal(err)
 			}
-			ref[c] = ref[d].inherit("root", mode, isDir)
+			wantBit := false
+			if ref[d].def == nil {
+				ref[c] = &refAcl{owner: "root", group: ref[d].group, dir: isDir, namedUsers: map[string]meta.Perm{}, namedGroups: map[string]meta.Perm{}}
+				ref[c].chmod(mode)
+			} else {
+				from := mode
+				if hasUnmasked {
+					from = unmasked
+				}
+				ref[c] = ref[d].inherit("root", from, isDir)
+				wantBit = isDir || ref[c].hasMask
+			}
 			nodes = append(nodes, c)
 			st, err := e.Stat(ctx, root, c)
 			if err != nil {
 				rt.Fatal(err)
 			}
-			wantBit := isDir || ref[c].hasMask
 			if st.Perm != ref[c].bits() || st.AclBit != wantBit {
-				rt.Fatalf("%s created with %o under %+v: perm %o aclBit %v, reference %o %v", c, mode, *ref[d].def, st.Perm, st.AclBit, ref[c].bits(), wantBit)
+				rt.Fatalf("%s created with %o (unmasked %o, %v) under %+v: perm %o aclBit %v, reference %o %v",
+					c, mode, unmasked, hasUnmasked, *ref[d], st.Perm, st.AclBit, ref[c].bits(), wantBit)
 			}
 		}
 		for range 20 {

@@ -11,16 +11,35 @@ import (
 // Locks: the deepest existing directory exclusive (it gains an entry), the
 // path itself shared.
 func (e *Engine) Mkdirs(ctx context.Context, u meta.User, dir string, perm meta.Perm) error {
+	return e.mkdirs(ctx, u, dir, modes{perm: perm})
+}
+
+var _ meta.UnmaskedMkdirs = (*Engine)(nil)
+
+// MkdirsUnmasked implements meta.UnmaskedMkdirs. Locks: as Mkdirs.
+func (e *Engine) MkdirsUnmasked(ctx context.Context, u meta.User, dir string, perm, unmasked meta.Perm) error {
+	return e.mkdirs(ctx, u, dir, modes{perm: perm, unmasked: unmasked, hasUnmasked: true})
+}
+
+// modes is the mode a new inode is created with: perm, the mode after the
+// client's umask, and, when hasUnmasked, the mode before it (HDFS's
+// FsCreateModes), which a parent's default ACL filters instead of perm.
+type modes struct {
+	perm, unmasked meta.Perm
+	hasUnmasked    bool
+}
+
+func (e *Engine) mkdirs(ctx context.Context, u meta.User, dir string, m modes) error {
 	const op = "mkdirs"
 	p, err := clean(op, dir)
 	if err != nil {
 		return err
 	}
-	if perm == 0 {
-		perm = meta.DefaultDir
+	if m.perm == 0 {
+		m.perm = meta.DefaultDir
 	}
-	if perm&^meta.PermMask != 0 {
-		return meta.Errorf(op, p, meta.ErrInvalidArgument, "permission %o out of range", perm)
+	if err := checkModes(op, p, m); err != nil {
+		return err
 	}
 	return e.run(ctx, op, p, u, func(t *tx) error {
 		rs, err := t.resolve(ctx, want{path: p, last: store.Shared, parent: store.Exclusive})
@@ -37,16 +56,54 @@ func (e *Engine) Mkdirs(ctx context.Context, u meta.User, dir string, perm meta.
 			}
 			return nil
 		}
-		_, err = t.makeParents(ctx, op, r, r.depth(), perm)
+		_, err = t.makeParents(ctx, op, r, r.depth(), m)
 		return err
 	})
+}
+
+// checkModes refuses a mode with bits beyond PermMask, the unmasked one
+// included: it would be stored as the mode of a child under a default ACL.
+func checkModes(op, p string, m modes) error {
+	if m.perm&^meta.PermMask != 0 {
+		return meta.Errorf(op, p, meta.ErrInvalidArgument, "permission %o out of range", m.perm)
+	}
+	if m.hasUnmasked && m.unmasked&^meta.PermMask != 0 {
+		return meta.Errorf(op, p, meta.ErrInvalidArgument, "unmasked permission %o out of range", m.unmasked)
+	}
+	return nil
+}
+
+// inherit gives the new inode n, created with modes m in parent, the
+// parent's default ACL if it has one, as HDFS's
+// FSDirectory.copyINodeDefaultAcl does with POSIX ACL inheritance on (its
+// default): the default ACL filtered by the unmasked mode when the client
+// sent one, else by n.Perm (the masked mode, HDFS before HDFS-6962). Without
+// a default ACL n keeps n.Perm: the umask applies.
+func (t *tx) inherit(parent, n *store.Inode, m modes) {
+	if parent.ACL == "" {
+		return
+	}
+	if !m.hasUnmasked {
+		t.inheritAcl(parent, n)
+		return
+	}
+	pext, err := store.DecodeACL(parent.ACL)
+	if err != nil {
+		return // checked when the row was decoded: cannot happen
+	}
+	if ext, perm, ok := meta.InheritAcl(pext, m.unmasked, n.Type == meta.TypeDir); ok {
+		n.ACL, n.Perm = store.EncodeACL(ext), perm
+	}
 }
 
 // makeParents creates the missing directories of r's chain up to index last
 // (mkdirs: the path itself; create -p: its parent) and returns chain[last].
 // The deepest existing directory gains the first new entry, so it must be
 // locked exclusive: when it is not, the operation restarts with it locked.
-func (t *tx) makeParents(ctx context.Context, op string, r *resolved, last int, perm meta.Perm) (*store.Inode, error) {
+// m is the mode of chain[r.depth()] (mkdirs); the implicit ancestors take
+// m.perm with u+wx and without the sticky bit, as HDFS's addImplicitUwx, and
+// m.unmasked as it is.
+func (t *tx) makeParents(ctx context.Context, op string, r *resolved, last int, m modes) (*store.Inode, error) {
 	j := r.end // the first missing component
 	if r.chain[j] != nil {
 		j++
@@ -86,16 +143,15 @@ func (t *tx) makeParents(ctx context.Context, op string, r *resolved, last int, 
 		if err != nil {
 			return nil, err
 		}
-		dp := perm | 0o300 // implicit parents stay writable and searchable by the owner, as in HDFS
+		// Implicit parents stay writable and searchable by the owner, as in HDFS.
+		dp := (m.perm | 0o300) &^ meta.StickyBit
 		if k == r.depth() {
-			dp = perm
+			dp = m.perm
 		}
 		d := &store.Inode{Parent: parent.ID, Name: r.comps[k-1], ID: id, Type: meta.TypeDir,
 			Perm: dp, Owner: t.user, Group: parent.Group, Mtime: t.now, Atime: t.now,
 			NsQuota: -1, SpaceQuota: -1}
-		if parent.ACL != "" {
-			t.inheritAcl(parent, d)
-		}
+		t.inherit(parent, d, m)
 		if k < last {
 			d.Children = 1
 		}
@@ -146,9 +202,11 @@ func (e *Engine) create(ctx context.Context, op string, u meta.User, path string
 	if bs == 0 {
 		bs = e.cfg.DefaultBlockSize
 	}
+	m := modes{perm: perm, unmasked: opts.Unmasked, hasUnmasked: opts.HasUnmasked}
+	if err := checkModes(op, p, m); err != nil {
+		return nil, err
+	}
 	switch {
-	case perm&^meta.PermMask != 0:
-		return nil, meta.Errorf(op, p, meta.ErrInvalidArgument, "permission %o out of range", perm)
 	case repl > e.cfg.MaxReplication:
 		return nil, meta.Errorf(op, p, meta.ErrInvalidArgument, "replication %d above the maximum %d", repl, e.cfg.MaxReplication)
 	case bs < 0:
@@ -205,9 +263,7 @@ func (e *Engine) create(ctx context.Context, op string, u meta.User, path string
 			Perm: perm, Owner: t.user, Group: parent.Group, Mtime: t.now, Atime: t.now,
 			Replication: repl, BlockSize: bs, LeaseHolder: opts.Client, LeaseRenewed: t.now,
 			NsQuota: -1, SpaceQuota: -1}
-		if parent.ACL != "" {
-			t.inheritAcl(parent, n)
-		}
+		t.inherit(parent, n, m)
 		parent.Children++
 		parent.Mtime = t.now
 		t.put(parent)
@@ -240,7 +296,9 @@ func (t *tx) newEntryParent(ctx context.Context, op string, r *resolved, createP
 	parent := r.parent()
 	if parent == nil && createParent {
 		var err error
-		if parent, err = t.makeParents(ctx, op, r, r.depth()-1, meta.DefaultDir); err != nil {
+		// HDFS creates a file's missing parents without the client's
+		// unmasked mode (FSDirMkdirOp.createAncestorDirectories).
+		if parent, err = t.makeParents(ctx, op, r, r.depth()-1, modes{perm: meta.DefaultDir}); err != nil {
 			return nil, err
 		}
 		return parent, nil

@@ -17,13 +17,19 @@ func (s *Server) dispatch(ctx context.Context, req *api.Request, m Method, path 
 	var err error
 	switch b := req.GetBody().(type) {
 	case *api.Request_Mkdirs:
-		err = fs.Mkdirs(ctx, u, b.Mkdirs.GetPath(), meta.Perm(b.Mkdirs.GetPerm()))
+		r := b.Mkdirs
+		if r.Unmasked != nil {
+			err = meta.MkdirsUnmasked(ctx, fs, u, r.GetPath(), meta.Perm(r.GetPerm()), meta.Perm(*r.Unmasked))
+		} else {
+			err = fs.Mkdirs(ctx, u, r.GetPath(), meta.Perm(r.GetPerm()))
+		}
 	case *api.Request_Create:
 		r := b.Create
 		var st *meta.FileStatus
 		opts := meta.CreateOptions{
 			Client: r.GetClient(), Perm: meta.Perm(r.GetPerm()), Overwrite: r.GetOverwrite(),
 			CreateParent: r.GetCreateParent(), Replication: uint16(r.GetReplication()), BlockSize: r.GetBlockSize(),
+			Unmasked: meta.Perm(r.GetUnmasked()), HasUnmasked: r.Unmasked != nil,
 		}
 		if r.GetComplete() {
 			st, err = meta.CreateFile(ctx, fs, u, r.GetPath(), opts, r.GetData())

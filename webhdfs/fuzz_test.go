@@ -16,6 +16,7 @@ func FuzzParseTarget(f *testing.F) {
 		{"/webhdfs/v1/a/b", "op=GETFILESTATUS&user.name=x"},
 		{"/webhdfs/v1", "OP=liststatus"},
 		{"/webhdfs/v1/", "op=CREATE&overwrite=true&permission=644&noredirect=true"},
+		{"/webhdfs/v1/d", "op=MKDIRS&permission=755&unmaskedpermission=1777"},
 		{"/webhdfs/v1//x//y/", "op=OPEN&offset=5&length=-1"},
 		{"/webhdfs/v1/a/../b", "op=MKDIRS"},
 		{"/webhdfs/v1/\x00", "op=%zz"},
@@ -50,6 +51,9 @@ func FuzzParseTarget(f *testing.F) {
 		_, _ = tg.q.boolean("x", tg.path, "overwrite", false)
 		_, _ = tg.q.int64("x", tg.path, "offset", 0, 0)
 		_, _ = tg.q.perm("x", tg.path, "permission", 0o644)
+		if p, ok, err := tg.q.unmasked("x", tg.path); err == nil && ok && p&^0o1777 != 0 {
+			t.Fatalf("unmaskedpermission %q accepted as %o", tg.q["unmaskedpermission"], p)
+		}
 		_, _ = tg.q.replication("x", tg.path)
 		_, _ = destPath("x", "destination", tg.q["destination"])
 		// The redirect target round-trips.

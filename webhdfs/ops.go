@@ -17,7 +17,7 @@ type opSpec struct {
 
 // unsupported answers operations of the WebHDFS specification that Nimbus does
 // not implement (snapshots, storage and erasure-coding policies, delegation
-// tokens, CHECKACCESS), and ACL and xattr ops over a file system without
+// tokens), and ACL, xattr and CHECKACCESS ops over a file system without
 // the capability, as HDFS answers an op it does not know: 400
 // IllegalArgumentException (the wire table's entry for KindUnsupported),
 // which Hadoop's client raises as an IOException.
@@ -49,7 +49,7 @@ var ops = buildOps(map[string]map[string]func(*Handler, *request) error{
 		"GETACLSTATUS":                  (*Handler).getAclStatus,
 		"GETXATTRS":                     (*Handler).getXAttrs,
 		"LISTXATTRS":                    (*Handler).listXAttrs,
-		"CHECKACCESS":                   unsupported,
+		"CHECKACCESS":                   (*Handler).checkAccess,
 		"GETALLSTORAGEPOLICY":           unsupported,
 		"GETSTORAGEPOLICY":              unsupported,
 		"GETSNAPSHOTDIFF":               unsupported,

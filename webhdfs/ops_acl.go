@@ -55,6 +55,40 @@ func (h *Handler) xattrs(rq *request) (meta.XAttrs, error) {
 	return nil, unsupported(h, rq)
 }
 
+// fsActionPattern is HDFS's FsActionParam domain: "rwx", "r-x", "---"...
+var fsActionPattern = regexp.MustCompile(`^[r-][w-][x-]$`)
+
+// checkAccess serves CHECKACCESS (HDFS's FileSystem.access): 200 with no
+// body when the caller has fsaction on the path and search on its
+// ancestors, else 403 AccessControlException; 404 FileNotFoundException for
+// a missing path.
+func (h *Handler) checkAccess(rq *request) error {
+	ac, ok := h.fs.(meta.AccessChecker)
+	if !ok {
+		return unsupported(h, rq)
+	}
+	v := rq.q["fsaction"]
+	if v == "" || v == "null" { // "null" is FsActionParam's DEFAULT: no value
+		return requiredParam(rq, "fsaction")
+	}
+	if !fsActionPattern.MatchString(v) {
+		return argError(rq.op.lower, rq.path, "fsaction", v, "does not belong to the domain [r-][w-][x-]")
+	}
+	var mode meta.Perm
+	for i, c := range "rwx" {
+		if rune(v[i]) == c {
+			mode |= 4 >> i
+		}
+	}
+	if err := ac.CheckAccess(rq.ctx(), rq.user, rq.path, mode); err != nil {
+		return err
+	}
+	// HDFS answers Response.ok(): no body and no Content-Type.
+	rq.w.Header().Set("Content-Length", "0")
+	rq.w.WriteHeader(http.StatusOK)
+	return nil
+}
+
 // aclSpec reads the aclspec parameter, with permissions or without (the
 // entries REMOVEACLENTRIES names).
 func aclSpec(rq *request, withPerm bool) ([]meta.AclEntry, error) {
@@ -208,6 +242,13 @@ func (h *Handler) setXAttr(rq *request) error {
 		return err
 	}
 	op, p := rq.op.lower, rq.path
+	// HDFS checks that both parameters are given before anything else.
+	if rq.q["xattr.name"] == "" {
+		return requiredParam(rq, "xattr.name")
+	}
+	if rq.q["flag"] == "" {
+		return requiredParam(rq, "flag")
+	}
 	name, err := xattrName(rq, rq.q["xattr.name"])
 	if err != nil {
 		return err
@@ -243,6 +284,9 @@ func (h *Handler) removeXAttr(rq *request) error {
 	x, err := h.xattrs(rq)
 	if err != nil {
 		return err
+	}
+	if rq.q["xattr.name"] == "" {
+		return requiredParam(rq, "xattr.name")
 	}
 	name, err := xattrName(rq, rq.q["xattr.name"])
 	if err != nil {
@@ -306,6 +350,12 @@ func (h *Handler) listXAttrs(rq *request) error {
 		return err
 	}
 	names, err := x.ListXAttrs(rq.ctx(), rq.user, rq.path)
+	var oe *meta.OpError
+	if meta.KindOf(err) == meta.KindNotFound && errors.As(err, &oe) {
+		// HDFS's words here are FSDirectory.resolveLastINode's, not "File
+		// does not exist".
+		return &wireError{ex: wire.ExceptionOf(meta.KindNotFound), msg: "cannot find " + rq.path + " (" + opMessage(rq.path, oe) + ")"}
+	}
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,10 @@ func (h *Handler) create(rq *request) error {
 	if err != nil {
 		return err
 	}
+	unmasked, hasUnmasked, err := rq.q.unmasked(op, p)
+	if err != nil {
+		return err
+	}
 	repl, err := rq.q.replication(op, p)
 	if err != nil {
 		return err
@@ -63,7 +67,7 @@ func (h *Handler) create(rq *request) error {
 	client := h.leaseHolder()
 	opts := meta.CreateOptions{
 		Client: client, Perm: perm, Overwrite: overwrite, CreateParent: createParent,
-		Replication: repl, BlockSize: blockSize,
+		Replication: repl, BlockSize: blockSize, Unmasked: unmasked, HasUnmasked: hasUnmasked,
 	}
 	stop := h.watchBody(rq)
 	defer stop()
@@ -347,7 +351,16 @@ func (h *Handler) mkdirs(rq *request) error {
 	if err != nil {
 		return err
 	}
-	if err := h.fs.Mkdirs(rq.ctx(), rq.user, rq.path, perm); err != nil {
+	unmasked, hasUnmasked, err := rq.q.unmasked(rq.op.lower, rq.path)
+	if err != nil {
+		return err
+	}
+	if hasUnmasked {
+		err = meta.MkdirsUnmasked(rq.ctx(), h.fs, rq.user, rq.path, perm, unmasked)
+	} else {
+		err = h.fs.Mkdirs(rq.ctx(), rq.user, rq.path, perm)
+	}
+	if err != nil {
 		return err
 	}
 	return writeBoolean(rq.w, true)

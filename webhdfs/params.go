@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/webhdfs/wire"
 )
 
 // query holds a request's parameters with lower-cased names (Hadoop's
@@ -135,10 +136,10 @@ func (q query) int64(op, path, name string, def, min int64) (int64, error) {
 }
 
 // perm parses an octal permission of at most 01777, as Hadoop's
-// PermissionParam.
+// PermissionParam; "null", the parameter's default on the wire, is no value.
 func (q query) perm(op, path, name string, def meta.Perm) (meta.Perm, error) {
 	v := q[name]
-	if v == "" {
+	if v == "" || v == "null" {
 		return def, nil
 	}
 	n, err := strconv.ParseUint(v, 8, 16)
@@ -146,6 +147,27 @@ func (q query) perm(op, path, name string, def meta.Perm) (meta.Perm, error) {
 		return 0, argError(op, path, name, v, "want an octal permission between 0 and 1777")
 	}
 	return meta.Perm(n), nil
+}
+
+// unmasked parses unmaskedpermission, the mode a client asked for before
+// applying its umask (HDFS-6962; Hadoop's client sends it beside
+// permission on CREATE and MKDIRS), validated as permission is. ok is false
+// when it is absent, empty or "null", as for a client that predates it.
+func (q query) unmasked(op, path string) (perm meta.Perm, ok bool, err error) {
+	if v := q["unmaskedpermission"]; v == "" || v == "null" {
+		return 0, false, nil
+	}
+	perm, err = q.perm(op, path, "unmaskedpermission", 0)
+	return perm, err == nil, err
+}
+
+// requiredParam is HDFS's answer (NamenodeWebHdfsMethods.validateOpParams)
+// to a parameter an op needs that is absent or empty: 400
+// IllegalArgumentException, HDFS's words first, the operation and path
+// after them.
+func requiredParam(rq *request, name string) error {
+	return &wireError{ex: wire.ExceptionOf(meta.KindInvalidArgument),
+		msg: "Required param " + name + " for op: " + rq.op.name + " is null or empty (" + rq.op.lower + " " + rq.path + ")"}
 }
 
 // replication parses a replication factor in 1..32767 (Hadoop's short).

@@ -2,6 +2,7 @@ package metatest
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -179,26 +180,44 @@ func (fs *MemFS) parentDir(op, c string, u meta.User, mkdir bool) error {
 	if !mkdir {
 		return meta.Errorf(op, c, meta.ErrNotFound, "parent %s does not exist", parent)
 	}
-	return fs.mkdirs(op, parent, u, meta.DefaultDir)
+	return fs.mkdirs(op, parent, u, meta.DefaultDir, nil)
 }
 
-// mkdirs is mkdir -p; the ancestors have been checked. Must hold mu.
-func (fs *MemFS) mkdirs(op, c string, u meta.User, perm meta.Perm) error {
+// mkdirs is mkdir -p; the ancestors have been checked. unmasked, when not
+// nil, is the client's mode before its umask, for c and the ancestors it
+// creates (see meta.UnmaskedMkdirs). Must hold mu.
+func (fs *MemFS) mkdirs(op, c string, u meta.User, perm meta.Perm, unmasked *meta.Perm) error {
 	if n := fs.mu.nodes[c]; n != nil {
 		if n.st.Type != meta.TypeDir {
 			return meta.Errorf(op, c, meta.ErrExists, "")
 		}
 		return nil
 	}
-	if err := fs.parentDir(op, c, u, true); err != nil {
-		return err
+	if parent, _ := meta.ParentPath(c); fs.mu.nodes[parent] == nil {
+		if err := fs.mkdirs(op, parent, u, meta.DefaultDir, unmasked); err != nil {
+			return err
+		}
 	}
 	if perm == 0 {
 		perm = meta.DefaultDir
 	}
-	fs.add(c, meta.FileStatus{Type: meta.TypeDir, Perm: perm & meta.PermMask, Owner: u.Name, Group: Supergroup,
+	n := fs.add(c, meta.FileStatus{Type: meta.TypeDir, Perm: perm & meta.PermMask, Owner: u.Name, Group: Supergroup,
 		NsQuota: -1, SpaceQuota: -1})
+	fs.inheritUnmasked(c, n, unmasked)
 	return nil
+}
+
+// inheritUnmasked recomputes the new node n's ACL from its parent's default
+// ACL with the unmasked mode, when there are both (HDFS-6962); add has
+// computed it from the masked one. Must hold mu.
+func (fs *MemFS) inheritUnmasked(c string, n *node, unmasked *meta.Perm) {
+	parent, _ := meta.ParentPath(c)
+	p := fs.mu.nodes[parent]
+	if unmasked == nil || !slices.ContainsFunc(p.acl, func(e meta.AclEntry) bool { return e.Scope == meta.AclDefault }) {
+		return
+	}
+	n.st.Perm, n.acl, n.st.AclBit = *unmasked&meta.PermMask, nil, false
+	inheritDefaultACL(p, n)
 }
 
 // Mkdirs implements meta.FileSystem.
@@ -208,7 +227,19 @@ func (fs *MemFS) Mkdirs(ctx context.Context, u meta.User, dir string, perm meta.
 		return err
 	}
 	defer fs.mu.Unlock()
-	return fs.mkdirs("mkdirs", c, u, perm)
+	return fs.mkdirs("mkdirs", c, u, perm, nil)
+}
+
+var _ meta.UnmaskedMkdirs = (*MemFS)(nil)
+
+// MkdirsUnmasked implements meta.UnmaskedMkdirs.
+func (fs *MemFS) MkdirsUnmasked(ctx context.Context, u meta.User, dir string, perm, unmasked meta.Perm) error {
+	c, err := fs.begin(ctx, "mkdirs", dir)
+	if err != nil {
+		return err
+	}
+	defer fs.mu.Unlock()
+	return fs.mkdirs("mkdirs", c, u, perm, &unmasked)
 }
 
 // Create implements meta.FileSystem.
@@ -246,6 +277,9 @@ func (fs *MemFS) Create(ctx context.Context, u meta.User, path string, o meta.Cr
 	}
 	n := fs.add(c, meta.FileStatus{Type: meta.TypeFile, Perm: o.Perm & meta.PermMask, Owner: u.Name, Group: Supergroup,
 		Replication: o.Replication, BlockSize: o.BlockSize, UnderConstruction: true})
+	if o.HasUnmasked {
+		fs.inheritUnmasked(c, n, &o.Unmasked)
+	}
 	n.client = o.Client
 	st := n.st
 	return &st, nil

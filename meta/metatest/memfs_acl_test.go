@@ -104,6 +104,46 @@ func TestMemFSDefaultACLInherited(t *testing.T) {
 	}
 }
 
+// The unmasked mode (HDFS-6962) decides under a default ACL, for files,
+// directories and the directories mkdirs makes on the way, and changes
+// nothing elsewhere: the engine's rule (namespace.TestUnmaskedModeUnderDefaultAcl).
+func TestMemFSUnmaskedMode(t *testing.T) {
+	ctx := context.Background()
+	fs := NewMemFS()
+	alice := meta.User{Name: "alice"}
+	for _, d := range []string{"/acl", "/plain"} {
+		if err := fs.Mkdirs(ctx, alice, d, 0o750); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fs.ModifyAclEntries(ctx, alice, "/acl", specOf(t, "default:user:foo:rwx", true)); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"/acl/f", "/plain/f"} {
+		if _, err := fs.Create(ctx, alice, f, meta.CreateOptions{Client: "c", Perm: 0o644, Unmasked: 0o666, HasUnmasked: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{"/acl/a/b", "/plain/a/b"} {
+		if err := fs.MkdirsUnmasked(ctx, alice, d, 0o755, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := fs.Create(ctx, alice, "/acl/m", meta.CreateOptions{Client: "c", Perm: 0o644}); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]meta.Perm{"/acl/f": 0o660, "/acl/a": 0o770, "/acl/a/b": 0o770, "/acl/m": 0o640,
+		"/plain/f": 0o644, "/plain/a": 0o755, "/plain/a/b": 0o755} {
+		st, err := fs.Stat(ctx, alice, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Perm != want || st.AclBit != (path[:4] == "/acl") {
+			t.Errorf("%s: perm %o aclBit %v, want %o", path, st.Perm, st.AclBit, want)
+		}
+	}
+}
+
 func TestMemFSXAttrs(t *testing.T) {
 	ctx := context.Background()
 	fs := NewMemFS()

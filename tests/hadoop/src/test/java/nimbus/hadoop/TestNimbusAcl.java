@@ -153,42 +153,14 @@ public class TestNimbusAcl extends FSAclBaseTest {
   @Override
   @Test
   public void testAccess() throws IOException, InterruptedException {
-    BoundSuiteLimits.needsCluster("user 'bob' is in groups groupY/groupZ only in the test JVM's UGI (and Nimbus does not serve CHECKACCESS)");
+    BoundSuiteLimits.needsCluster("user 'bob' is in groups groupY/groupZ only in the test JVM's UGI (CHECKACCESS itself: TestNimbusAccess)");
     super.testAccess();
   }
 
   @Override
   @Test
   public void testEffectiveAccess() throws Exception {
-    BoundSuiteLimits.needsCluster("user 'bob' is in groups groupY/groupZ only in the test JVM's UGI (and Nimbus does not serve CHECKACCESS)");
+    BoundSuiteLimits.needsCluster("user 'bob' is in groups groupY/groupZ only in the test JVM's UGI (CHECKACCESS itself: TestNimbusAccess)");
     super.testEffectiveAccess();
-  }
-
-  @Override
-  @Test
-  public void testDefaultAclNewFile() throws Exception {
-    BoundSuiteLimits.nimbusDiffers("a file or directory created under a default ACL must take the mode the client sends unmasked (WebHDFS unmaskedpermission, HDFS-6962; dfs.namenode.posix.acl.inheritance.enabled is true by default); Nimbus ignores it and applies the umask: 0640 / 0750 where HDFS gives 0660 / 0770");
-    super.testDefaultAclNewFile();
-  }
-
-  @Override
-  @Test
-  public void testDefaultAclNewDir() throws Exception {
-    BoundSuiteLimits.nimbusDiffers("a file or directory created under a default ACL must take the mode the client sends unmasked (WebHDFS unmaskedpermission, HDFS-6962; dfs.namenode.posix.acl.inheritance.enabled is true by default); Nimbus ignores it and applies the umask: 0640 / 0750 where HDFS gives 0660 / 0770");
-    super.testDefaultAclNewDir();
-  }
-
-  @Override
-  @Test
-  public void testDefaultAclNewFileIntermediate() throws Exception {
-    BoundSuiteLimits.nimbusDiffers("a file or directory created under a default ACL must take the mode the client sends unmasked (WebHDFS unmaskedpermission, HDFS-6962; dfs.namenode.posix.acl.inheritance.enabled is true by default); Nimbus ignores it and applies the umask: 0640 / 0750 where HDFS gives 0660 / 0770");
-    super.testDefaultAclNewFileIntermediate();
-  }
-
-  @Override
-  @Test
-  public void testDefaultAclNewDirIntermediate() throws Exception {
-    BoundSuiteLimits.nimbusDiffers("a file or directory created under a default ACL must take the mode the client sends unmasked (WebHDFS unmaskedpermission, HDFS-6962; dfs.namenode.posix.acl.inheritance.enabled is true by default); Nimbus ignores it and applies the umask: 0640 / 0750 where HDFS gives 0660 / 0770");
-    super.testDefaultAclNewDirIntermediate();
   }
 }

@@ -60,28 +60,28 @@ public class TestNimbusXAttr extends FSXAttrBaseTest {
   @Override
   @Test
   public void testSetXAttr() throws Exception {
-    BoundSuiteLimits.needsCluster("needs the NameNode started with max-xattrs-per-inode=3 and max-xattr-size=16 (FSXAttrBaseTest.init); Nimbus also differs before that: a missing xattr.name answers 'Invalid value for webhdfs parameter' where HDFS says 'Required param xattr.name for op: SETXATTR is null or empty'");
+    BoundSuiteLimits.needsCluster("needs the NameNode started with max-xattrs-per-inode=3 and max-xattr-size=16 (FSXAttrBaseTest.init)");
     super.testSetXAttr();
   }
 
   @Override
   @Test
   public void testGetXAttrs() throws Exception {
-    BoundSuiteLimits.needsCluster("opens a DistributedFileSystem as another user (dfsCluster.getFileSystem()); Nimbus also differs before that: it rejects the name 'USER.a2', HDFS takes the namespace prefix case-insensitively");
+    BoundSuiteLimits.needsCluster("opens a DistributedFileSystem as another user (dfsCluster.getFileSystem())");
     super.testGetXAttrs();
   }
 
   @Override
   @Test
   public void testRemoveXAttrPermissions() throws Exception {
-    BoundSuiteLimits.needsCluster("opens a DistributedFileSystem as another user (dfsCluster.getFileSystem()); Nimbus also differs before that: a name in an unknown namespace answers java.lang.IllegalArgumentException where HDFS answers org.apache.hadoop.HadoopIllegalArgumentException");
+    BoundSuiteLimits.needsCluster("opens a DistributedFileSystem as another user (dfsCluster.getFileSystem())");
     super.testRemoveXAttrPermissions();
   }
 
   @Override
   @Test
   public void testListXAttrs() throws Exception {
-    BoundSuiteLimits.needsCluster("opens a DistributedFileSystem as another user (dfsCluster.getFileSystem()); Nimbus also differs before that: LISTXATTRS of a missing path says 'File does not exist' where HDFS says 'cannot find <path>' (both FileNotFoundException)");
+    BoundSuiteLimits.needsCluster("opens a DistributedFileSystem as another user (dfsCluster.getFileSystem())");
     super.testListXAttrs();
   }
 
@@ -95,7 +95,7 @@ public class TestNimbusXAttr extends FSXAttrBaseTest {
   @Override
   @Test
   public void testUnreadableBySuperuserXAttr() throws Exception {
-    BoundSuiteLimits.needsCluster("opens a DistributedFileSystem as another user; Nimbus also differs before that: removing security.hdfs.unreadable.by.superuser succeeds where HDFS refuses it (The xattr ... can not be deleted.)");
+    BoundSuiteLimits.needsCluster("opens a DistributedFileSystem as another user");
     super.testUnreadableBySuperuserXAttr();
   }
 }
