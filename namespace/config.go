@@ -67,6 +67,14 @@ type Config struct {
 	// operation (a move, chmod or chown of a non-empty directory) under way
 	// on its path, or overlapping it, before it fails with meta.ErrBusy.
 	SubtreeWait time.Duration
+	// Beat is how often an engine on a store that others share counts up
+	// its instance row (members.go), and looks for the flags of engines that
+	// stopped beating. GoneAfter is how long another engine's count may
+	// stand still, by this engine's clock, before it is judged gone: its
+	// subtree flags are then cleared and its half-done recursive deletes
+	// finished. Unused on a store that is the engine's alone.
+	Beat      time.Duration
+	GoneAfter time.Duration
 	// IDBatch is how many inode ids are reserved from the store at a time.
 	IDBatch uint64
 
@@ -111,6 +119,8 @@ func DefaultConfig() Config {
 		HintCacheEntries:   1 << 20,
 		MaxAttempts:        64,
 		SubtreeWait:        30 * time.Second,
+		Beat:               time.Second,
+		GoneAfter:          10 * time.Second,
 		IDBatch:            1024,
 		SyncEvery:          8 << 20,
 		Now:                time.Now,
@@ -146,6 +156,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("namespace: MaxAttempts %d <= 0", c.MaxAttempts)
 	case c.SubtreeWait <= 0:
 		return fmt.Errorf("namespace: SubtreeWait %v <= 0", c.SubtreeWait)
+	case c.Beat <= 0 || c.GoneAfter < 3*c.Beat:
+		return fmt.Errorf("namespace: Beat %v and GoneAfter %v: want Beat > 0 and GoneAfter at least 3 beats", c.Beat, c.GoneAfter)
 	case c.IDBatch == 0:
 		return errors.New("namespace: IDBatch is 0")
 	case c.Now == nil:

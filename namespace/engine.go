@@ -43,8 +43,10 @@ type Engine struct {
 	grace grace // the attempts in flight, for the quiesce (grace.go)
 	// alone: the store is the engine's alone (store.SingleProcess), so the
 	// quiesce need not lock the rows of a subtree to wait for operations.
-	alone  bool
-	groups struct {
+	alone bool
+	// members: the other engines on a shared store (members.go); nil alone.
+	members *members
+	groups  struct {
 		sync.Mutex
 		m map[string]groupEntry
 	}
@@ -94,6 +96,9 @@ func New(st store.Store, cfg Config) (*Engine, error) {
 		e.instance = rand.Uint64()
 	}
 	_, e.alone = st.(store.SingleProcess)
+	if !e.alone {
+		e.members = newMembers()
+	}
 	e.groups.m = make(map[string]groupEntry)
 	e.writers.m = make(map[uint64]*fileWriter)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -101,12 +106,20 @@ func New(st store.Store, cfg Config) (*Engine, error) {
 	if err := e.bootstrap(ctx); err != nil {
 		return nil, err
 	}
+	if !e.alone {
+		if err := e.register(ctx); err != nil {
+			return nil, fmt.Errorf("namespace: registering this NameNode's instance: %w", err)
+		}
+	}
 	// Not under the minute of bootstrap: a recursive delete left half done
 	// is finished here, however big.
 	if err := e.recoverSubtreeOps(context.Background()); err != nil {
 		return nil, err
 	}
 	go e.leaseMonitor()
+	if !e.alone {
+		go e.heartbeat()
+	}
 	return e, nil
 }
 
@@ -114,6 +127,14 @@ func New(st store.Store, cfg Config) (*Engine, error) {
 func (e *Engine) Close() error {
 	e.once.Do(func() { close(e.stop) })
 	<-e.done
+	if e.members != nil {
+		<-e.members.done
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := e.deregister(ctx); err != nil {
+			e.log.Warn("removing this NameNode's instance row; the others judge it gone after GoneAfter", "err", err)
+		}
+		cancel()
+	}
 	// Open block streams stop; their replicas stay being written, and lease
 	// recovery takes them up after a restart.
 	e.writers.Lock()

@@ -377,7 +377,7 @@ func (t *tx) lockSubtree(ctx context.Context, op, path string, n *store.Inode, m
 			if c.SubtreeOwner != 0 && c.ID != t.op.own {
 				// A subtree operation under way below (or a stale flag):
 				// wait for it as resolution would.
-				if err := t.checkFlag(c, meta.JoinPath(d.path, c.Name)); err != nil {
+				if err := t.checkFlag(ctx, c, meta.JoinPath(d.path, c.Name)); err != nil {
 					return nil, use, err
 				}
 			}

@@ -45,25 +45,37 @@ type keepFlag struct{ err error }
 func (k *keepFlag) Error() string { return k.err.Error() }
 func (k *keepFlag) Unwrap() error { return k.err }
 
-// flagRef is a flagged directory: its row key's parts and id, and the path
-// it was met at.
+// flagRef is a flagged directory: its row key's parts and id, the path it
+// was met at, and the engine instance whose flag it is.
 type flagRef struct {
 	parent uint64
 	name   string
 	id     uint64
 	path   string
+	owner  uint64
 }
 
 // checkFlag judges the subtree flag of the row of the directory at path.
-func (t *tx) checkFlag(row *store.Inode, path string) error {
-	switch subtree.Check(row.SubtreeOwner, row.ID, t.e.instance, t.op.own) {
+func (t *tx) checkFlag(ctx context.Context, row *store.Inode, path string) error {
+	v, err := t.e.verdict(ctx, t.st, row.SubtreeOwner, row.ID, t.op.own)
+	if err != nil {
+		return err
+	}
+	switch v {
 	case subtree.Free, subtree.Own:
 		return nil
 	case subtree.Stale:
-		t.op.needs().flag = flagRef{row.Parent, row.Name, row.ID, path}
+		t.op.needs().flag = flagRef{row.Parent, row.Name, row.ID, path, row.SubtreeOwner}
+		if !t.e.alone {
+			// Another NameNode's, gone: the reaper takes over its
+			// operation (a recursive delete is finished, not dropped);
+			// wait for it as for one under way.
+			t.e.members.wake()
+			return errFlagBusy
+		}
 		return errFlagStale
 	}
-	t.op.needs().flag = flagRef{row.Parent, row.Name, row.ID, path}
+	t.op.needs().flag = flagRef{row.Parent, row.Name, row.ID, path, row.SubtreeOwner}
 	return errFlagBusy
 }
 
@@ -157,7 +169,7 @@ func (e *Engine) subtreeOp(ctx context.Context, opName, path string, u meta.User
 		case subtree.DoClear:
 			// Not with ctx: a cancelled caller must not leave the flag.
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-			err := e.clearFlag(cctx, f, true)
+			err := e.clearFlag(cctx, f)
 			cancel()
 			if err != nil {
 				e.log.Error("cannot clear a subtree flag; it is cleared when met after a restart",
@@ -247,7 +259,7 @@ func (e *Engine) setFlag(ctx context.Context, opName, path string, u meta.User, 
 		t.put(&flagged)
 		row := store.SubtreeOp{Owner: e.instance, Kind: uint8(kind), Parent: n.Parent, Name: n.Name, Path: path}
 		t.putRaw(store.SubtreeOpKey(n.ID), store.EncodeSubtreeOp(nil, &row))
-		f = flagRef{n.Parent, n.Name, n.ID, path}
+		f = flagRef{n.Parent, n.Name, n.ID, path, e.instance}
 		return nil
 	})
 	if errors.Is(err, errPlain) || errors.Is(err, errOverlap) {
@@ -276,6 +288,9 @@ func (t *tx) dropFlag(f flagRef) error {
 	done := false
 	for _, n := range t.dirty {
 		if n != nil && n.ID == f.id {
+			if n.SubtreeOwner != t.e.instance {
+				return t.lostFlag(f)
+			}
 			n.SubtreeOwner = 0
 			done = true
 		}
@@ -284,6 +299,9 @@ func (t *tx) dropFlag(f flagRef) error {
 		n := t.rows.get(hintKey{f.parent, f.name})
 		if n == nil || n.ID != f.id {
 			return meta.Errorf("subtree", f.path, meta.ErrInternal, "the flagged directory's row is gone")
+		}
+		if n.SubtreeOwner != t.e.instance {
+			return t.lostFlag(f)
 		}
 		if n.SubtreeOwner != 0 {
 			if t.mode(n) != store.Exclusive {
@@ -299,11 +317,19 @@ func (t *tx) dropFlag(f flagRef) error {
 	return nil
 }
 
+// lostFlag is the error of a subtree operation whose flag is not its own any
+// more: another NameNode judged this one gone (it did not beat for
+// GoneAfter) and cleared it. Nothing of the operation's last transaction is
+// committed.
+func (t *tx) lostFlag(f flagRef) error {
+	return meta.Errorf("subtree", f.path, meta.ErrBusy,
+		"this NameNode lost the subtree flag of %s: another judged it gone after %v without a heartbeat; retry", f.path, t.e.cfg.GoneAfter)
+}
+
 // clearFlag clears the flag of directory f.id, and its table row, in a
-// transaction of its own: after a failed or overlapping operation (own:
-// only the running instance's flag), or a flag of a previous incarnation
-// (!own: only another instance's).
-func (e *Engine) clearFlag(ctx context.Context, f flagRef, own bool) error {
+// transaction of its own, if they are still f.owner's: after a failed or
+// overlapping operation (this engine's flag), or a flag whose owner is gone.
+func (e *Engine) clearFlag(ctx context.Context, f flagRef) error {
 	txn, err := e.st.Begin(ctx)
 	if err != nil {
 		return err
@@ -319,21 +345,21 @@ func (e *Engine) clearFlag(ctx context.Context, f flagRef, own bool) error {
 		if err := store.DecodeInode(key, vals[0], &n); err != nil {
 			return err
 		}
-		if n.ID == f.id && n.SubtreeOwner != 0 && (n.SubtreeOwner == e.instance) == own {
+		if n.ID == f.id && n.SubtreeOwner == f.owner {
 			n.SubtreeOwner = 0
 			txn.Put(key, store.EncodeInode(nil, &n))
 		}
 	}
 	if vals[1] != nil {
 		var row store.SubtreeOp
-		if err := store.DecodeSubtreeOp(store.SubtreeOpKey(f.id), vals[1], &row); err != nil || (row.Owner == e.instance) == own {
+		if err := store.DecodeSubtreeOp(store.SubtreeOpKey(f.id), vals[1], &row); err != nil || row.Owner == f.owner {
 			txn.Delete(store.SubtreeOpKey(f.id))
 		}
 	}
 	if err := txn.Commit(ctx); err != nil {
 		return err
 	}
-	if own {
+	if f.owner == e.instance {
 		e.endSubtree(f.id)
 	}
 	return nil
@@ -377,7 +403,6 @@ func (e *Engine) quiesce(ctx context.Context, root uint64) error {
 // A live flag below is another subtree operation under way: errFlagBusy.
 func (e *Engine) lockWalk(ctx context.Context, root uint64) error {
 	queue := []uint64{root}
-	var n store.Inode
 	for len(queue) > 0 {
 		dir := queue[0]
 		queue = queue[1:]
@@ -394,28 +419,12 @@ func (e *Engine) lockWalk(ctx context.Context, root uint64) error {
 			if err != nil {
 				return err
 			}
-			vals, err := txn.Read(ctx, reqs)
+			subdirs, err := e.walkBatch(ctx, txn, reqs, root)
 			txn.Rollback()
 			if err != nil {
 				return err
 			}
-			for i, v := range vals {
-				if v == nil {
-					continue // deleted meanwhile, by an operation that finished
-				}
-				if err := store.DecodeInode(reqs[i].Key, v, &n); err != nil {
-					return err
-				}
-				if n.Type != meta.TypeDir {
-					continue
-				}
-				if subtree.Check(n.SubtreeOwner, n.ID, e.instance, root) == subtree.Busy {
-					return errFlagBusy
-				}
-				if n.Children > 0 {
-					queue = append(queue, n.ID)
-				}
-			}
+			queue = append(queue, subdirs...)
 			if len(reqs) < quiesceBatch {
 				break
 			}
@@ -423,6 +432,42 @@ func (e *Engine) lockWalk(ctx context.Context, root uint64) error {
 		}
 	}
 	return nil
+}
+
+// walkBatch takes the locks of reqs, children of one directory in the
+// subtree of root, in txn, and returns the ids of those that are non-empty
+// directories; a live flag on one is errFlagBusy.
+func (e *Engine) walkBatch(ctx context.Context, txn store.Txn, reqs []store.ReadReq, root uint64) ([]uint64, error) {
+	vals, err := txn.Read(ctx, reqs)
+	if err != nil {
+		return nil, err
+	}
+	var subdirs []uint64
+	var n store.Inode
+	for i, v := range vals {
+		if v == nil {
+			continue // deleted meanwhile, by an operation that finished
+		}
+		if err := store.DecodeInode(reqs[i].Key, v, &n); err != nil {
+			return nil, err
+		}
+		if n.Type != meta.TypeDir {
+			continue
+		}
+		if n.SubtreeOwner != 0 {
+			v, err := e.verdict(ctx, txn, n.SubtreeOwner, n.ID, root)
+			if err != nil {
+				return nil, err
+			}
+			if v == subtree.Busy {
+				return nil, errFlagBusy
+			}
+		}
+		if n.Children > 0 {
+			subdirs = append(subdirs, n.ID)
+		}
+	}
+	return subdirs, nil
 }
 
 // childKeys lists, unlocked, up to quiesceBatch entries of dir after the
@@ -453,8 +498,19 @@ func (e *Engine) childKeys(ctx context.Context, dir uint64, after string) ([]sto
 // previous incarnations left (a move, chmod, chown or set quota that did
 // not commit its work did nothing; its flag only goes), and finishes the
 // recursive deletes they left half done (the caller's permission was
-// checked before the first entry went).
+// checked before the first entry went). On a shared store only those whose
+// owner has no instance row are (the reaper's first pass, members.go): the
+// others may be another NameNode's under way.
 func (e *Engine) recoverSubtreeOps(ctx context.Context) error {
+	if !e.alone {
+		return e.reapGone(ctx)
+	}
+	return e.recoverSubtreeOpsOf(ctx, func(uint64) bool { return true })
+}
+
+// recoverSubtreeOpsOf clears the flags, or finishes the recursive deletes,
+// of the subtree operations whose owner gone says is gone.
+func (e *Engine) recoverSubtreeOpsOf(ctx context.Context, gone func(owner uint64) bool) error {
 	txn, err := e.st.Begin(ctx)
 	if err != nil {
 		return err
@@ -468,8 +524,11 @@ func (e *Engine) recoverSubtreeOps(ctx context.Context) error {
 		if decErr = store.DecodeSubtreeOp(k, v, &row); decErr != nil {
 			return false
 		}
+		if !gone(row.Owner) {
+			return true
+		}
 		id, _ := store.DecodeSubtreeOpKey(k)
-		left = append(left, flagRef{row.Parent, row.Name, id, row.Path})
+		left = append(left, flagRef{row.Parent, row.Name, id, row.Path, row.Owner})
 		deletes = append(deletes, subtree.Kind(row.Kind) == subtree.KindDelete)
 		return true
 	})
@@ -487,7 +546,7 @@ func (e *Engine) recoverSubtreeOps(ctx context.Context) error {
 			}
 			continue
 		}
-		if err := e.clearFlag(ctx, f, false); err != nil {
+		if err := e.clearFlag(ctx, f); err != nil {
 			return fmt.Errorf("namespace: clearing the subtree flag of %s: %w", f.path, err)
 		}
 		e.log.Info("cleared the subtree flag of an operation that did not finish before a restart", "path", f.path)
@@ -496,8 +555,9 @@ func (e *Engine) recoverSubtreeOps(ctx context.Context) error {
 }
 
 // resumeDelete takes over the flag of a recursive delete that a previous
-// incarnation left half done and finishes it. (A flag whose row is gone, or
-// whose directory is, only has its row removed.)
+// incarnation, or a NameNode that is gone, left half done and finishes it.
+// (A flag whose row is gone, or whose directory is, only has its row
+// removed; one that another engine took over first is left to it.)
 func (e *Engine) resumeDelete(ctx context.Context, f flagRef) error {
 	txn, err := e.st.Begin(ctx)
 	if err != nil {
@@ -515,13 +575,21 @@ func (e *Engine) resumeDelete(ctx context.Context, f flagRef) error {
 			return err
 		}
 	}
+	var row store.SubtreeOp // what the batches so far removed stays in it
+	if vals[1] != nil {
+		if err := store.DecodeSubtreeOp(store.SubtreeOpKey(f.id), vals[1], &row); err != nil {
+			return err
+		}
+		if row.Owner != f.owner {
+			return nil // taken over by another engine meanwhile
+		}
+	}
 	if vals[0] == nil || vals[1] == nil || n.ID != f.id || n.SubtreeOwner == 0 {
 		txn.Delete(store.SubtreeOpKey(f.id))
 		return txn.Commit(ctx)
 	}
-	var row store.SubtreeOp // what the batches so far removed stays in it
-	if err := store.DecodeSubtreeOp(store.SubtreeOpKey(f.id), vals[1], &row); err != nil {
-		return err
+	if n.SubtreeOwner != f.owner {
+		return nil
 	}
 	n.SubtreeOwner, row.Owner = e.instance, e.instance
 	txn.Put(key, store.EncodeInode(nil, &n))
@@ -536,5 +604,6 @@ func (e *Engine) resumeDelete(ctx context.Context, f flagRef) error {
 		return err
 	}
 	e.log.Info("finishing a recursive delete left by a restart", "path", f.path)
+	f.owner = e.instance
 	return e.deleteSubtree(ctx, "delete", f.path, meta.User{Name: e.cfg.Superuser}, f, false)
 }

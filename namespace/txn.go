@@ -111,7 +111,7 @@ func (e *Engine) run(ctx context.Context, opName, path string, u meta.User, fn f
 			continue
 		case errors.Is(err, errFlagStale):
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-			cerr := e.clearFlag(cctx, op.late.flag, false)
+			cerr := e.clearFlag(cctx, op.late.flag)
 			cancel()
 			if cerr != nil {
 				err = cerr
@@ -377,7 +377,7 @@ func (t *tx) resolve(ctx context.Context, wants ...want) ([]*resolved, error) {
 
 	out := make([]*resolved, len(plans))
 	for i := range plans {
-		r, err := t.validate(&plans[i])
+		r, err := t.validate(ctx, &plans[i])
 		if err != nil {
 			return nil, err
 		}
@@ -521,7 +521,7 @@ func longestShared(comps []string, earlier []plan) *plan {
 // Every key is built from the id of the row before it, and that row is checked
 // first, so a missing row is the truth at read time; a row whose id differs
 // from its hint means the keys after it were built from a stale hint.
-func (t *tx) validate(p *plan) (*resolved, error) {
+func (t *tx) validate(ctx context.Context, p *plan) (*resolved, error) {
 	n := len(p.comps)
 	r := &resolved{path: p.w.path, comps: p.comps, chain: make([]*store.Inode, n+1)}
 	root := t.rows.get(hintKey{parent: store.RootParentID})
@@ -530,7 +530,7 @@ func (t *tx) validate(p *plan) (*resolved, error) {
 	}
 	r.chain[0] = root
 	if root.SubtreeOwner != 0 {
-		if err := t.checkFlag(root, meta.RootPath); err != nil {
+		if err := t.checkFlag(ctx, root, meta.RootPath); err != nil {
 			return nil, err
 		}
 	}
@@ -563,7 +563,7 @@ func (t *tx) validate(p *plan) (*resolved, error) {
 		if row.SubtreeOwner != 0 {
 			// Read after every lock of the batch was taken: an operation
 			// that the quiesce did not wait for sees the flag here.
-			if err := t.checkFlag(row, r.prefix(k)); err != nil {
+			if err := t.checkFlag(ctx, row, r.prefix(k)); err != nil {
 				return nil, err
 			}
 		}

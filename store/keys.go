@@ -17,6 +17,7 @@ import (
 //	'b' inodeID:8 index:4    -> Block (block.go)      the blocks of a file kept in block storage
 //	'x' inodeID:8 name       -> bytes (acl.go)        extended attributes, name with its namespace prefix
 //	's' inodeID:8            -> SubtreeOp (subtree.go) a subtree operation under way on that directory
+//	'n' instanceID:8         -> Instance (instance.go) an engine serving from a shared store
 //	'c' name                 -> uint64 (8, big-endian) id counters (AllocateIDs)
 //	'm' name                 -> bytes                 store-wide metadata (format version, ...)
 //
@@ -33,13 +34,14 @@ import (
 // Later tables (replicas, leases by holder, datanodes, request ids) take
 // the next free prefix letters.
 const (
-	tableInode   = 'i'
-	tableData    = 'd'
-	tableLease   = 'l'
-	tableBlock   = 'b'
-	tableSubtree = 's'
-	tableCounter = 'c'
-	tableMeta    = 'm'
+	tableInode    = 'i'
+	tableData     = 'd'
+	tableLease    = 'l'
+	tableBlock    = 'b'
+	tableSubtree  = 's'
+	tableInstance = 'n'
+	tableCounter  = 'c'
+	tableMeta     = 'm'
 )
 
 // RootID is the inode id of "/". Its row is InodeKey(0, "").

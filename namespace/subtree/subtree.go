@@ -71,11 +71,16 @@ const (
 
 // Check judges the flag owner found on the row of directory id, for an
 // operation of the running instance that owns the flag of directory own (0:
-// none).
-func Check(owner, id, instance, own uint64) Verdict {
+// none). alive says whether owner, when it is another instance, is still
+// serving (a NameNode beside this one on a shared store): its flag is then
+// another operation's under way; else its owner is gone (a previous
+// incarnation, or a NameNode that stopped beating) and the flag is stale.
+func Check(owner, id, instance, own uint64, alive bool) Verdict {
 	switch {
 	case owner == 0:
 		return Free
+	case owner != instance && alive:
+		return Busy
 	case owner != instance:
 		return Stale
 	case id == own:

@@ -11,18 +11,22 @@ func TestCheck(t *testing.T) {
 	const me = 9
 	for _, c := range []struct {
 		owner, id, own uint64
+		alive          bool
 		want           Verdict
 	}{
-		{0, 5, 0, Free},
-		{0, 5, 5, Free},
-		{me, 5, 5, Own},
-		{me, 5, 0, Busy},
-		{me, 5, 6, Busy},
-		{8, 5, 5, Stale}, // a previous incarnation's flag, even on our own directory id
-		{8, 5, 0, Stale},
+		{0, 5, 0, false, Free},
+		{0, 5, 5, true, Free},
+		{me, 5, 5, false, Own},
+		{me, 5, 5, true, Own},
+		{me, 5, 0, false, Busy},
+		{me, 5, 6, false, Busy},
+		{8, 5, 5, false, Stale}, // a previous incarnation's flag, even on our own directory id
+		{8, 5, 0, false, Stale},
+		{8, 5, 5, true, Busy}, // another NameNode's operation under way
+		{8, 5, 0, true, Busy},
 	} {
-		if got := Check(c.owner, c.id, me, c.own); got != c.want {
-			t.Errorf("Check(owner %d, id %d, own %d) = %d, want %d", c.owner, c.id, c.own, got, c.want)
+		if got := Check(c.owner, c.id, me, c.own, c.alive); got != c.want {
+			t.Errorf("Check(owner %d, id %d, own %d, alive %v) = %d, want %d", c.owner, c.id, c.own, c.alive, got, c.want)
 		}
 	}
 }

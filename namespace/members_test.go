@@ -1,0 +1,197 @@
+package namespace
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/store"
+	"github.com/nimbus-fs/nimbus/store/pebblestore"
+)
+
+// sharedStore hides store.SingleProcess: the engines over it behave as
+// NameNodes on a store that several share (a PostgreSQL database), which
+// one Pebble store in one process stands for here, its locks and rows
+// shared by all.
+type sharedStore struct{ store.Store }
+
+// twoEngines opens engines a and b over one Pebble store, as two NameNodes
+// sharing it, beating every 20ms and judging another gone after 200ms.
+func twoEngines(t *testing.T) (a, b *Engine, st store.Store) {
+	t.Helper()
+	opts := pebblestore.DefaultOptions()
+	opts.CacheSize = 8 << 20
+	opts.MemTableSize = 4 << 20
+	ps, err := pebblestore.Open(t.TempDir(), opts)
+	must(t, err)
+	st = sharedStore{ps}
+	open := func() *Engine {
+		cfg := DefaultConfig()
+		cfg.Superuser = "root"
+		cfg.Groups = func(string) []string { return nil }
+		cfg.Beat = 20 * time.Millisecond
+		cfg.GoneAfter = 200 * time.Millisecond
+		e, err := New(st, cfg)
+		must(t, err)
+		return e
+	}
+	a, b = open(), open()
+	t.Cleanup(func() {
+		a.Close()
+		b.Close()
+		ps.Close()
+	})
+	if a.alone || b.alone {
+		t.Fatal("the engines take the wrapped store for theirs alone")
+	}
+	return a, b, st
+}
+
+// crash stops e's heartbeat as a killed process would: its instance row
+// stays, and stops moving.
+func crash(e *Engine) {
+	e.once.Do(func() { close(e.stop) })
+	<-e.done
+	<-e.members.done
+}
+
+func instanceRow(t *testing.T, st store.Store, id uint64) bool {
+	t.Helper()
+	ctx := context.Background()
+	txn, err := st.Begin(ctx)
+	must(t, err)
+	defer txn.Rollback()
+	vals, err := txn.Read(ctx, []store.ReadReq{{Key: store.InstanceKey(id)}})
+	must(t, err)
+	return vals[0] != nil
+}
+
+// TestAnotherNameNodesFlagIsBusy: the flag of a subtree operation under way
+// on another live NameNode makes this one's operations below wait, and give
+// up busy past SubtreeWait; it is not taken for a stale flag and cleared,
+// as a flag of a previous incarnation of a lone engine is.
+func TestAnotherNameNodesFlagIsBusy(t *testing.T) {
+	a, b, st := twoEngines(t)
+	ctx := context.Background()
+	must(t, a.Mkdirs(ctx, root, "/d/e", 0o755))
+	id := plantFlag(t, a, st, "/d", a.instance)
+	b.cfg.SubtreeWait = 600 * time.Millisecond // three times GoneAfter: a stays alive throughout
+	start := time.Now()
+	_, err := b.Create(ctx, root, "/d/e/f", meta.CreateOptions{Client: "c"})
+	wantKind(t, err, meta.ErrBusy)
+	if d := time.Since(start); d < b.cfg.SubtreeWait {
+		t.Errorf("gave up after %v, before SubtreeWait %v", d, b.cfg.SubtreeWait)
+	}
+	if flag, row := flagOf(t, st, store.RootID, "d", id); flag != a.instance || !row {
+		t.Fatalf("a's live flag became %x (row %v): b cleared another NameNode's operation", flag, row)
+	}
+	if _, err := b.Stat(ctx, root, "/d/e/f"); err == nil || meta.KindOf(err) != meta.KindBusy {
+		t.Fatalf("stat below the flag: %v, want busy", err)
+	}
+	// a's own lock walk (the quiesce over a shared store) and b's both see
+	// a live flag below.
+	if err := b.lockWalk(ctx, store.RootID); err != errFlagBusy {
+		t.Fatalf("b's walk of / over a's live flag: %v, want errFlagBusy", err)
+	}
+}
+
+// TestGoneNameNodesFlagIsCleared: a NameNode that dies with a flag set (its
+// instance row left, no longer beating) is judged gone after GoneAfter by
+// the other, which clears its flag, removes its row and lets the operation
+// waiting below go on.
+func TestGoneNameNodesFlagIsCleared(t *testing.T) {
+	a, b, st := twoEngines(t)
+	ctx := context.Background()
+	must(t, a.Mkdirs(ctx, root, "/d/e", 0o755))
+	id := plantFlag(t, a, st, "/d", a.instance)
+	crash(a)
+	start := time.Now()
+	if _, err := b.Create(ctx, root, "/d/e/f", meta.CreateOptions{Client: "c"}); err != nil {
+		t.Fatalf("create below a gone NameNode's flag: %v", err)
+	}
+	if d := time.Since(start); d < b.cfg.GoneAfter/2 {
+		t.Errorf("went on after %v: the flag was cleared before its owner could be judged gone (%v)", d, b.cfg.GoneAfter)
+	}
+	if flag, row := flagOf(t, st, store.RootID, "d", id); flag != 0 || row {
+		t.Fatalf("the gone NameNode's flag %x (row %v) is still there", flag, row)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for instanceRow(t, st, a.instance) {
+		if time.Now().After(deadline) {
+			t.Fatal("the gone NameNode's instance row was not removed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !instanceRow(t, st, b.instance) {
+		t.Fatal("the live NameNode's instance row is gone")
+	}
+	fsckClean(t, b)
+}
+
+// TestGoneNameNodesDeleteIsFinished: a recursive delete that a NameNode
+// left half done when it died is finished by the other once it is judged
+// gone, with the quotas above right, not dropped with its flag.
+func TestGoneNameNodesDeleteIsFinished(t *testing.T) {
+	a, b, _ := twoEngines(t)
+	ctx := context.Background()
+	must(t, a.Mkdirs(ctx, root, "/q/top", 0o755))
+	must(t, a.SetQuota(ctx, root, "/q", 100000, 1<<30))
+	buildTree(t, a, "/q/top", 8, 150)
+	var commits atomic.Int32
+	a.testHookCommit = func() {
+		if commits.Add(1) == 4 { // the flag, then three batches
+			runtime.Goexit()
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = a.Delete(ctx, root, "/q/top", true)
+		t.Error("the delete returned")
+	}()
+	<-done
+	crash(a)
+	// b waits below the flag until a is judged gone and the delete is
+	// finished; then /q/top is gone.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := b.Stat(ctx, root, "/q/top")
+		if meta.KindOf(err) == meta.KindNotFound {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stat /q/top: %v; the gone NameNode's delete was not finished", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	q, err := b.Stat(ctx, root, "/q")
+	must(t, err)
+	if q.ChildrenNum != 0 {
+		t.Errorf("/q has %d entries after the delete finished", q.ChildrenNum)
+	}
+	fsckClean(t, b)
+}
+
+// TestNameNodesOnOneStore: two NameNodes over one store serve one namespace,
+// and a subtree operation on one waits for the other's operations below
+// (the quiesce's lock walk: neither engine counts the other's attempts).
+func TestNameNodesOnOneStore(t *testing.T) {
+	a, b, _ := twoEngines(t)
+	ctx := context.Background()
+	must(t, a.Mkdirs(ctx, root, "/x/y", 0o777))
+	if _, err := b.Create(ctx, root, "/x/y/f", meta.CreateOptions{Client: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	must(t, a.Rename(ctx, root, "/x", "/z", meta.RenameOptions{}))
+	if _, err := b.Stat(ctx, root, "/z/y/f"); err != nil {
+		t.Fatalf("b after a's move: %v", err)
+	}
+	must(t, b.Delete(ctx, root, "/z", true))
+	if _, err := a.Stat(ctx, root, "/z"); meta.KindOf(err) != meta.KindNotFound {
+		t.Fatalf("a after b's delete: %v, want not found", err)
+	}
+	fsckClean(t, a)
+}
