@@ -1,0 +1,207 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/nimbus-fs/nimbus/internal/pgtest"
+	"github.com/nimbus-fs/nimbus/store"
+)
+
+var bg = context.Background()
+
+func open(t *testing.T, dbURL string, reg prometheus.Registerer) *Store {
+	t.Helper()
+	opts := DefaultOptions()
+	opts.Registerer = reg
+	st, err := Open(bg, dbURL, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func TestSchemaVersionRefused(t *testing.T) {
+	db := pgtest.DB(t)
+	open(t, db, nil).Close()
+	open(t, db, nil).Close() // a second start finds version 1
+	pgtest.Exec(t, db, "UPDATE nimbus_schema SET version = 7")
+	_, err := Open(bg, db, DefaultOptions())
+	if !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), "schema version 7") {
+		t.Fatalf("Open of a database with schema version 7: %v, want ErrSchema naming the version", err)
+	}
+}
+
+func TestSynchronousCommitOffRefused(t *testing.T) {
+	db := pgtest.DB(t)
+	sep := "?"
+	if strings.Contains(db, "?") {
+		sep = "&"
+	}
+	_, err := Open(bg, db+sep+"options=-c%20synchronous_commit%3Doff", DefaultOptions())
+	if !errors.Is(err, ErrSettings) || !strings.Contains(err.Error(), "synchronous_commit = off") {
+		t.Fatalf("Open with synchronous_commit off: %v, want ErrSettings", err)
+	}
+}
+
+// TestOpenErrors: what an operator gets wrong fails Open quickly, with an
+// error that says what.
+func TestOpenErrors(t *testing.T) {
+	db := pgtest.DB(t)
+	u, _ := url.Parse(db)
+	// A server that accepts connections and never answers.
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	refused, _ := net.Listen("tcp", "127.0.0.1:0")
+	refusedAddr := refused.Addr().String()
+	refused.Close()
+
+	role := *u
+	role.User = url.User("no_such_role")
+	cases := []struct {
+		name, url, want string
+	}{
+		{"bad URL", "postgres://x@127.0.0.1:notaport/db", "bad connection string"},
+		{"refused", "postgres://postgres@" + refusedAddr + "/db?sslmode=disable", "connect"},
+		{"silent", "postgres://postgres@" + silent.Addr().String() + "/db?sslmode=disable", "no connection within"},
+		{"missing role", role.String(), `role "no_such_role" does not exist`},
+		{"missing database", strings.Replace(db, u.Path, "/no_such_db", 1), `database "no_such_db" does not exist`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := DefaultOptions()
+			opts.ConnectTimeout = time.Second
+			start := time.Now()
+			st, err := Open(bg, tc.url, opts)
+			if err == nil {
+				st.Close()
+				t.Fatal("Open succeeded")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not say %q", err, tc.want)
+			}
+			if d := time.Since(start); d > 3*time.Second {
+				t.Errorf("Open took %v to fail, want about the connect timeout (1s)", d)
+			}
+		})
+	}
+}
+
+func roundTrips(st *Store) float64 { return testutil.ToFloat64(st.metrics.roundTrips) }
+
+// TestRoundTrips: a transaction that only reads without locks is one
+// statement per read and nothing else (no BEGIN, no COMMIT); a transaction
+// that locks and writes is its locking read (with BEGIN) and its commit
+// (the writes with COMMIT): two.
+func TestRoundTrips(t *testing.T) {
+	st := open(t, pgtest.DB(t), prometheus.NewRegistry())
+	ks := func(mode store.Mode, keys ...string) []store.ReadReq {
+		rs := make([]store.ReadReq, len(keys))
+		for i, k := range keys {
+			rs[i] = store.ReadReq{Key: []byte(k), Mode: mode}
+		}
+		return rs
+	}
+	txn, _ := st.Begin(bg)
+	txn.Put([]byte("a"), []byte("1"))
+	txn.Put([]byte("b"), []byte("2"))
+	txn.Delete([]byte("c"))
+	if err := txn.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second time, every statement is prepared on every connection used
+		before := roundTrips(st)
+		txn, _ = st.Begin(bg)
+		vals, err := txn.Read(bg, ks(store.ReadCommitted, "a", "b", "c"))
+		if err != nil || string(vals[0]) != "1" || vals[1] == nil || vals[2] != nil {
+			t.Fatalf("read = %q, %v", vals, err)
+		}
+		if err := txn.Commit(bg); err != nil {
+			t.Fatal(err)
+		}
+		if n := roundTrips(st) - before; n != 1 {
+			t.Errorf("read-committed transaction: %v round trips, want 1", n)
+		}
+
+		before = roundTrips(st)
+		txn, _ = st.Begin(bg)
+		rs := append(ks(store.ReadCommitted, "a"), ks(store.Exclusive, "b", "new")...)
+		if _, err := txn.Read(bg, rs); err != nil {
+			t.Fatal(err)
+		}
+		txn.Put([]byte("new"), []byte("x"))
+		txn.Put([]byte("b"), []byte("3"))
+		txn.Delete([]byte("gone"))
+		if err := txn.Commit(bg); err != nil {
+			t.Fatal(err)
+		}
+		if n := roundTrips(st) - before; n != 2 {
+			t.Errorf("lock-and-write transaction: %v round trips, want 2", n)
+		}
+	}
+	txn, _ = st.Begin(bg)
+	defer txn.Rollback()
+	vals, err := txn.Read(bg, ks(store.Shared, "b", "new"))
+	if err != nil || string(vals[0]) != "3" || string(vals[1]) != "x" {
+		t.Fatalf("after the commits: %q, %v", vals, err)
+	}
+}
+
+// TestLongScanOneSnapshot: a scan longer than a page reads every page from
+// the snapshot of its first, in key order, and honours its limit.
+func TestLongScanPages(t *testing.T) {
+	opts := DefaultOptions()
+	opts.ScanPage = 10
+	st, err := Open(bg, pgtest.DB(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	txn, _ := st.Begin(bg)
+	for i := range 95 {
+		txn.Put([]byte{'r', byte(i)}, []byte{byte(i)})
+	}
+	if err := txn.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []int{0, 10, 11, 50, 95, 200} {
+		txn, _ := st.Begin(bg)
+		n := 0
+		err := txn.Scan(bg, []byte("r"), nil, limit, func(k, v []byte) bool {
+			if k[1] != byte(n) || v[0] != byte(n) {
+				t.Fatalf("limit %d: row %d is %q=%q", limit, n, k, v)
+			}
+			n++
+			return true
+		})
+		txn.Rollback()
+		want := 95
+		if limit > 0 && limit < want {
+			want = limit
+		}
+		if err != nil || n != want {
+			t.Errorf("limit %d: %d rows, %v; want %d", limit, n, err, want)
+		}
+	}
+}
