@@ -6,8 +6,9 @@
 // asks starts a private cluster for the whole test binary: initdb and pg_ctl
 // in a temporary directory, on 127.0.0.1 and a free port, as the user
 // postgres when the test runs as root (the server refuses to run as root).
-// Main stops it when the tests end, so a package that uses pgtest runs its
-// tests through it:
+// A watchdog process stops it and removes its directory when the test
+// binary exits, however it exits (its end of a pipe closes); Main stops it
+// at once when the tests end:
 //
 //	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 //
@@ -30,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,6 +50,10 @@ var cluster struct {
 	pgCtl   string
 	asUser  string // "" or "postgres"
 	stopped bool
+	// watchdog's stdin: the watchdog stops the cluster when it reads EOF,
+	// which the kernel delivers when this process exits. Held here so that
+	// it is not collected (and closed) before.
+	watchdog *os.File
 }
 
 // Main runs the tests, then stops the private cluster if one was started.
@@ -66,6 +72,9 @@ func Stop() {
 	cluster.stopped = true
 	_ = run(cluster.asUser, cluster.pgCtl, "-D", filepath.Join(cluster.dir, "data"), "-m", "immediate", "-w", "stop")
 	_ = os.RemoveAll(cluster.dir)
+	if cluster.watchdog != nil {
+		cluster.watchdog.Close()
+	}
 }
 
 // ServerURL returns the URL of the server's maintenance database (postgres),
@@ -231,7 +240,36 @@ func startCluster(bin string) (string, error) {
 		log, _ := os.ReadFile(filepath.Join(dir, "log"))
 		return "", fmt.Errorf("pg_ctl start: %w\n%s", err, log)
 	}
+	startWatchdog(data)
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port), nil
+}
+
+// startWatchdog starts a shell that waits for EOF on a pipe from this
+// process, then stops the cluster and removes its directory: a test binary
+// killed (or one without Main) leaves no server behind. It is in a process
+// group of its own, so that an interrupt of the tests does not stop it
+// before it has stopped the server.
+func startWatchdog(data string) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return
+	}
+	stop := fmt.Sprintf("%s -D %s -m immediate -w stop", cluster.pgCtl, data)
+	if cluster.asUser != "" {
+		stop = "runuser -u " + cluster.asUser + " -- " + stop
+	}
+	cmd := exec.Command("sh", "-c", "cat >/dev/null; "+stop+" >/dev/null 2>&1; rm -rf "+cluster.dir)
+	cmd.Stdin = r
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		r.Close()
+		w.Close()
+		return
+	}
+	r.Close()
+	cluster.watchdog = w
+	go func() { _ = cmd.Wait() }()
 }
 
 func freePort() (int, error) {
@@ -258,4 +296,3 @@ func run(asUser, prog string, args ...string) error {
 	}
 	return nil
 }
-
