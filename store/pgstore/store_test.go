@@ -205,3 +205,83 @@ func TestLongScanPages(t *testing.T) {
 		}
 	}
 }
+
+// TestScanInLockingTxn: a transaction that holds locks (and so a
+// connection) scans on that connection, also past a page (a cursor, one
+// snapshot), while other transactions change the range and while fn reads
+// through the same transaction; with every connection of the pool held by
+// such transactions, their scans still finish.
+func TestScanInLockingTxn(t *testing.T) {
+	opts := DefaultOptions()
+	opts.ScanPage = 10
+	opts.PoolSize = 2
+	db := pgtest.DB(t)
+	st, err := Open(bg, db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	other := open(t, db, nil) // a second server on the database: the writer
+	w, _ := st.Begin(bg)
+	for i := range 95 {
+		w.Put([]byte{'r', byte(i)}, []byte("v0"))
+	}
+	if err := w.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(bg, 20*time.Second)
+	defer cancel()
+	a, _ := st.Begin(ctx)
+	defer a.Rollback()
+	b, _ := st.Begin(ctx)
+	defer b.Rollback()
+	for _, txn := range []store.Txn{a, b} { // both connections held
+		if _, err := txn.Read(ctx, []store.ReadReq{{Key: []byte("lock"), Mode: store.Shared}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, limit := range []int{0, 25} {
+		w, _ := other.Begin(ctx)
+		for i := range 95 {
+			w.Put([]byte{'r', byte(i)}, []byte("v0"))
+		}
+		if err := w.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		err := a.Scan(ctx, []byte("r"), []byte("s"), limit, func(k, v []byte) bool {
+			if string(v) != "v0" || k[1] != byte(n) {
+				t.Errorf("limit %d: row %d = %q=%q, want the snapshot's v0", limit, n, k, v)
+			}
+			if n == 5 {
+				w, _ := other.Begin(ctx)
+				for i := range 95 {
+					w.Put([]byte{'r', byte(i)}, []byte("v1"))
+				}
+				if err := w.Commit(ctx); err != nil {
+					t.Error(err)
+				}
+			}
+			if n == 15 {
+				// fn uses the transaction between pages ...
+				if vals, err := a.Read(ctx, []store.ReadReq{{Key: []byte{'r', 90}}}); err != nil || vals[0] == nil {
+					t.Errorf("read inside the scan: %q, %v", vals, err)
+				}
+				// ... and b, holding the other connection, scans too.
+				m := 0
+				if err := b.Scan(ctx, []byte("r"), []byte("s"), 0, func(k, v []byte) bool { m++; return true }); err != nil || m != 95 {
+					t.Errorf("nested scan of the other transaction: %d rows, %v", m, err)
+				}
+			}
+			n++
+			return true
+		})
+		want := 95
+		if limit > 0 {
+			want = limit
+		}
+		if err != nil || n != want {
+			t.Fatalf("limit %d: %d rows, %v; want %d", limit, n, err, want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -33,6 +34,8 @@ type txn struct {
 	conn *pgxpool.Conn // nil until the first locking read
 	done bool
 	ops  []write
+	// cursorOpen: a long scan's cursor is open on conn (scanCursor).
+	cursorOpen bool
 }
 
 type write struct {
@@ -287,41 +290,139 @@ func (t *txn) releaseConn() {
 }
 
 func (t *txn) Scan(ctx context.Context, start, end []byte, limit int, fn func(k, v []byte) bool) error {
-	t.mu.Lock()
-	err := t.check("scan")
-	t.mu.Unlock()
-	if err != nil {
-		return err
-	}
 	if start == nil {
 		start = []byte{} // nil would be NULL
 	}
-	if end != nil && bytes.Compare(start, end) >= 0 {
-		return nil
-	}
+	op := "scan " + store.FormatKey(start)
 	page := t.s.opts.ScanPage
 	// First one statement: a scan that finds at most a page (a directory
-	// listing, a file's blocks) is one round trip and one snapshot.
+	// listing, a file's blocks) is one round trip and one snapshot. A
+	// transaction that holds a connection uses it: were it to take a second
+	// one, transactions holding every connection of the pool could wait for
+	// each other's.
 	n := page + 1
 	if limit > 0 && limit <= page {
 		n = limit
 	}
+	t.mu.Lock()
+	if err := t.check("scan"); err != nil {
+		t.mu.Unlock()
+		return err
+	}
+	if end != nil && bytes.Compare(start, end) >= 0 {
+		t.mu.Unlock()
+		return nil
+	}
+	var q querier = t.s.pool
+	held := t.conn != nil
+	if held {
+		q = t.conn
+	}
 	t.s.count(kindScan)
-	rows, err := scanPage(ctx, t.s.pool, scanBounded, scanUnbounded, start, end, n)
+	rows, err := scanPage(ctx, q, scanBounded, scanUnbounded, start, end, n)
+	t.mu.Unlock()
 	if err != nil {
-		return t.s.mapErr(ctx, "scan "+store.FormatKey(start), err, false)
+		return t.s.mapErr(ctx, op, err, false)
 	}
 	if len(rows.keys) < n || n == limit {
 		rows.each(fn)
 		return nil
 	}
-	// A longer range: read it again, page by page, inside one REPEATABLE
-	// READ transaction on a connection of its own, so that every page
-	// comes from the snapshot of the first. (The transaction's own
-	// connection would not do: READ COMMITTED gives each statement a new
-	// snapshot. Its locks do not matter to a read, and its writes are not
-	// in the database yet.)
+	// A longer range: read it again, page by page, from one snapshot.
+	t.mu.Lock()
+	cursor := held && !t.cursorOpen
+	t.cursorOpen = t.cursorOpen || cursor
+	t.mu.Unlock()
+	if cursor {
+		defer func() {
+			t.mu.Lock()
+			t.cursorOpen = false
+			t.mu.Unlock()
+		}()
+		return t.scanCursor(ctx, op, start, end, limit, fn)
+	}
 	return t.s.scanSnapshot(ctx, start, end, limit, fn)
+}
+
+// The cursor of a long scan in a transaction holding a connection. One name:
+// the statements are prepared once per connection. A scan started by fn
+// while one is open reads through scanSnapshot instead.
+const (
+	declareBounded   = "DECLARE nimbus_scan NO SCROLL CURSOR FOR SELECT key, value FROM nimbus_kv WHERE key >= $1 AND key < $2 ORDER BY key"
+	declareUnbounded = "DECLARE nimbus_scan NO SCROLL CURSOR FOR SELECT key, value FROM nimbus_kv WHERE key >= $1 ORDER BY key"
+	closeCursor      = "CLOSE nimbus_scan"
+)
+
+// scanCursor pages through a range with a cursor on the transaction's own
+// connection: a cursor reads from the snapshot taken when it is declared,
+// where each READ COMMITTED statement would take a new one.
+func (t *txn) scanCursor(ctx context.Context, op string, start, end []byte, limit int, fn func(k, v []byte) bool) error {
+	decl, args := declareBounded, []any{start, end}
+	if end == nil {
+		decl, args = declareUnbounded, args[:1]
+	}
+	page := t.s.opts.ScanPage
+	fetch := "FETCH " + strconv.Itoa(page) + " FROM nimbus_scan"
+	done := 0
+	for first := true; ; first = false {
+		t.mu.Lock()
+		if err := t.check("scan"); err != nil {
+			t.mu.Unlock()
+			return err
+		}
+		if t.conn == nil { // fn ended the transaction
+			t.mu.Unlock()
+			return fmt.Errorf("pgstore: %s: %w", op, store.ErrTxnDone)
+		}
+		var rows pageRows
+		var err error
+		t.s.count(kindScan)
+		if first {
+			b := &pgx.Batch{}
+			b.Queue(decl, args...)
+			b.Queue(fetch)
+			br := t.conn.SendBatch(ctx, b)
+			if _, err = br.Exec(); err == nil {
+				var r pgx.Rows
+				if r, err = br.Query(); err == nil {
+					rows, err = collect(r)
+				}
+			}
+			if cerr := br.Close(); err == nil {
+				err = cerr
+			}
+		} else {
+			var r pgx.Rows
+			if r, err = t.conn.Query(ctx, fetch); err == nil {
+				rows, err = collect(r)
+			}
+		}
+		t.mu.Unlock()
+		if err != nil {
+			return t.s.mapErr(ctx, op, err, false)
+		}
+		got := len(rows.keys)
+		if limit > 0 && done+got > limit {
+			rows.keys, rows.vals = rows.keys[:limit-done], rows.vals[:limit-done]
+		}
+		if !rows.each(fn) {
+			break
+		}
+		done += len(rows.keys)
+		if got < page || (limit > 0 && done >= limit) {
+			break
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.conn == nil || t.s.closed.Load() {
+		return nil // the cursor ended with its transaction
+	}
+	t.s.count(kindScan)
+	if _, err := t.conn.Exec(ctx, closeCursor); err != nil {
+		return t.s.mapErr(ctx, op, err, false)
+	}
+	return nil
 }
 
 func (s *Store) scanSnapshot(ctx context.Context, start, end []byte, limit int, fn func(k, v []byte) bool) error {
@@ -362,6 +463,9 @@ func (s *Store) scanSnapshot(ctx context.Context, start, end []byte, limit int, 
 			}
 			first = false
 		} else {
+			if s.closed.Load() {
+				return fmt.Errorf("pgstore: %s: %w", op, store.ErrClosed)
+			}
 			s.count(kindScan)
 			rows, err = scanPage(ctx, c, scanAfterBounded, scanAfterUnbounded, after, end, n)
 		}
@@ -416,8 +520,21 @@ func collect(r pgx.Rows) (pageRows, error) {
 	defer r.Close()
 	var p pageRows
 	var slab []byte
+	// A FETCH's columns are not known when pgx prepares it, so they come
+	// back as text (bytea in hex): decode those.
+	text := false
+	for _, f := range r.FieldDescriptions() {
+		text = text || f.Format == pgx.TextFormatCode
+	}
+	var kv [2][]byte
 	for r.Next() {
 		raw := r.RawValues()
+		if text {
+			if err := r.Scan(&kv[0], &kv[1]); err != nil {
+				return p, err
+			}
+			raw = kv[:]
+		}
 		if len(slab)+len(raw[0])+len(raw[1]) > cap(slab) {
 			slab = make([]byte, 0, max(64<<10, len(raw[0])+len(raw[1])))
 		}
