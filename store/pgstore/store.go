@@ -22,6 +22,10 @@ import (
 // smaller ids are reserved for well-known rows (store.RootID is 1).
 const FirstID uint64 = 16
 
+// idConns is the size of AllocateIDs's own pool (Store.ids), besides
+// Options.PoolSize.
+const idConns = 2
+
 // SchemaVersion is the layout of the tables this package reads and writes
 // (schema.go). A database whose nimbus_schema row holds a larger version
 // was written by a newer Nimbus and is refused.
@@ -38,7 +42,12 @@ var ErrSettings = errors.New("pgstore: unsafe database settings")
 // concurrent use, also by several processes on one database: everything it
 // knows is in the database.
 type Store struct {
-	pool    *pgxpool.Pool
+	pool *pgxpool.Pool
+	// ids is AllocateIDs's own pool of idConns connections: callers
+	// allocate ids while their transaction holds a connection of pool, and
+	// when every one is held so, an allocation from pool would wait for
+	// them and they for it.
+	ids     *pgxpool.Pool
 	opts    Options
 	log     *slog.Logger
 	metrics *metrics
@@ -92,17 +101,26 @@ func Open(ctx context.Context, connString string, opts Options) (*Store, error) 
 	cc.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: opts.ConnectTimeout}
 	}
+	ic := pc.Copy()
+	ic.MaxConns = idConns
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open %s: %w", target, err)
 	}
-	s := &Store{pool: pool, opts: opts, log: log, metrics: newMetrics(), target: target, held: map[*txn]*pgconn.PgConn{}}
+	ids, err := pgxpool.NewWithConfig(ctx, ic)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: open %s: %w", target, err)
+	}
+	s := &Store{pool: pool, ids: ids, opts: opts, log: log, metrics: newMetrics(), target: target, held: map[*txn]*pgconn.PgConn{}}
 	if err := s.setup(ctx); err != nil {
 		pool.Close()
+		ids.Close()
 		return nil, err
 	}
 	if err := s.metrics.register(opts.Registerer); err != nil {
 		pool.Close()
+		ids.Close()
 		return nil, fmt.Errorf("pgstore: open %s: %w", target, err)
 	}
 	return s, nil
@@ -178,7 +196,7 @@ func (s *Store) AllocateIDs(ctx context.Context, counter string, n uint64) (uint
 	}
 	s.count(kindCounter)
 	var next int64
-	err := s.pool.QueryRow(ctx, allocateSQL, store.CounterKey(counter), int64(FirstID), int64(n)).Scan(&next)
+	err := s.ids.QueryRow(ctx, allocateSQL, store.CounterKey(counter), int64(FirstID), int64(n)).Scan(&next)
 	if err != nil {
 		return 0, s.mapErr(ctx, "allocate ids "+strconv.Quote(counter), err, false)
 	}
@@ -210,6 +228,7 @@ func (s *Store) Close() error {
 			t.mu.Unlock()
 		}
 		s.pool.Close()
+		s.ids.Close()
 		s.metrics.unregister()
 	})
 	return nil

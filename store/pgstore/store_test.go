@@ -285,3 +285,31 @@ func TestScanInLockingTxn(t *testing.T) {
 		}
 	}
 }
+
+// TestAllocateWhilePoolHeld: ids are allocated while operations hold row
+// locks (and so connections); with the whole pool held, an allocation
+// still gets through.
+func TestAllocateWhilePoolHeld(t *testing.T) {
+	opts := DefaultOptions()
+	opts.PoolSize = 1
+	st, err := Open(bg, pgtest.DB(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	txn, _ := st.Begin(bg)
+	defer txn.Rollback()
+	if _, err := txn.Read(bg, []store.ReadReq{{Key: []byte("p"), Mode: store.Exclusive}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
+	defer cancel()
+	first, err := st.AllocateIDs(ctx, store.CounterInode, 10)
+	if err != nil || first < FirstID {
+		t.Fatalf("AllocateIDs with the pool held: %d, %v", first, err)
+	}
+	txn.Put([]byte("p"), []byte("x"))
+	if err := txn.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+}
