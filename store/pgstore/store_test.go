@@ -313,3 +313,42 @@ func TestAllocateWhilePoolHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCloseEndsWaits: Close cancels a read waiting for a lock (it fails
+// with ErrClosed at once, not after the lock timeout) and ends the
+// transactions that hold locks.
+func TestCloseEndsWaits(t *testing.T) {
+	db := pgtest.DB(t)
+	st := open(t, db, nil)
+	holder, _ := st.Begin(bg)
+	defer holder.Rollback()
+	if _, err := holder.Read(bg, []store.ReadReq{{Key: []byte("k"), Mode: store.Exclusive}}); err != nil {
+		t.Fatal(err)
+	}
+	waiter, _ := st.Begin(bg)
+	defer waiter.Rollback()
+	done := make(chan error, 1)
+	go func() {
+		_, err := waiter.Read(bg, []store.ReadReq{{Key: []byte("k"), Mode: store.Exclusive}})
+		done <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // let it wait; if it has not started, it fails with ErrClosed anyway
+	start := time.Now()
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("waiting read after Close: %v, want ErrClosed", err)
+	}
+	t.Logf("Close and the waiter's end: %v", time.Since(start))
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Close and the waiter's end took %v (lock timeout %v)", d, DefaultOptions().LockTimeout)
+	}
+	// The holder's lock went with its connection.
+	other := open(t, db, nil)
+	txn, _ := other.Begin(bg)
+	defer txn.Rollback()
+	if _, err := txn.Read(bg, []store.ReadReq{{Key: []byte("k"), Mode: store.Exclusive, NoWait: true}}); err != nil {
+		t.Fatalf("lock after Close: %v", err)
+	}
+}
