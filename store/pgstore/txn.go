@@ -181,6 +181,11 @@ func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) 
 		}
 		return nil, t.s.mapErr(ctx, "read "+store.FormatKey(first), err, noWait)
 	}
+	if t.s.closed.Load() {
+		// Close ended the transaction while the read was under way: it may
+		// have been granted a lock its holder lost when Close ended it.
+		return nil, fmt.Errorf("pgstore: read %s: %w", store.FormatKey(reqs[0].Key), store.ErrClosed)
+	}
 	return vals, nil
 }
 
