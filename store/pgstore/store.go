@@ -133,7 +133,9 @@ func (s *Store) setup(ctx context.Context) error {
 	defer cancel()
 	c, err := s.pool.Acquire(cctx)
 	if err != nil {
-		if cctx.Err() != nil && ctx.Err() == nil {
+		// pgx's own connect timeout (the same ConnectTimeout) may fire
+		// before cctx's.
+		if (cctx.Err() != nil || pgconn.Timeout(err)) && ctx.Err() == nil {
 			return fmt.Errorf("pgstore: open %s: no connection within %v: %w", s.target, s.opts.ConnectTimeout, err)
 		}
 		return fmt.Errorf("pgstore: open %s: %w", s.target, err)
