@@ -63,6 +63,27 @@ func TestServePostgres(t *testing.T) {
 	if ls := s.ok("fs", "ls", "/a"); !strings.Contains(ls, "after-restart") || !strings.Contains(ls, "small") {
 		t.Fatalf("ls /a after a restart:\n%s", ls)
 	}
+
+	// A second server on the same database serves the same namespace: what
+	// one writes, the other lists at once (neither caches rows).
+	s2 := startServer(t, "", "", "--store", db)
+	s2.ok("fs", "mkdir", "/a/from-second")
+	if ls := s.ok("fs", "ls", "/a"); !strings.Contains(ls, "from-second") {
+		t.Fatalf("the first server does not list the second's mkdir:\n%s", ls)
+	}
+	s.ok("fs", "rm", "-r", "/a/after-restart")
+	if ls := s2.ok("fs", "ls", "/a"); strings.Contains(ls, "after-restart") || !strings.Contains(ls, "small") {
+		t.Fatalf("the second server's listing after the first's rm:\n%s", ls)
+	}
+	if got := s2.ok("fs", "cat", "/a/small"); got != "small" {
+		t.Fatalf("the second server reads /a/small as %q", got)
+	}
+	r := s2.nimbus("", "fs", "cat", "/a/b/blob") // its block is in the first server's --data
+	t.Logf("cat of a block held by the other server: exit %d, %d bytes, %s", r.code, len(r.stdout), strings.TrimSpace(r.stderr))
+	if r.code == 0 && r.stdout != string(blob) {
+		t.Fatalf("the second server returned %d wrong bytes for a block it does not hold", len(r.stdout))
+	}
+	s2.stop()
 	s.stop()
 }
 
