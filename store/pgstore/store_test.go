@@ -352,3 +352,57 @@ func TestCloseEndsWaits(t *testing.T) {
 		t.Fatalf("lock after Close: %v", err)
 	}
 }
+
+// TestDeadlockRetryable: two transactions locking two keys in opposite
+// orders (what callers must not do, but NoWait misuse or a bug could): the
+// database's deadlock detector aborts one, and its error is retryable;
+// the other goes on.
+func TestDeadlockRetryable(t *testing.T) {
+	st := open(t, pgtest.DB(t), nil)
+	txn, _ := st.Begin(bg)
+	txn.Put([]byte("k1"), []byte("1"))
+	txn.Put([]byte("k2"), []byte("2"))
+	if err := txn.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	lock := func(txn store.Txn, k string) error {
+		_, err := txn.Read(bg, []store.ReadReq{{Key: []byte(k), Mode: store.Exclusive}})
+		return err
+	}
+	a, _ := st.Begin(bg)
+	defer a.Rollback()
+	b, _ := st.Begin(bg)
+	defer b.Rollback()
+	if err := lock(a, "k1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := lock(b, "k2"); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 2)
+	go func() {
+		err := lock(a, "k2")
+		if err != nil {
+			a.Rollback()
+		}
+		errs <- err
+	}()
+	go func() {
+		err := lock(b, "k1")
+		if err != nil {
+			b.Rollback()
+		}
+		errs <- err
+	}()
+	e1, e2 := <-errs, <-errs
+	failed := e1
+	if failed == nil {
+		failed = e2
+	}
+	if (e1 == nil) == (e2 == nil) {
+		t.Fatalf("want exactly one of the two to fail: %v, %v", e1, e2)
+	}
+	if !store.IsRetryable(failed) || !strings.Contains(failed.Error(), "deadlock") {
+		t.Fatalf("deadlock victim's error: %v, want retryable and naming the deadlock", failed)
+	}
+}
