@@ -4,7 +4,8 @@
 #
 # Stages (each prints a banner; any failure stops the run with a non-zero exit):
 #   go      go vet, then `go test -race` over every package (unit, store
-#           conformance, model and e2e tests that start the real binary)
+#           conformance on Pebble and on a private PostgreSQL cluster, model
+#           and e2e tests that start the real binary)
 #   fuzz    each native fuzz target for a fixed number of executions
 #           (FUZZTIME, default 30000x; a count, not a duration: with a duration,
 #           Go before 1.27 can fail a target with a bare "context deadline
@@ -21,8 +22,9 @@
 # CLIENT_SUITES="python" (default: "python hadoop").
 #
 # Every prerequisite of the chosen stages is checked first, in seconds: Go
-# 1.26+, a C compiler (go test -race needs cgo), python3 with venv, curl,
-# Java 17+ and Maven. Run as root where apt-get exists (CI on a fresh
+# 1.26+, a C compiler (go test -race needs cgo), the PostgreSQL server
+# (postgresql: the store tests start a cluster as user postgres), python3
+# with venv, curl, Java 17+ and Maven. Run as root where apt-get exists (CI on a fresh
 # Debian machine), the missing ones are installed; otherwise the script
 # stops at once and says how to install them.
 set -euo pipefail
@@ -65,6 +67,11 @@ need_tools() {
   fi
   if has "$STAGES" go && ! command -v "${CC:-gcc}" >/dev/null && ! command -v cc >/dev/null; then
     missing+=("a C compiler for go test -race: apt-get install gcc"); pkgs+=(gcc)
+  fi
+  # The store tests run against a real PostgreSQL: internal/pgtest starts a
+  # private cluster with the server binaries (Debian keeps them off PATH).
+  if has "$STAGES" go && ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    missing+=("the PostgreSQL server for the store tests: apt-get install postgresql"); pkgs+=(postgresql)
   fi
   if has "$STAGES" bench || has "$STAGES" clients || has "$STAGES" firsthour; then
     command -v python3 >/dev/null || { missing+=("python3: apt-get install python3"); pkgs+=(python3); }

@@ -9,8 +9,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,7 +24,9 @@ import (
 	"github.com/nimbus-fs/nimbus/blocks/local"
 	"github.com/nimbus-fs/nimbus/namespace"
 	"github.com/nimbus-fs/nimbus/rpc"
+	"github.com/nimbus-fs/nimbus/store"
 	"github.com/nimbus-fs/nimbus/store/pebblestore"
+	"github.com/nimbus-fs/nimbus/store/pgstore"
 	"github.com/nimbus-fs/nimbus/webhdfs"
 )
 
@@ -39,6 +43,14 @@ type Config struct {
 	Namespace namespace.Config
 	// Store configures the embedded store; Logger and Registerer are filled in.
 	Store pebblestore.Options
+	// StoreURL chooses the metadata store: "" or "pebble" for the embedded
+	// store in DataDir/meta, or a PostgreSQL URL (postgres://USER@HOST:PORT/DB
+	// or postgresql://...) for a database that several servers may share.
+	// Blocks stay in DataDir either way.
+	StoreURL string
+	// Postgres configures the PostgreSQL store (used when StoreURL is a
+	// PostgreSQL URL); Logger and Registerer are filled in.
+	Postgres pgstore.Options
 	// DebugAddr, when set, is a second HTTP address serving Go's profiler
 	// (/debug/pprof/). Empty (the default): no profiler anywhere. It is
 	// never on Listen: profiles show the server's internals and a CPU
@@ -63,6 +75,7 @@ func DefaultConfig() Config {
 		Listen:    "127.0.0.1:9870",
 		Namespace: namespace.DefaultConfig(),
 		Store:     pebblestore.DefaultOptions(),
+		Postgres:  pgstore.DefaultOptions(),
 
 		FailStopTimeout: 5 * time.Second,
 		Limits:          DefaultLimits(),
@@ -86,7 +99,34 @@ func (c *Config) Validate() error {
 	if err := c.Namespace.Validate(); err != nil {
 		return err
 	}
+	if c.UsesPostgres() {
+		return c.Postgres.Validate()
+	}
+	if c.StoreURL != "" && c.StoreURL != "pebble" {
+		return fmt.Errorf("server: store %q: want pebble or a postgres:// URL", RedactURL(c.StoreURL))
+	}
 	return c.Store.Validate()
+}
+
+// UsesPostgres reports whether StoreURL names a PostgreSQL database.
+func (c *Config) UsesPostgres() bool {
+	return strings.HasPrefix(c.StoreURL, "postgres://") || strings.HasPrefix(c.StoreURL, "postgresql://")
+}
+
+// RedactURL returns a connection URL without its password, for logs and
+// errors.
+func RedactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		if err != nil {
+			return "(unparsable URL)"
+		}
+		return s
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
 }
 
 // BlocksDir is where a server with data directory dataDir keeps its block
@@ -102,7 +142,8 @@ type Server struct {
 	cfg    Config
 	log    *slog.Logger
 	reg    *prometheus.Registry
-	store  *pebblestore.Store
+	store  store.Store
+	pebble *pebblestore.Store // the embedded store, nil on PostgreSQL
 	blocks *local.Store
 	ns     *namespace.Engine
 	rpc    *rpc.Server
@@ -130,18 +171,10 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger, reg: prometheus.NewRegistry(), serveErr: make(chan error, 1), fatal: newFatal()}
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	metaDir := StoreDir(cfg.DataDir)
-	if err := os.MkdirAll(metaDir, 0o755); err != nil {
-		return nil, fmt.Errorf("server: data directory: %w", err)
-	}
-	so := cfg.Store
-	so.Logger = s.log.With("component", "store")
-	so.Registerer = s.reg
-	st, err := pebblestore.Open(metaDir, so)
+	st, err := s.openStore()
 	if err != nil {
-		return nil, fmt.Errorf("server: open store in %s: %w", metaDir, err)
+		return nil, err
 	}
-	s.store = st
 	bc := local.DefaultConfig()
 	bc.Logger = s.log.With("component", "blocks")
 	bc.Registerer = s.reg
@@ -214,6 +247,38 @@ func New(cfg Config) (*Server, error) {
 
 // Engine returns the namespace engine (for in-process use and tests).
 func (s *Server) Engine() *namespace.Engine { return s.ns }
+
+// openStore opens the metadata store Config.StoreURL names.
+func (s *Server) openStore() (store.Store, error) {
+	cfg := s.cfg
+	if cfg.UsesPostgres() {
+		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil { // for the blocks
+			return nil, fmt.Errorf("server: data directory: %w", err)
+		}
+		po := cfg.Postgres
+		po.Logger = s.log.With("component", "store")
+		po.Registerer = s.reg
+		st, err := pgstore.Open(context.Background(), cfg.StoreURL, po)
+		if err != nil {
+			return nil, fmt.Errorf("server: open store %s: %w", RedactURL(cfg.StoreURL), err)
+		}
+		s.store = st
+		return st, nil
+	}
+	metaDir := StoreDir(cfg.DataDir)
+	if err := os.MkdirAll(metaDir, 0o755); err != nil {
+		return nil, fmt.Errorf("server: data directory: %w", err)
+	}
+	so := cfg.Store
+	so.Logger = s.log.With("component", "store")
+	so.Registerer = s.reg
+	st, err := pebblestore.Open(metaDir, so)
+	if err != nil {
+		return nil, fmt.Errorf("server: open store in %s: %w", metaDir, err)
+	}
+	s.store, s.pebble = st, st
+	return st, nil
+}
 
 // Start listens and serves in the background; it returns once the port is
 // bound and the server answers /readyz with 200.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/store/pebblestore"
 )
 
 // The status page at / says what this server is and where to go next. It
@@ -51,7 +52,10 @@ var statusTemplate = template.Must(template.New("status").Parse(`<!doctype html>
 
 func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 	cfg := s.ns.Config()
-	st := s.store.Stats()
+	var st pebblestore.Stats // zero on PostgreSQL: the database has its own
+	if s.pebble != nil {
+		st = s.pebble.Stats()
+	}
 	// One row read: the root's entry count. Counting the whole namespace
 	// would walk it.
 	root := "entries unknown"

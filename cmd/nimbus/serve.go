@@ -31,7 +31,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	fl := flag.NewFlagSet("nimbus serve", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	fl.StringVar(&cfg.DataDir, "data", cfg.DataDir, "directory holding the metadata store (created if missing)")
+	fl.StringVar(&cfg.DataDir, "data", cfg.DataDir, "directory holding the metadata store (created if missing); with --store postgres://..., the blocks only")
+	fl.StringVar(&cfg.StoreURL, "store", "pebble", "metadata store: pebble (embedded, in --data) or postgres://USER@HOST:PORT/DB (a PostgreSQL database several servers may share; libpq URL, password from PGPASSWORD or ~/.pgpass)")
+	fl.IntVar(&cfg.Postgres.PoolSize, "pg-pool-size", cfg.Postgres.PoolSize, "with --store postgres: most connections to the database (a transaction holding row locks holds one)")
+	fl.DurationVar(&cfg.Postgres.StatementTimeout, "pg-statement-timeout", cfg.Postgres.StatementTimeout, "with --store postgres: PostgreSQL's statement_timeout; a longer statement is cancelled and its operation fails (0: none)")
+	fl.DurationVar(&cfg.Postgres.LockTimeout, "pg-lock-timeout", cfg.Postgres.LockTimeout, "with --store postgres: PostgreSQL's lock_timeout, the longest wait for one row lock; after it the operation is retried")
+	fl.DurationVar(&cfg.Postgres.ConnectTimeout, "pg-connect-timeout", cfg.Postgres.ConnectTimeout, "with --store postgres: bound on connecting to the database; serve fails at start after it")
 	fl.StringVar(&cfg.Listen, "listen", cfg.Listen, "HTTP address for the RPC, WebHDFS, /metrics and /readyz (default: NIMBUS_ADDR's host:port when set)")
 	fl.StringVar(&cfg.Advertise, "advertise", "", "base URL put in WebHDFS redirects (default: the address each request came to)")
 	fl.StringVar(&cfg.DebugAddr, "debug-addr", "", "address of a second HTTP listener serving /debug/pprof/ (default: none; the profiler is never on --listen)")
@@ -70,6 +75,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 	applyLimits()
+	if cfg.StoreURL != "pebble" && !cfg.UsesPostgres() {
+		fmt.Fprintf(stderr, "nimbus serve: bad --store %q: want pebble or postgres://USER@HOST:PORT/DB\n", server.RedactURL(cfg.StoreURL))
+		return 2
+	}
 	if fl.NArg() != 0 {
 		fmt.Fprintf(stderr, "nimbus serve: unexpected argument %q\n", fl.Arg(0))
 		return 2

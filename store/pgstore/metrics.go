@@ -1,0 +1,82 @@
+package pgstore
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Statement kinds, the label of nimbus_pgstore_statements_total.
+const (
+	kindRead    = "read"     // a key batch without locks
+	kindLock    = "lock"     // a key batch FOR SHARE / FOR UPDATE
+	kindScan    = "scan"     // a range read (one page)
+	kindBegin   = "begin"    // BEGIN
+	kindWrite   = "write"    // INSERT ... ON CONFLICT or DELETE of buffered writes
+	kindCommit  = "commit"   // COMMIT
+	kindAbort   = "rollback" // ROLLBACK
+	kindCounter = "allocate" // AllocateIDs's UPDATE
+)
+
+var kinds = []string{kindRead, kindLock, kindScan, kindBegin, kindWrite, kindCommit, kindAbort, kindCounter}
+
+type metrics struct {
+	reg           prometheus.Registerer
+	roundTrips    prometheus.Counter
+	statementsVec *prometheus.CounterVec
+	statements    map[string]prometheus.Counter // resolved once: no label lookup per statement
+	commitSeconds prometheus.Histogram
+	retryable     prometheus.Counter
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		roundTrips: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "pgstore", Name: "round_trips_total",
+			Help: "Round trips to the database (one pipelined batch of statements is one).",
+		}),
+		statementsVec: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "pgstore", Name: "statements_total",
+			Help: "Statements sent to the database, by kind (read, lock, scan, begin, write, commit, rollback, allocate).",
+		}, []string{"kind"}),
+		commitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "nimbus", Subsystem: "pgstore", Name: "commit_seconds",
+			Help:    "Latency of commits that wrote (one round trip: the writes and COMMIT).",
+			Buckets: prometheus.ExponentialBuckets(1e-4, 2.5, 12),
+		}),
+		retryable: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "pgstore", Name: "retryable_errors_total",
+			Help: "Reads and commits that failed with a retryable error (lock busy, lock timeout, deadlock, serialization failure).",
+		}),
+		statements: map[string]prometheus.Counter{},
+	}
+	for _, k := range kinds {
+		m.statements[k] = m.statementsVec.WithLabelValues(k)
+	}
+	return m
+}
+
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.roundTrips, m.statementsVec, m.commitSeconds, m.retryable}
+}
+
+// register registers the metrics on reg (nil: none).
+func (m *metrics) register(reg prometheus.Registerer) error {
+	if reg == nil {
+		return nil
+	}
+	for i, c := range m.collectors() {
+		if err := reg.Register(c); err != nil {
+			for _, done := range m.collectors()[:i] {
+				reg.Unregister(done)
+			}
+			return err
+		}
+	}
+	m.reg = reg
+	return nil
+}
+
+func (m *metrics) unregister() {
+	if m.reg != nil {
+		for _, c := range m.collectors() {
+			m.reg.Unregister(c)
+		}
+	}
+}

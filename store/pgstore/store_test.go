@@ -1,0 +1,408 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/nimbus-fs/nimbus/internal/pgtest"
+	"github.com/nimbus-fs/nimbus/store"
+)
+
+var bg = context.Background()
+
+func open(t *testing.T, dbURL string, reg prometheus.Registerer) *Store {
+	t.Helper()
+	opts := DefaultOptions()
+	opts.Registerer = reg
+	st, err := Open(bg, dbURL, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func TestSchemaVersionRefused(t *testing.T) {
+	db := pgtest.DB(t)
+	open(t, db, nil).Close()
+	open(t, db, nil).Close() // a second start finds version 1
+	pgtest.Exec(t, db, "UPDATE nimbus_schema SET version = 7")
+	_, err := Open(bg, db, DefaultOptions())
+	if !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), "schema version 7") {
+		t.Fatalf("Open of a database with schema version 7: %v, want ErrSchema naming the version", err)
+	}
+}
+
+func TestSynchronousCommitOffRefused(t *testing.T) {
+	db := pgtest.DB(t)
+	sep := "?"
+	if strings.Contains(db, "?") {
+		sep = "&"
+	}
+	_, err := Open(bg, db+sep+"options=-c%20synchronous_commit%3Doff", DefaultOptions())
+	if !errors.Is(err, ErrSettings) || !strings.Contains(err.Error(), "synchronous_commit = off") {
+		t.Fatalf("Open with synchronous_commit off: %v, want ErrSettings", err)
+	}
+}
+
+// TestOpenErrors: what an operator gets wrong fails Open quickly, with an
+// error that says what.
+func TestOpenErrors(t *testing.T) {
+	db := pgtest.DB(t)
+	u, _ := url.Parse(db)
+	// A server that accepts connections and never answers.
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	refused, _ := net.Listen("tcp", "127.0.0.1:0")
+	refusedAddr := refused.Addr().String()
+	refused.Close()
+
+	role := *u
+	role.User = url.User("no_such_role")
+	cases := []struct {
+		name, url, want string
+	}{
+		{"bad URL", "postgres://x@127.0.0.1:notaport/db", "bad connection string"},
+		{"refused", "postgres://postgres@" + refusedAddr + "/db?sslmode=disable", "connect"},
+		{"silent", "postgres://postgres@" + silent.Addr().String() + "/db?sslmode=disable", "no connection within"},
+		{"missing role", role.String(), `role "no_such_role" does not exist`},
+		{"missing database", strings.Replace(db, u.Path, "/no_such_db", 1), `database "no_such_db" does not exist`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := DefaultOptions()
+			opts.ConnectTimeout = time.Second
+			start := time.Now()
+			st, err := Open(bg, tc.url, opts)
+			if err == nil {
+				st.Close()
+				t.Fatal("Open succeeded")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not say %q", err, tc.want)
+			}
+			if d := time.Since(start); d > 3*time.Second {
+				t.Errorf("Open took %v to fail, want about the connect timeout (1s)", d)
+			}
+		})
+	}
+}
+
+func roundTrips(st *Store) float64 { return testutil.ToFloat64(st.metrics.roundTrips) }
+
+// TestRoundTrips: a transaction that only reads without locks is one
+// statement per read and nothing else (no BEGIN, no COMMIT); a transaction
+// that locks and writes is its locking read (with BEGIN) and its commit
+// (the writes with COMMIT): two.
+func TestRoundTrips(t *testing.T) {
+	st := open(t, pgtest.DB(t), prometheus.NewRegistry())
+	ks := func(mode store.Mode, keys ...string) []store.ReadReq {
+		rs := make([]store.ReadReq, len(keys))
+		for i, k := range keys {
+			rs[i] = store.ReadReq{Key: []byte(k), Mode: mode}
+		}
+		return rs
+	}
+	txn, _ := st.Begin(bg)
+	txn.Put([]byte("a"), []byte("1"))
+	txn.Put([]byte("b"), []byte("2"))
+	txn.Delete([]byte("c"))
+	if err := txn.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second time, every statement is prepared on every connection used
+		before := roundTrips(st)
+		txn, _ = st.Begin(bg)
+		vals, err := txn.Read(bg, ks(store.ReadCommitted, "a", "b", "c"))
+		if err != nil || string(vals[0]) != "1" || vals[1] == nil || vals[2] != nil {
+			t.Fatalf("read = %q, %v", vals, err)
+		}
+		if err := txn.Commit(bg); err != nil {
+			t.Fatal(err)
+		}
+		if n := roundTrips(st) - before; n != 1 {
+			t.Errorf("read-committed transaction: %v round trips, want 1", n)
+		}
+
+		before = roundTrips(st)
+		txn, _ = st.Begin(bg)
+		rs := append(ks(store.ReadCommitted, "a"), ks(store.Exclusive, "b", "new")...)
+		if _, err := txn.Read(bg, rs); err != nil {
+			t.Fatal(err)
+		}
+		txn.Put([]byte("new"), []byte("x"))
+		txn.Put([]byte("b"), []byte("3"))
+		txn.Delete([]byte("gone"))
+		if err := txn.Commit(bg); err != nil {
+			t.Fatal(err)
+		}
+		if n := roundTrips(st) - before; n != 2 {
+			t.Errorf("lock-and-write transaction: %v round trips, want 2", n)
+		}
+	}
+	txn, _ = st.Begin(bg)
+	defer txn.Rollback()
+	vals, err := txn.Read(bg, ks(store.Shared, "b", "new"))
+	if err != nil || string(vals[0]) != "3" || string(vals[1]) != "x" {
+		t.Fatalf("after the commits: %q, %v", vals, err)
+	}
+}
+
+// TestLongScanOneSnapshot: a scan longer than a page reads every page from
+// the snapshot of its first, in key order, and honours its limit.
+func TestLongScanPages(t *testing.T) {
+	opts := DefaultOptions()
+	opts.ScanPage = 10
+	st, err := Open(bg, pgtest.DB(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	txn, _ := st.Begin(bg)
+	for i := range 95 {
+		txn.Put([]byte{'r', byte(i)}, []byte{byte(i)})
+	}
+	if err := txn.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []int{0, 10, 11, 50, 95, 200} {
+		txn, _ := st.Begin(bg)
+		n := 0
+		err := txn.Scan(bg, []byte("r"), nil, limit, func(k, v []byte) bool {
+			if k[1] != byte(n) || v[0] != byte(n) {
+				t.Fatalf("limit %d: row %d is %q=%q", limit, n, k, v)
+			}
+			n++
+			return true
+		})
+		txn.Rollback()
+		want := 95
+		if limit > 0 && limit < want {
+			want = limit
+		}
+		if err != nil || n != want {
+			t.Errorf("limit %d: %d rows, %v; want %d", limit, n, err, want)
+		}
+	}
+}
+
+// TestScanInLockingTxn: a transaction that holds locks (and so a
+// connection) scans on that connection, also past a page (a cursor, one
+// snapshot), while other transactions change the range and while fn reads
+// through the same transaction; with every connection of the pool held by
+// such transactions, their scans still finish.
+func TestScanInLockingTxn(t *testing.T) {
+	opts := DefaultOptions()
+	opts.ScanPage = 10
+	opts.PoolSize = 2
+	db := pgtest.DB(t)
+	st, err := Open(bg, db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	other := open(t, db, nil) // a second server on the database: the writer
+	w, _ := st.Begin(bg)
+	for i := range 95 {
+		w.Put([]byte{'r', byte(i)}, []byte("v0"))
+	}
+	if err := w.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(bg, 20*time.Second)
+	defer cancel()
+	a, _ := st.Begin(ctx)
+	defer a.Rollback()
+	b, _ := st.Begin(ctx)
+	defer b.Rollback()
+	for _, txn := range []store.Txn{a, b} { // both connections held
+		if _, err := txn.Read(ctx, []store.ReadReq{{Key: []byte("lock"), Mode: store.Shared}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, limit := range []int{0, 25} {
+		w, _ := other.Begin(ctx)
+		for i := range 95 {
+			w.Put([]byte{'r', byte(i)}, []byte("v0"))
+		}
+		if err := w.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		err := a.Scan(ctx, []byte("r"), []byte("s"), limit, func(k, v []byte) bool {
+			if string(v) != "v0" || k[1] != byte(n) {
+				t.Errorf("limit %d: row %d = %q=%q, want the snapshot's v0", limit, n, k, v)
+			}
+			if n == 5 {
+				w, _ := other.Begin(ctx)
+				for i := range 95 {
+					w.Put([]byte{'r', byte(i)}, []byte("v1"))
+				}
+				if err := w.Commit(ctx); err != nil {
+					t.Error(err)
+				}
+			}
+			if n == 15 {
+				// fn uses the transaction between pages ...
+				if vals, err := a.Read(ctx, []store.ReadReq{{Key: []byte{'r', 90}}}); err != nil || vals[0] == nil {
+					t.Errorf("read inside the scan: %q, %v", vals, err)
+				}
+				// ... and b, holding the other connection, scans too.
+				m := 0
+				if err := b.Scan(ctx, []byte("r"), []byte("s"), 0, func(k, v []byte) bool { m++; return true }); err != nil || m != 95 {
+					t.Errorf("nested scan of the other transaction: %d rows, %v", m, err)
+				}
+			}
+			n++
+			return true
+		})
+		want := 95
+		if limit > 0 {
+			want = limit
+		}
+		if err != nil || n != want {
+			t.Fatalf("limit %d: %d rows, %v; want %d", limit, n, err, want)
+		}
+	}
+}
+
+// TestAllocateWhilePoolHeld: ids are allocated while operations hold row
+// locks (and so connections); with the whole pool held, an allocation
+// still gets through.
+func TestAllocateWhilePoolHeld(t *testing.T) {
+	opts := DefaultOptions()
+	opts.PoolSize = 1
+	st, err := Open(bg, pgtest.DB(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	txn, _ := st.Begin(bg)
+	defer txn.Rollback()
+	if _, err := txn.Read(bg, []store.ReadReq{{Key: []byte("p"), Mode: store.Exclusive}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
+	defer cancel()
+	first, err := st.AllocateIDs(ctx, store.CounterInode, 10)
+	if err != nil || first < FirstID {
+		t.Fatalf("AllocateIDs with the pool held: %d, %v", first, err)
+	}
+	txn.Put([]byte("p"), []byte("x"))
+	if err := txn.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCloseEndsWaits: Close cancels a read waiting for a lock (it fails
+// with ErrClosed at once, not after the lock timeout) and ends the
+// transactions that hold locks.
+func TestCloseEndsWaits(t *testing.T) {
+	db := pgtest.DB(t)
+	st := open(t, db, nil)
+	holder, _ := st.Begin(bg)
+	defer holder.Rollback()
+	if _, err := holder.Read(bg, []store.ReadReq{{Key: []byte("k"), Mode: store.Exclusive}}); err != nil {
+		t.Fatal(err)
+	}
+	waiter, _ := st.Begin(bg)
+	defer waiter.Rollback()
+	done := make(chan error, 1)
+	go func() {
+		_, err := waiter.Read(bg, []store.ReadReq{{Key: []byte("k"), Mode: store.Exclusive}})
+		done <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // let it wait; if it has not started, it fails with ErrClosed anyway
+	start := time.Now()
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("waiting read after Close: %v, want ErrClosed", err)
+	}
+	t.Logf("Close and the waiter's end: %v", time.Since(start))
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Close and the waiter's end took %v (lock timeout %v)", d, DefaultOptions().LockTimeout)
+	}
+	// The holder's lock went with its connection.
+	other := open(t, db, nil)
+	txn, _ := other.Begin(bg)
+	defer txn.Rollback()
+	if _, err := txn.Read(bg, []store.ReadReq{{Key: []byte("k"), Mode: store.Exclusive, NoWait: true}}); err != nil {
+		t.Fatalf("lock after Close: %v", err)
+	}
+}
+
+// TestDeadlockRetryable: two transactions locking two keys in opposite
+// orders (what callers must not do, but NoWait misuse or a bug could): the
+// database's deadlock detector aborts one, and its error is retryable;
+// the other goes on.
+func TestDeadlockRetryable(t *testing.T) {
+	st := open(t, pgtest.DB(t), nil)
+	txn, _ := st.Begin(bg)
+	txn.Put([]byte("k1"), []byte("1"))
+	txn.Put([]byte("k2"), []byte("2"))
+	if err := txn.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	lock := func(txn store.Txn, k string) error {
+		_, err := txn.Read(bg, []store.ReadReq{{Key: []byte(k), Mode: store.Exclusive}})
+		return err
+	}
+	a, _ := st.Begin(bg)
+	defer a.Rollback()
+	b, _ := st.Begin(bg)
+	defer b.Rollback()
+	if err := lock(a, "k1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := lock(b, "k2"); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 2)
+	go func() {
+		err := lock(a, "k2")
+		if err != nil {
+			a.Rollback()
+		}
+		errs <- err
+	}()
+	go func() {
+		err := lock(b, "k1")
+		if err != nil {
+			b.Rollback()
+		}
+		errs <- err
+	}()
+	e1, e2 := <-errs, <-errs
+	failed := e1
+	if failed == nil {
+		failed = e2
+	}
+	if (e1 == nil) == (e2 == nil) {
+		t.Fatalf("want exactly one of the two to fail: %v, %v", e1, e2)
+	}
+	if !store.IsRetryable(failed) || !strings.Contains(failed.Error(), "deadlock") {
+		t.Fatalf("deadlock victim's error: %v, want retryable and naming the deadlock", failed)
+	}
+}

@@ -1,0 +1,706 @@
+package pgstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/nimbus-fs/nimbus/store"
+)
+
+// txn is a store.Txn. Until its first locking read it is nothing on the
+// server: reads without locks and scans are autocommit statements on any
+// pooled connection, which see the latest committed rows, as READ
+// COMMITTED statements inside a transaction would. The first locking read
+// takes a connection and sends BEGIN in the same batch; the connection and
+// its locks are held until Commit or Rollback.
+//
+// Writes are buffered here, never sent before Commit: reads must not see
+// them (the store's contract), and Commit sends them with COMMIT in one
+// round trip.
+type txn struct {
+	s *Store
+	// mu orders Close's ending of the transaction after an operation in
+	// flight; the transaction itself is used by one goroutine at a time.
+	mu   sync.Mutex
+	conn *pgxpool.Conn // nil until the first locking read
+	done bool
+	ops  []write
+	// cursorOpen: a long scan's cursor is open on conn (scanCursor).
+	cursorOpen bool
+}
+
+type write struct {
+	key, value []byte // value nil: delete
+}
+
+// The statements of a read. A batch of several keys is one statement over
+// an array, the rows joined to their position; locking reads go through
+// nimbus_lock (schema.go), which locks in the order given and locks keys
+// that have no row too.
+const (
+	readOne  = "SELECT value FROM nimbus_kv WHERE key = $1"
+	readMany = "SELECT r.ord, t.value FROM unnest($1::bytea[]) WITH ORDINALITY AS r(key, ord) JOIN nimbus_kv t ON t.key = r.key"
+	lockMany = "SELECT ord, value FROM nimbus_lock($1::bytea[], $2::int8[], $3, $4)"
+)
+
+const (
+	upsertOne  = "INSERT INTO nimbus_kv (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+	upsertMany = "INSERT INTO nimbus_kv (key, value) SELECT k, v FROM unnest($1::bytea[], $2::bytea[]) AS u(k, v) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+	deleteOne  = "DELETE FROM nimbus_kv WHERE key = $1"
+	deleteMany = "DELETE FROM nimbus_kv WHERE key = ANY($1::bytea[])"
+
+	scanBounded   = "SELECT key, value FROM nimbus_kv WHERE key >= $1 AND key < $2 ORDER BY key LIMIT $3"
+	scanUnbounded = "SELECT key, value FROM nimbus_kv WHERE key >= $1 ORDER BY key LIMIT $2"
+	// scanAfter pages on past the last key returned.
+	scanAfterBounded   = "SELECT key, value FROM nimbus_kv WHERE key > $1 AND key < $2 ORDER BY key LIMIT $3"
+	scanAfterUnbounded = "SELECT key, value FROM nimbus_kv WHERE key > $1 ORDER BY key LIMIT $2"
+)
+
+// check reports why the transaction cannot be used; t.mu is held.
+func (t *txn) check(op string) error {
+	if t.s.closed.Load() {
+		return fmt.Errorf("pgstore: %s: %w", op, store.ErrClosed)
+	}
+	if t.done {
+		return fmt.Errorf("pgstore: %s: %w", op, store.ErrTxnDone)
+	}
+	return nil
+}
+
+// run is a stretch of consecutive requests with one mode and NoWait: one
+// statement.
+type run struct {
+	from, to int
+	mode     store.Mode
+	noWait   bool
+}
+
+func (r run) sql() string {
+	switch {
+	case r.mode != store.ReadCommitted:
+		return lockMany
+	case r.to-r.from == 1:
+		return readOne
+	}
+	return readMany
+}
+
+// one reports whether the run's statement returns bare values (readOne).
+func (r run) one() bool { return r.mode == store.ReadCommitted && r.to-r.from == 1 }
+
+func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.check("read"); err != nil {
+		return nil, err
+	}
+	if len(reqs) == 0 {
+		return nil, nil
+	}
+	// Split the batch where the mode changes, keeping the order given: a
+	// caller locks in key order, and so must the statements.
+	var runsBuf [4]run
+	runs := runsBuf[:0]
+	locking := false
+	for i, r := range reqs {
+		if r.Mode > store.Exclusive {
+			return nil, fmt.Errorf("pgstore: read %s: unknown mode %d", store.FormatKey(r.Key), r.Mode)
+		}
+		noWait := r.NoWait && r.Mode != store.ReadCommitted
+		locking = locking || r.Mode != store.ReadCommitted
+		if n := len(runs); n > 0 && runs[n-1].mode == r.Mode && runs[n-1].noWait == noWait {
+			runs[n-1].to = i + 1
+			continue
+		}
+		runs = append(runs, run{from: i, to: i + 1, mode: r.Mode, noWait: noWait})
+	}
+	vals := make([][]byte, len(reqs))
+	if !locking && t.conn == nil && len(runs) == 1 {
+		// The common case of a stat: one autocommit statement.
+		t.s.count(kindRead)
+		if err := readRun(ctx, t.s.pool, runs[0], reqs, vals); err != nil {
+			return nil, t.s.mapErr(ctx, "read "+store.FormatKey(reqs[0].Key), err, false)
+		}
+		return vals, nil
+	}
+	var q querier = t.s.pool
+	b := &pgx.Batch{}
+	if locking && t.conn == nil {
+		if err := t.acquire(ctx); err != nil {
+			return nil, err
+		}
+		b.Queue("BEGIN")
+		t.s.metrics.statements[kindBegin].Inc()
+	}
+	if t.conn != nil {
+		q = t.conn
+	}
+	for _, r := range runs {
+		queueRun(b, r, reqs)
+		if r.mode == store.ReadCommitted {
+			t.s.metrics.statements[kindRead].Inc()
+		} else {
+			t.s.metrics.statements[kindLock].Inc()
+		}
+	}
+	t.s.metrics.roundTrips.Inc()
+	br := q.SendBatch(ctx, b)
+	err := func() error {
+		if b.Len() > len(runs) { // BEGIN
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		for _, r := range runs {
+			rows, err := br.Query()
+			if err != nil {
+				return runErr{r, err}
+			}
+			if err := scanRun(rows, r, vals); err != nil {
+				return runErr{r, err}
+			}
+		}
+		return nil
+	}()
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		noWait, first := false, reqs[0].Key
+		if re, ok := err.(runErr); ok {
+			noWait, first, err = re.r.noWait, reqs[re.r.from].Key, re.err
+		}
+		return nil, t.s.mapErr(ctx, "read "+store.FormatKey(first), err, noWait)
+	}
+	if t.s.closed.Load() {
+		// Close ended the transaction while the read was under way: it may
+		// have been granted a lock its holder lost when Close ended it.
+		return nil, fmt.Errorf("pgstore: read %s: %w", store.FormatKey(reqs[0].Key), store.ErrClosed)
+	}
+	return vals, nil
+}
+
+type runErr struct {
+	r   run
+	err error
+}
+
+func (e runErr) Error() string { return e.err.Error() }
+
+// querier is a pool or a held connection.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+func runArgs(r run, reqs []store.ReadReq) []any {
+	if r.one() {
+		return []any{reqs[r.from].Key}
+	}
+	keys := make([][]byte, r.to-r.from)
+	for i := range keys {
+		keys[i] = reqs[r.from+i].Key
+	}
+	if r.mode == store.ReadCommitted {
+		return []any{keys}
+	}
+	hashes := make([]int64, len(keys))
+	for i, k := range keys {
+		hashes[i] = keyHash(k)
+	}
+	return []any{keys, hashes, r.mode == store.Exclusive, r.noWait}
+}
+
+// keyHash is the advisory lock of a key without a row: FNV-1a, 64 bits. Two
+// keys with one hash only make their lockers wait for each other.
+func keyHash(k []byte) int64 {
+	h := uint64(14695981039346656037)
+	for _, c := range k {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return int64(h)
+}
+
+func queueRun(b *pgx.Batch, r run, reqs []store.ReadReq) {
+	b.Queue(r.sql(), runArgs(r, reqs)...)
+}
+
+func readRun(ctx context.Context, q querier, r run, reqs []store.ReadReq, vals [][]byte) error {
+	rows, err := q.Query(ctx, r.sql(), runArgs(r, reqs)...)
+	if err != nil {
+		return err
+	}
+	return scanRun(rows, r, vals)
+}
+
+// scanRun fills vals[r.from:r.to] from a run's rows and closes them.
+func scanRun(rows pgx.Rows, r run, vals [][]byte) error {
+	defer rows.Close()
+	one := r.one()
+	for rows.Next() {
+		raw := rows.RawValues()
+		if one {
+			vals[r.from] = append([]byte{}, raw[0]...)
+			continue
+		}
+		if len(raw[0]) != 8 {
+			return fmt.Errorf("ordinal of %d bytes", len(raw[0]))
+		}
+		i := r.from + int(binary.BigEndian.Uint64(raw[0])) - 1
+		if i < r.from || i >= r.to {
+			return fmt.Errorf("ordinal %d out of the batch", i-r.from+1)
+		}
+		vals[i] = append([]byte{}, raw[1]...)
+	}
+	return rows.Err()
+}
+
+// acquire takes a connection for the transaction's locks; t.mu is held.
+func (t *txn) acquire(ctx context.Context) error {
+	c, err := t.s.pool.Acquire(ctx)
+	if err != nil {
+		return t.s.mapErr(ctx, "begin", err, false)
+	}
+	t.s.mu.Lock()
+	if t.s.closed.Load() {
+		t.s.mu.Unlock()
+		c.Release()
+		return fmt.Errorf("pgstore: begin: %w", store.ErrClosed)
+	}
+	t.s.held[t] = c.Conn().PgConn()
+	t.s.mu.Unlock()
+	t.conn = c
+	return nil
+}
+
+// releaseConn returns the held connection to the pool; t.mu is held. A
+// connection still inside a transaction (an end that failed) is closed by
+// the pool instead of reused.
+func (t *txn) releaseConn() {
+	t.s.mu.Lock()
+	delete(t.s.held, t)
+	t.s.mu.Unlock()
+	t.conn.Release()
+	t.conn = nil
+}
+
+func (t *txn) Scan(ctx context.Context, start, end []byte, limit int, fn func(k, v []byte) bool) error {
+	if start == nil {
+		start = []byte{} // nil would be NULL
+	}
+	op := "scan " + store.FormatKey(start)
+	page := t.s.opts.ScanPage
+	// First one statement: a scan that finds at most a page (a directory
+	// listing, a file's blocks) is one round trip and one snapshot. A
+	// transaction that holds a connection uses it: were it to take a second
+	// one, transactions holding every connection of the pool could wait for
+	// each other's.
+	n := page + 1
+	if limit > 0 && limit <= page {
+		n = limit
+	}
+	t.mu.Lock()
+	if err := t.check("scan"); err != nil {
+		t.mu.Unlock()
+		return err
+	}
+	if end != nil && bytes.Compare(start, end) >= 0 {
+		t.mu.Unlock()
+		return nil
+	}
+	var q querier = t.s.pool
+	held := t.conn != nil
+	if held {
+		q = t.conn
+	}
+	t.s.count(kindScan)
+	rows, err := scanPage(ctx, q, scanBounded, scanUnbounded, start, end, n)
+	t.mu.Unlock()
+	if err != nil {
+		return t.s.mapErr(ctx, op, err, false)
+	}
+	if len(rows.keys) < n || n == limit {
+		rows.each(fn)
+		return nil
+	}
+	// A longer range: read it again, page by page, from one snapshot.
+	t.mu.Lock()
+	cursor := held && !t.cursorOpen
+	t.cursorOpen = t.cursorOpen || cursor
+	t.mu.Unlock()
+	if cursor {
+		defer func() {
+			t.mu.Lock()
+			t.cursorOpen = false
+			t.mu.Unlock()
+		}()
+		return t.scanCursor(ctx, op, start, end, limit, fn)
+	}
+	return t.s.scanSnapshot(ctx, start, end, limit, fn)
+}
+
+// The cursor of a long scan in a transaction holding a connection. One name:
+// the statements are prepared once per connection. A scan started by fn
+// while one is open reads through scanSnapshot instead.
+const (
+	declareBounded   = "DECLARE nimbus_scan NO SCROLL CURSOR FOR SELECT key, value FROM nimbus_kv WHERE key >= $1 AND key < $2 ORDER BY key"
+	declareUnbounded = "DECLARE nimbus_scan NO SCROLL CURSOR FOR SELECT key, value FROM nimbus_kv WHERE key >= $1 ORDER BY key"
+	closeCursor      = "CLOSE nimbus_scan"
+)
+
+// scanCursor pages through a range with a cursor on the transaction's own
+// connection: a cursor reads from the snapshot taken when it is declared,
+// where each READ COMMITTED statement would take a new one.
+func (t *txn) scanCursor(ctx context.Context, op string, start, end []byte, limit int, fn func(k, v []byte) bool) error {
+	decl, args := declareBounded, []any{start, end}
+	if end == nil {
+		decl, args = declareUnbounded, args[:1]
+	}
+	page := t.s.opts.ScanPage
+	fetch := "FETCH " + strconv.Itoa(page) + " FROM nimbus_scan"
+	done := 0
+	for first := true; ; first = false {
+		t.mu.Lock()
+		if err := t.check("scan"); err != nil {
+			t.mu.Unlock()
+			return err
+		}
+		if t.conn == nil { // fn ended the transaction
+			t.mu.Unlock()
+			return fmt.Errorf("pgstore: %s: %w", op, store.ErrTxnDone)
+		}
+		var rows pageRows
+		var err error
+		t.s.count(kindScan)
+		if first {
+			b := &pgx.Batch{}
+			b.Queue(decl, args...)
+			b.Queue(fetch)
+			br := t.conn.SendBatch(ctx, b)
+			if _, err = br.Exec(); err == nil {
+				var r pgx.Rows
+				if r, err = br.Query(); err == nil {
+					rows, err = collect(r)
+				}
+			}
+			if cerr := br.Close(); err == nil {
+				err = cerr
+			}
+		} else {
+			var r pgx.Rows
+			if r, err = t.conn.Query(ctx, fetch); err == nil {
+				rows, err = collect(r)
+			}
+		}
+		t.mu.Unlock()
+		if err != nil {
+			return t.s.mapErr(ctx, op, err, false)
+		}
+		got := len(rows.keys)
+		if limit > 0 && done+got > limit {
+			rows.keys, rows.vals = rows.keys[:limit-done], rows.vals[:limit-done]
+		}
+		if !rows.each(fn) {
+			break
+		}
+		done += len(rows.keys)
+		if got < page || (limit > 0 && done >= limit) {
+			break
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.conn == nil || t.s.closed.Load() {
+		return nil // the cursor ended with its transaction
+	}
+	t.s.count(kindScan)
+	if _, err := t.conn.Exec(ctx, closeCursor); err != nil {
+		return t.s.mapErr(ctx, op, err, false)
+	}
+	return nil
+}
+
+func (s *Store) scanSnapshot(ctx context.Context, start, end []byte, limit int, fn func(k, v []byte) bool) error {
+	op := "scan " + store.FormatKey(start)
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return s.mapErr(ctx, op, err, false)
+	}
+	defer c.Release() // closed instead of reused if still in the transaction
+	page := s.opts.ScanPage
+	b := &pgx.Batch{}
+	b.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+	s.metrics.statements[kindBegin].Inc()
+	first := true
+	after := start
+	done := 0
+	for {
+		n := page
+		if limit > 0 && limit-done < n {
+			n = limit - done
+		}
+		var rows pageRows
+		if first {
+			s.metrics.statements[kindScan].Inc()
+			s.metrics.roundTrips.Inc()
+			b.Queue(pickScan(end, scanBounded, scanUnbounded), scanArgs(after, end, n)...)
+			br := c.SendBatch(ctx, b)
+			_, err = br.Exec()
+			if err == nil {
+				var r pgx.Rows
+				r, err = br.Query()
+				if err == nil {
+					rows, err = collect(r)
+				}
+			}
+			if cerr := br.Close(); err == nil {
+				err = cerr
+			}
+			first = false
+		} else {
+			if s.closed.Load() {
+				return fmt.Errorf("pgstore: %s: %w", op, store.ErrClosed)
+			}
+			s.count(kindScan)
+			rows, err = scanPage(ctx, c, scanAfterBounded, scanAfterUnbounded, after, end, n)
+		}
+		if err != nil {
+			return s.mapErr(ctx, op, err, false)
+		}
+		if !rows.each(fn) {
+			break
+		}
+		done += len(rows.keys)
+		if len(rows.keys) < n || (limit > 0 && done >= limit) {
+			break
+		}
+		after = bytes.Clone(rows.keys[len(rows.keys)-1])
+	}
+	s.count(kindCommit)
+	if _, err := c.Exec(ctx, "COMMIT"); err != nil {
+		return s.mapErr(ctx, op, err, false)
+	}
+	return nil
+}
+
+func pickScan(end []byte, bounded, unbounded string) string {
+	if end == nil {
+		return unbounded
+	}
+	return bounded
+}
+
+func scanArgs(from, end []byte, n int) []any {
+	if end == nil {
+		return []any{from, n}
+	}
+	return []any{from, end, n}
+}
+
+func scanPage(ctx context.Context, q querier, bounded, unbounded string, from, end []byte, n int) (pageRows, error) {
+	r, err := q.Query(ctx, pickScan(end, bounded, unbounded), scanArgs(from, end, n)...)
+	if err != nil {
+		return pageRows{}, err
+	}
+	return collect(r)
+}
+
+// pageRows are one page of a scan, copied out of the connection's buffer
+// into one slab, so that fn may use the transaction while it runs.
+type pageRows struct {
+	keys, vals [][]byte
+}
+
+func collect(r pgx.Rows) (pageRows, error) {
+	defer r.Close()
+	var p pageRows
+	var slab []byte
+	// A FETCH's columns are not known when pgx prepares it, so they come
+	// back as text (bytea in hex): decode those.
+	text := false
+	for _, f := range r.FieldDescriptions() {
+		text = text || f.Format == pgx.TextFormatCode
+	}
+	var kv [2][]byte
+	for r.Next() {
+		raw := r.RawValues()
+		if text {
+			if err := r.Scan(&kv[0], &kv[1]); err != nil {
+				return p, err
+			}
+			raw = kv[:]
+		}
+		if len(slab)+len(raw[0])+len(raw[1]) > cap(slab) {
+			slab = make([]byte, 0, max(64<<10, len(raw[0])+len(raw[1])))
+		}
+		kAt := len(slab)
+		slab = append(slab, raw[0]...)
+		vAt := len(slab)
+		slab = append(slab, raw[1]...)
+		p.keys = append(p.keys, slab[kAt:vAt:vAt])
+		p.vals = append(p.vals, slab[vAt:len(slab):len(slab)])
+	}
+	return p, r.Err()
+}
+
+// each calls fn for every row; false when fn stopped.
+func (p pageRows) each(fn func(k, v []byte) bool) bool {
+	for i := range p.keys {
+		if !fn(p.keys[i], p.vals[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func (t *txn) Put(key, value []byte) {
+	t.ops = append(t.ops, write{key: bytes.Clone(key), value: append([]byte{}, value...)})
+}
+
+func (t *txn) Delete(key []byte) {
+	t.ops = append(t.ops, write{key: bytes.Clone(key)})
+}
+
+// Commit sends the buffered writes and COMMIT (and BEGIN, if no locking read
+// sent it) in one batch: one round trip. PostgreSQL acknowledges COMMIT once
+// its WAL record is flushed (synchronous_commit, checked at Open), and makes
+// the transaction visible to others only after that, so a transaction that
+// read this one's rows reads durable rows.
+func (t *txn) Commit(ctx context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.check("commit"); err != nil {
+		return err
+	}
+	t.done = true
+	if len(t.ops) == 0 {
+		if t.conn == nil {
+			return nil
+		}
+		t.s.count(kindCommit)
+		_, err := t.conn.Exec(ctx, "COMMIT")
+		t.endConn(err)
+		if err != nil {
+			return t.s.mapErr(ctx, "commit", err, false)
+		}
+		return nil
+	}
+	start := time.Now()
+	b := &pgx.Batch{}
+	if t.conn == nil {
+		if err := t.acquire(ctx); err != nil {
+			return err
+		}
+		b.Queue("BEGIN")
+		t.s.metrics.statements[kindBegin].Inc()
+	}
+	first := t.queueWrites(b)
+	b.Queue("COMMIT")
+	t.s.metrics.statements[kindCommit].Inc()
+	t.s.metrics.roundTrips.Inc()
+	br := t.conn.SendBatch(ctx, b)
+	var err error
+	for range b.Len() {
+		if _, err = br.Exec(); err != nil {
+			break
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	t.endConn(err)
+	if err != nil {
+		return t.s.mapErr(ctx, "commit "+store.FormatKey(first), err, false)
+	}
+	t.s.metrics.commitSeconds.Observe(time.Since(start).Seconds())
+	return nil
+}
+
+// queueWrites queues the buffered writes, the last of each key winning, in
+// key order (so that concurrent commits that write the same rows without
+// having locked them take the rows' locks in one order); it returns the
+// first key, for errors.
+func (t *txn) queueWrites(b *pgx.Batch) []byte {
+	slices.SortStableFunc(t.ops, func(a, b write) int { return bytes.Compare(a.key, b.key) })
+	var putK, putV, delK [][]byte
+	for i, w := range t.ops {
+		if i+1 < len(t.ops) && bytes.Equal(w.key, t.ops[i+1].key) {
+			continue // a later write of the key wins
+		}
+		if w.value == nil {
+			delK = append(delK, w.key)
+		} else {
+			putK, putV = append(putK, w.key), append(putV, w.value)
+		}
+	}
+	switch len(putK) {
+	case 0:
+	case 1:
+		b.Queue(upsertOne, putK[0], putV[0])
+	default:
+		b.Queue(upsertMany, putK, putV)
+	}
+	switch len(delK) {
+	case 0:
+	case 1:
+		b.Queue(deleteOne, delK[0])
+	default:
+		b.Queue(deleteMany, delK)
+	}
+	if len(putK) > 0 {
+		t.s.metrics.statements[kindWrite].Inc()
+	}
+	if len(delK) > 0 {
+		t.s.metrics.statements[kindWrite].Inc()
+	}
+	return t.ops[0].key
+}
+
+// endConn gives the connection back after COMMIT or ROLLBACK; after an
+// error the server may still be inside the (failed) transaction, so it is
+// rolled back first, or the pool drops the connection.
+func (t *txn) endConn(err error) {
+	if t.conn == nil {
+		return
+	}
+	if err != nil && !t.conn.Conn().IsClosed() {
+		ctx, cancel := context.WithTimeout(context.Background(), t.s.opts.ConnectTimeout)
+		t.s.count(kindAbort)
+		_, _ = t.conn.Exec(ctx, "ROLLBACK")
+		cancel()
+	}
+	t.releaseConn()
+}
+
+// Rollback ends the transaction on the server if it began there (one round
+// trip) and drops the buffered writes.
+func (t *txn) Rollback() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.done {
+		return
+	}
+	t.done = true
+	t.ops = nil
+	if t.conn == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), t.s.opts.ConnectTimeout)
+	defer cancel()
+	t.s.count(kindAbort)
+	if _, err := t.conn.Exec(ctx, "ROLLBACK"); err != nil {
+		// The pool closes a connection left inside a transaction.
+		t.s.log.Warn("rollback failed; dropping the connection", "err", err)
+	}
+	t.releaseConn()
+}
