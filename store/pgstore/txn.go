@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -144,6 +145,15 @@ func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) 
 	if t.conn != nil {
 		q = t.conn
 	}
+	// The unlocked rows are read after every lock is granted, in a statement
+	// of their own (READ COMMITTED takes its snapshot at the statement's
+	// start): read before a lock wait, an ancestor would be as it was
+	// before the holder waited for committed, and a subtree flag set
+	// meanwhile would go unseen. The seam asks for the values once the
+	// locks are held; the order of the statements, not a round trip, gives it.
+	slices.SortStableFunc(runs, func(a, b run) int {
+		return cmp.Compare(boolInt(a.mode == store.ReadCommitted), boolInt(b.mode == store.ReadCommitted))
+	})
 	for _, r := range runs {
 		queueRun(b, r, reqs)
 		if r.mode == store.ReadCommitted {
@@ -703,4 +713,11 @@ func (t *txn) Rollback() {
 		t.s.log.Warn("rollback failed; dropping the connection", "err", err)
 	}
 	t.releaseConn()
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

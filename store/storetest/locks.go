@@ -212,3 +212,46 @@ func testClosed(t *testing.T, h *harness) {
 		t.Errorf("AllocateIDs after Close: %v, want ErrClosed", err)
 	}
 }
+
+// testUnlockedReadAfterLocks: in a batch that waits for a lock, the keys read
+// without one are read once every lock is granted, not before the wait. The
+// namespace reads a path's ancestors unlocked with the locks of its last
+// components; read before a wait, an ancestor would miss what was committed
+// while the batch waited (a subtree operation's flag, issue 26).
+func testUnlockedReadAfterLocks(t *testing.T, h *harness) {
+	st := h.store()
+	put(t, st, "a", "old", "b", "x")
+	holder := begin(t, st)
+	read(t, holder, store.Exclusive, "b")
+	got := make(chan [][]byte, 1)
+	errc := make(chan error, 1)
+	go func() {
+		w, err := st.Begin(bg)
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer w.Rollback()
+		vals, err := w.Read(bg, []store.ReadReq{
+			{Key: []byte("a"), Mode: store.ReadCommitted},
+			{Key: []byte("b"), Mode: store.Exclusive},
+		})
+		if err != nil {
+			errc <- err
+			return
+		}
+		got <- vals
+	}()
+	time.Sleep(50 * time.Millisecond) // let the batch queue behind the holder
+	put(t, st, "a", "new")            // committed while the batch waits
+	holder.Put([]byte("b"), []byte("y"))
+	commit(t, holder)
+	select {
+	case vals := <-got:
+		if string(vals[0]) != "new" || string(vals[1]) != "y" {
+			t.Fatalf("batch read a=%q b=%q, want a=new (committed during its wait) and b=y", vals[0], vals[1])
+		}
+	case err := <-errc:
+		t.Fatal(err)
+	}
+}

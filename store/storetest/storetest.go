@@ -34,6 +34,7 @@ func Run(t *testing.T, open Opener) {
 		{"LocksReleasedOnCommit", testLocksReleasedOnCommit},
 		{"LocksReleasedOnRollback", testLocksReleasedOnRollback},
 		{"WaiterReadsCommittedValue", testWaiterReadsCommitted},
+		{"UnlockedReadAfterLocks", testUnlockedReadAfterLocks},
 		{"FinishedTxn", testFinishedTxn},
 		{"AllocateIDs", testAllocateIDs},
 		{"AllocateIDsAcrossReopen", testAllocateIDsReopen},

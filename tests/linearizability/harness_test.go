@@ -140,7 +140,14 @@ type mix struct {
 // from its own generator, so a seed always gives the same operations.
 func record(t *testing.T, fs meta.FileSystem, base string, seed uint64, m mix) []porcupine.Operation {
 	t.Helper()
-	prepare(t, fs, base)
+	return recordOn(t, []meta.FileSystem{fs}, base, seed, m)
+}
+
+// recordOn is record with client i calling fss[i % len(fss)]: NameNodes
+// that serve one namespace from a shared store.
+func recordOn(t *testing.T, fss []meta.FileSystem, base string, seed uint64, m mix) []porcupine.Operation {
+	t.Helper()
+	prepare(t, fss[0], base)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	rec := linmodel.NewRecorder()
@@ -153,7 +160,7 @@ func record(t *testing.T, fs meta.FileSystem, base string, seed uint64, m mix) [
 			user := linmodel.Users[c%len(linmodel.Users)]
 			for range m.ops {
 				in := g.Next(user)
-				rec.Do(ctx, fs, base, c, in)
+				rec.Do(ctx, fss[c%len(fss)], base, c, in)
 			}
 		}()
 	}

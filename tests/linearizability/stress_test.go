@@ -67,6 +67,14 @@ func TestIssue26ChmodStress(t *testing.T) {
 }
 
 func stress(t *testing.T, c meta.FileSystem, race subtreeRace) {
+	t.Helper()
+	stressOn(t, []meta.FileSystem{c}, race)
+}
+
+// stressOn is stress with the creators calling fss[i % len(fss)] and the
+// change and the looker the last of fss: with two NameNodes on one store,
+// the change runs on one and the creates on the other.
+func stressOn(t *testing.T, c []meta.FileSystem, race subtreeRace) {
 	budget, rounds := 3*time.Second, 400
 	if testing.Short() {
 		budget, rounds = time.Second, 10
@@ -95,8 +103,9 @@ func stress(t *testing.T, c meta.FileSystem, race subtreeRace) {
 }
 
 // raceRound records one round below /r<round>.
-func raceRound(t *testing.T, fs meta.FileSystem, race subtreeRace, round int) ([]porcupine.Operation, *linmodel.State) {
+func raceRound(t *testing.T, fss []meta.FileSystem, race subtreeRace, round int) ([]porcupine.Operation, *linmodel.State) {
 	t.Helper()
+	fs := fss[len(fss)-1]
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	base := fmt.Sprintf("/r%d", round)
@@ -123,7 +132,7 @@ func raceRound(t *testing.T, fs meta.FileSystem, race subtreeRace, round int) ([
 			for i := 0; !stop.Load(); i++ {
 				name := fmt.Sprintf("k%d-%d", c, i)
 				inflight[c].Store(name)
-				rec.Do(ctx, fs, base, c, linmodel.Input{Op: linmodel.Create, User: race.creators[c], Path: "/a/b/" + name, Perm: 0o644})
+				rec.Do(ctx, fss[c%len(fss)], base, c, linmodel.Input{Op: linmodel.Create, User: race.creators[c], Path: "/a/b/" + name, Perm: 0o644})
 			}
 		}()
 	}
