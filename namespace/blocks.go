@@ -229,7 +229,9 @@ func (e *Engine) writeBlocks(ctx context.Context, u meta.User, p string, n *stor
 			fw.synced = fw.written
 		}
 	}
-	e.leases.renew(fw.holder, e.cfg.Now())
+	if err := e.renewLease(ctx, fw.holder); err != nil {
+		e.log.Warn("recording a lease renewal for the other NameNodes", "path", p, "err", err)
+	}
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package namespace
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -15,14 +16,54 @@ import (
 // LeaseManager does. Which files are under construction, and by whom, is in
 // the store (inode rows and the lease table); after a restart every holder
 // counts as renewed at the engine's start, which gives writers a grace period.
+//
+// On a store that several NameNodes share a client renews through one of
+// them, and another may judge its lease: renewals are also written to the
+// store's renewal rows (store.HolderKey), at most every quarter of the soft
+// limit per holder, in the renewing operation's own transaction where there
+// is one; a NameNode that finds a lease silent in its memory reads the row
+// before it calls the lease expired (Engine.leaseExpired). The rows carry
+// the renewing NameNode's clock: NameNodes' clocks must agree to well
+// within the soft limit (NTP does).
 type leaseTable struct {
-	start time.Time
-	mu    sync.Mutex
-	last  map[string]time.Time
+	start     time.Time
+	mu        sync.Mutex
+	last      map[string]time.Time
+	persisted map[string]time.Time // shared stores: when the renewal row was last written
 }
 
 func newLeaseTable(start time.Time) *leaseTable {
-	return &leaseTable{start: start, last: make(map[string]time.Time)}
+	return &leaseTable{start: start, last: make(map[string]time.Time), persisted: make(map[string]time.Time)}
+}
+
+// renewAt records a renewal at, found in the store, unless a later one is
+// known (the engine's start counts as one).
+func (l *leaseTable) renewAt(holder string, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cur, ok := l.last[holder]
+	if !ok {
+		cur = l.start
+	}
+	if at.After(cur) {
+		l.last[holder] = at
+	}
+}
+
+// persistDue reports whether holder's renewal row is older than every.
+func (l *leaseTable) persistDue(holder string, now time.Time, every time.Duration) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	at, ok := l.persisted[holder]
+	return !ok || now.Sub(at) >= every
+}
+
+func (l *leaseTable) persistedAt(holder string, at time.Time) {
+	l.mu.Lock()
+	if at.After(l.persisted[holder]) {
+		l.persisted[holder] = at
+	}
+	l.mu.Unlock()
 }
 
 func (l *leaseTable) renew(holder string, now time.Time) {
@@ -48,7 +89,107 @@ func (l *leaseTable) expired(holder string, limit time.Duration, now time.Time) 
 func (l *leaseTable) forget(holder string) {
 	l.mu.Lock()
 	delete(l.last, holder)
+	delete(l.persisted, holder)
 	l.mu.Unlock()
+}
+
+// persistEvery is how stale a holder's renewal row may get on a shared
+// store: a quarter of the soft limit, so that another NameNode never takes
+// a lease for silent while its holder renews.
+func (e *Engine) persistEvery() time.Duration { return e.cfg.LeaseSoftLimit / 4 }
+
+// renewLease renews holder's lease in the operation's transaction: in
+// memory, and on a shared store in its renewal row when that is due.
+func (t *tx) renewLease(holder string) {
+	now := t.e.cfg.Now()
+	t.e.leases.renew(holder, now)
+	if t.e.alone || !t.e.leases.persistDue(holder, now, t.e.persistEvery()) {
+		return
+	}
+	t.putRaw(store.HolderKey(holder), store.EncodeRenewal(now.UnixMilli()))
+	t.after = append(t.after, func() { t.e.leases.persistedAt(holder, now) })
+}
+
+// renewLease is tx.renewLease for a renewal outside an operation's
+// transaction (RenewLease, a block stream's write): the row, when due, is
+// written in a transaction of its own.
+func (e *Engine) renewLease(ctx context.Context, holder string) error {
+	now := e.cfg.Now()
+	e.leases.renew(holder, now)
+	if e.alone || !e.leases.persistDue(holder, now, e.persistEvery()) {
+		return nil
+	}
+	txn, err := e.st.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer txn.Rollback()
+	txn.Put(store.HolderKey(holder), store.EncodeRenewal(now.UnixMilli()))
+	if err := txn.Commit(ctx); err != nil {
+		return err
+	}
+	e.leases.persistedAt(holder, now)
+	return nil
+}
+
+// leaseExpired reports whether holder has been silent for longer than limit
+// at now: by this engine's memory and, on a shared store, by the renewal
+// row that another NameNode may have written (read in st).
+func (e *Engine) leaseExpired(ctx context.Context, st store.Txn, holder string, limit time.Duration, now time.Time) (bool, error) {
+	if !e.leases.expired(holder, limit, now) {
+		return false, nil
+	}
+	if e.alone {
+		return true, nil
+	}
+	key := store.HolderKey(holder)
+	vals, err := st.Read(ctx, []store.ReadReq{{Key: key}})
+	if err != nil {
+		return false, err
+	}
+	if vals[0] == nil {
+		return true, nil
+	}
+	ms, err := store.DecodeRenewal(key, vals[0])
+	if err != nil {
+		return false, err
+	}
+	e.leases.renewAt(holder, time.UnixMilli(ms))
+	return e.leases.expired(holder, limit, now), nil
+}
+
+// dropOldRenewals deletes the renewal rows older than twice the hard limit
+// (shared stores): their holders' leases were recovered long ago.
+func (e *Engine) dropOldRenewals(ctx context.Context, now time.Time) error {
+	txn, err := e.st.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer txn.Rollback()
+	start, end := store.AllHoldersRange()
+	var old [][]byte
+	var decErr error
+	err = txn.Scan(ctx, start, end, 0, func(k, v []byte) bool {
+		ms, err := store.DecodeRenewal(k, v)
+		if err != nil {
+			decErr = err
+			return false
+		}
+		if now.Sub(time.UnixMilli(ms)) > 2*e.cfg.LeaseHardLimit {
+			old = append(old, bytes.Clone(k))
+		}
+		return true
+	})
+	if err == nil {
+		err = decErr
+	}
+	if err != nil || len(old) == 0 {
+		return err
+	}
+	for _, k := range old {
+		txn.Delete(k)
+	}
+	return txn.Commit(ctx)
 }
 
 // A lease is held by a client on behalf of a user: the holder recorded in the
@@ -200,7 +341,7 @@ func (t *tx) closeFile(n *store.Inode) {
 
 // RenewLease implements meta.FileSystem. It renews the leases client holds
 // for u: another user naming the same client renews nothing of them.
-func (e *Engine) RenewLease(_ context.Context, u meta.User, client string) error {
+func (e *Engine) RenewLease(ctx context.Context, u meta.User, client string) error {
 	const op = "renew lease"
 	if err := checkUser(op, "", u); err != nil {
 		return err
@@ -208,7 +349,9 @@ func (e *Engine) RenewLease(_ context.Context, u meta.User, client string) error
 	if err := checkName(op, "", "client", client); err != nil {
 		return err
 	}
-	e.leases.renew(holderKey(client, u.Name), e.cfg.Now())
+	if err := e.renewLease(ctx, holderKey(client, u.Name)); err != nil {
+		return meta.Errorf(op, "", meta.ErrInternal, "recording the renewal for the other NameNodes: %v", err)
+	}
 	return nil
 }
 
@@ -242,14 +385,25 @@ func (e *Engine) RecoverExpiredLeases(ctx context.Context) error {
 		return err
 	}
 	all, err := scanLeases(ctx, txn, "")
-	txn.Rollback()
 	if err != nil {
+		txn.Rollback()
 		return err
 	}
 	var expired []store.Lease
 	for _, l := range all {
-		if e.leases.expired(l.Holder, e.cfg.LeaseHardLimit, now) {
+		exp, err := e.leaseExpired(ctx, txn, l.Holder, e.cfg.LeaseHardLimit, now)
+		if err != nil {
+			txn.Rollback()
+			return err
+		}
+		if exp {
 			expired = append(expired, l)
+		}
+	}
+	txn.Rollback()
+	if !e.alone {
+		if err := e.dropOldRenewals(ctx, now); err != nil {
+			e.log.Warn("dropping old lease renewal rows", "err", err)
 		}
 	}
 	// One file that cannot be recovered (a replica that cannot be read, a

@@ -22,6 +22,12 @@ type sharedStore struct{ store.Store }
 // sharing it, beating every 20ms and judging another gone after 200ms.
 func twoEngines(t *testing.T) (a, b *Engine, st store.Store) {
 	t.Helper()
+	return twoEnginesWith(t, func(*Config) {})
+}
+
+// twoEnginesWith is twoEngines with each engine's Config changed by set.
+func twoEnginesWith(t *testing.T, set func(*Config)) (a, b *Engine, st store.Store) {
+	t.Helper()
 	opts := pebblestore.DefaultOptions()
 	opts.CacheSize = 8 << 20
 	opts.MemTableSize = 4 << 20
@@ -34,6 +40,7 @@ func twoEngines(t *testing.T) (a, b *Engine, st store.Store) {
 		cfg.Groups = func(string) []string { return nil }
 		cfg.Beat = 20 * time.Millisecond
 		cfg.GoneAfter = 200 * time.Millisecond
+		set(&cfg)
 		e, err := New(st, cfg)
 		must(t, err)
 		return e
@@ -194,4 +201,49 @@ func TestNameNodesOnOneStore(t *testing.T) {
 		t.Fatalf("a after b's delete: %v, want not found", err)
 	}
 	fsckClean(t, a)
+}
+
+// TestLeaseRenewedThroughAnotherNameNode: a writer that renews its lease
+// through one NameNode keeps it at the other: no takeover after the soft
+// limit, no recovery after the hard limit, while it renews; once it stops,
+// the other recovers the file.
+func TestLeaseRenewedThroughAnotherNameNode(t *testing.T) {
+	a, b, _ := twoEnginesWith(t, func(c *Config) {
+		c.LeaseSoftLimit = 200 * time.Millisecond
+		c.LeaseHardLimit = 600 * time.Millisecond
+		c.LeaseCheckInterval = 50 * time.Millisecond
+	})
+	ctx := context.Background()
+	must(t, a.Mkdirs(ctx, root, "/w", 0o777))
+	alice := meta.User{Name: "alice"}
+	if _, err := a.Create(ctx, alice, "/w/f", meta.CreateOptions{Client: "writer"}); err != nil {
+		t.Fatal(err)
+	}
+	// The writer renews through a for twice the hard limit.
+	until := time.Now().Add(2 * a.cfg.LeaseHardLimit)
+	for time.Now().Before(until) {
+		must(t, a.RenewLease(ctx, alice, "writer"))
+		time.Sleep(30 * time.Millisecond)
+	}
+	st, err := b.Stat(ctx, root, "/w/f")
+	must(t, err)
+	if !st.UnderConstruction {
+		t.Fatal("b's lease monitor recovered a file whose writer renews through a")
+	}
+	_, err = b.Create(ctx, meta.User{Name: "bob"}, "/w/f", meta.CreateOptions{Client: "taker", Overwrite: true})
+	wantKind(t, err, meta.ErrLease)
+	// The writer goes silent: past the hard limit one of them recovers it.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := b.Stat(ctx, root, "/w/f")
+		must(t, err)
+		if !st.UnderConstruction {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the silent writer's file was never recovered")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	fsckClean(t, b)
 }

@@ -239,9 +239,14 @@ func (e *Engine) create(ctx context.Context, op string, u meta.User, path string
 			// As in HDFS, another client's file is taken over only once its
 			// lease's soft limit has passed (a client that means to replace
 			// its own abandoned file deletes it first: see the CLI's put).
-			if old.UnderConstruction() && !holds(old.LeaseHolder, opts.Client, t.user) &&
-				!t.e.leases.expired(old.LeaseHolder, t.e.cfg.LeaseSoftLimit, t.e.cfg.Now()) {
-				return t.leaseConflict(op, p, old.LeaseHolder)
+			if old.UnderConstruction() && !holds(old.LeaseHolder, opts.Client, t.user) {
+				exp, err := t.e.leaseExpired(ctx, t.st, old.LeaseHolder, t.e.cfg.LeaseSoftLimit, t.e.cfg.Now())
+				if err != nil {
+					return err
+				}
+				if !exp {
+					return t.leaseConflict(op, p, old.LeaseHolder)
+				}
 			}
 			if err := t.checkSticky(op, p, parent, old); err != nil {
 				return err
@@ -282,7 +287,7 @@ func (e *Engine) create(ctx context.Context, op string, u meta.User, path string
 		} else {
 			n.LeaseHolder = holderKey(opts.Client, t.user)
 			t.putLease(n, p)
-			t.e.leases.renew(n.LeaseHolder, t.e.cfg.Now())
+			t.renewLease(n.LeaseHolder)
 		}
 		out = status(p, n)
 		return nil

@@ -28,7 +28,11 @@ func (e *Engine) Append(ctx context.Context, u meta.User, path, client string) (
 			if holds(n.LeaseHolder, client, t.user) {
 				return meta.Errorf(op, p, meta.ErrLease, "already open for writing by this client (%s)", client)
 			}
-			if !t.e.leases.expired(n.LeaseHolder, t.e.cfg.LeaseSoftLimit, t.e.cfg.Now()) {
+			exp, err := t.e.leaseExpired(ctx, t.st, n.LeaseHolder, t.e.cfg.LeaseSoftLimit, t.e.cfg.Now())
+			if err != nil {
+				return err
+			}
+			if !exp {
 				return t.leaseConflict(op, p, n.LeaseHolder)
 			}
 			if err := t.recoverFile(ctx, op, r, n); err != nil { // the old writer is gone: recover, then take over
@@ -46,7 +50,7 @@ func (e *Engine) Append(ctx context.Context, u meta.User, path, client string) (
 		}
 		t.put(n)
 		t.putLease(n, p)
-		t.e.leases.renew(holder, t.e.cfg.Now())
+		t.renewLease(holder)
 		out = status(p, n)
 		return nil
 	})
@@ -99,7 +103,7 @@ func (e *Engine) Write(ctx context.Context, u meta.User, path, client string, of
 			return err
 		}
 		t.put(n)
-		t.e.leases.renew(n.LeaseHolder, t.e.cfg.Now())
+		t.renewLease(n.LeaseHolder)
 		return nil
 	})
 	if err != nil || fw == nil {

@@ -18,6 +18,7 @@ import (
 //	'x' inodeID:8 name       -> bytes (acl.go)        extended attributes, name with its namespace prefix
 //	's' inodeID:8            -> SubtreeOp (subtree.go) a subtree operation under way on that directory
 //	'n' instanceID:8         -> Instance (instance.go) an engine serving from a shared store
+//	'h' holder               -> Unix ms (holder.go)    a lease holder's last renewal, on a shared store
 //	'c' name                 -> uint64 (8, big-endian) id counters (AllocateIDs)
 //	'm' name                 -> bytes                 store-wide metadata (format version, ...)
 //
@@ -40,6 +41,7 @@ const (
 	tableBlock    = 'b'
 	tableSubtree  = 's'
 	tableInstance = 'n'
+	tableHolder   = 'h'
 	tableCounter  = 'c'
 	tableMeta     = 'm'
 )
