@@ -55,52 +55,90 @@ func (e *Engine) updateKind(ctx context.Context, op, path string, u meta.User, k
 	}
 }
 
+// attrChange is a chmod's or chown's change to one inode, split so that a
+// recursive one (ops_attr_recursive.go) checks every inode before it changes
+// any: check says whether the caller may make it (on the inode at path),
+// apply makes it.
+type attrChange struct {
+	op    string
+	check func(t *tx, path string, n *store.Inode) error
+	apply func(n *store.Inode)
+}
+
+// chmodChange sets the mode bits: the owner or a superuser may. On an inode
+// with an ACL the group bits are the mask entry (HDFS's chmod), so the ACL
+// row needs no change.
+func chmodChange(perm meta.Perm) attrChange {
+	const op = "set permission"
+	return attrChange{op: op,
+		check: func(t *tx, path string, n *store.Inode) error {
+			if perm&^meta.PermMask != 0 {
+				return meta.Errorf(op, path, meta.ErrInvalidArgument, "permission %o out of range", perm)
+			}
+			return t.requireOwner(op, path, n)
+		},
+		apply: func(n *store.Inode) { n.Perm = perm },
+	}
+}
+
+// chownChange sets the owner and/or the group (empty: unchanged): only a
+// superuser changes the owner; the owner may change the group to one of its
+// own groups.
+func chownChange(owner, group string) attrChange {
+	const op = "set owner"
+	return attrChange{op: op,
+		check: func(t *tx, path string, n *store.Inode) error {
+			if owner == "" && group == "" {
+				return meta.Errorf(op, path, meta.ErrInvalidArgument, "neither owner nor group given")
+			}
+			if owner != "" && owner != n.Owner && !t.super {
+				return meta.Errorf(op, path, meta.ErrPermission, "only a superuser may change the owner")
+			}
+			if group != "" && group != n.Group && !t.super {
+				if n.Owner != t.user {
+					return meta.Errorf(op, path, meta.ErrPermission, "user %s is not the owner (%s)", t.user, n.Owner)
+				}
+				if !t.inGroup(group) {
+					return meta.Errorf(op, path, meta.ErrPermission, "user %s is not in group %s", t.user, group)
+				}
+			}
+			for _, s := range []string{owner, group} {
+				if len(s) > meta.MaxNameLen || containsAny(s, "/:\x00\n") {
+					return meta.Errorf(op, path, meta.ErrInvalidArgument, "bad user or group name %q", s)
+				}
+			}
+			return nil
+		},
+		apply: func(n *store.Inode) {
+			if owner != "" {
+				n.Owner = owner
+			}
+			if group != "" {
+				n.Group = group
+			}
+		},
+	}
+}
+
+// one runs c as the change of one updateKind operation.
+func (c attrChange) one(t *tx, r *resolved, n *store.Inode) error {
+	if err := c.check(t, r.path, n); err != nil {
+		return err
+	}
+	c.apply(n)
+	return nil
+}
+
 // SetPermission implements meta.FileSystem. Locks: the path exclusive.
 func (e *Engine) SetPermission(ctx context.Context, u meta.User, path string, perm meta.Perm) error {
-	const op = "set permission"
-	return e.updateKind(ctx, op, path, u, subtree.KindChmod, func(t *tx, r *resolved, n *store.Inode) error {
-		if perm&^meta.PermMask != 0 {
-			return meta.Errorf(op, r.path, meta.ErrInvalidArgument, "permission %o out of range", perm)
-		}
-		if err := t.requireOwner(op, r.path, n); err != nil {
-			return err
-		}
-		n.Perm = perm
-		return nil
-	})
+	c := chmodChange(perm)
+	return e.updateKind(ctx, c.op, path, u, subtree.KindChmod, c.one)
 }
 
 // SetOwner implements meta.FileSystem. Locks: the path exclusive.
 func (e *Engine) SetOwner(ctx context.Context, u meta.User, path, owner, group string) error {
-	const op = "set owner"
-	return e.updateKind(ctx, op, path, u, subtree.KindChown, func(t *tx, r *resolved, n *store.Inode) error {
-		if owner == "" && group == "" {
-			return meta.Errorf(op, r.path, meta.ErrInvalidArgument, "neither owner nor group given")
-		}
-		if owner != "" && owner != n.Owner && !t.super {
-			return meta.Errorf(op, r.path, meta.ErrPermission, "only a superuser may change the owner")
-		}
-		if group != "" && group != n.Group && !t.super {
-			if n.Owner != t.user {
-				return meta.Errorf(op, r.path, meta.ErrPermission, "user %s is not the owner (%s)", t.user, n.Owner)
-			}
-			if !t.inGroup(group) {
-				return meta.Errorf(op, r.path, meta.ErrPermission, "user %s is not in group %s", t.user, group)
-			}
-		}
-		for _, s := range []string{owner, group} {
-			if len(s) > meta.MaxNameLen || containsAny(s, "/:\x00\n") {
-				return meta.Errorf(op, r.path, meta.ErrInvalidArgument, "bad user or group name %q", s)
-			}
-		}
-		if owner != "" {
-			n.Owner = owner
-		}
-		if group != "" {
-			n.Group = group
-		}
-		return nil
-	})
+	c := chownChange(owner, group)
+	return e.updateKind(ctx, c.op, path, u, subtree.KindChown, c.one)
 }
 
 func containsAny(s, chars string) bool {

@@ -462,6 +462,12 @@ func (e *Engine) recoverSubtreeOps(ctx context.Context) error {
 			}
 			continue
 		}
+		if ok, err := e.resumeAttrs(ctx, f); ok || err != nil { // ops_attr_recursive.go
+			if err != nil {
+				return fmt.Errorf("namespace: finishing the recursive change of %s: %w", f.path, err)
+			}
+			continue
+		}
 		if err := e.clearFlag(ctx, f, false); err != nil {
 			return fmt.Errorf("namespace: clearing the subtree flag of %s: %w", f.path, err)
 		}
