@@ -2,9 +2,12 @@ package namespace
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/namespace/subtree"
@@ -126,14 +129,14 @@ type attrStep struct {
 func (w *attrWalk) scan(ctx context.Context, t *tx, limit int, s *attrStep, fn func(dir uint64, c *store.Inode) error) error {
 	s.done, s.after, s.found = 0, w.after, s.found[:0]
 	seen := 0
+	var last []byte
 	for s.done < len(w.queue) && seen < limit {
 		dir := w.queue[s.done]
 		n := 0
 		var ferr error
-		var last string
 		err := t.children(ctx, dir, s.after, limit-seen, func(c *store.Inode) bool {
 			n++
-			last = c.Name
+			last = append(last[:0], c.Name...) // c.Name is a view of the scanned key
 			if c.Type == meta.TypeDir && c.Children > 0 {
 				s.found = append(s.found, c.ID)
 			}
@@ -151,7 +154,7 @@ func (w *attrWalk) scan(ctx context.Context, t *tx, limit int, s *attrStep, fn f
 			s.done++ // fewer than asked: the directory is done
 			s.after = ""
 		} else {
-			s.after = string([]byte(last)) // last is a view of the scanned key
+			s.after = string(last)
 		}
 	}
 	return nil
@@ -258,76 +261,84 @@ func (e *Engine) pathOf(ctx context.Context, op, root string, u meta.User, f fla
 	return "", meta.Errorf(op, root, meta.ErrInternal, "directory %d not found below", id)
 }
 
+// attrInFlight bounds the batches of a recursive chmod or chown committing
+// at once: while one waits for its log sync, the next is read and changed,
+// and their syncs are shared (group commit).
+const attrInFlight = 2
+
 // changeAttrs is the change phase: c on every inode below the flagged
 // directory at root in batches, then on the directory itself with the
 // flag's release. args (the operation row's kind and what c sets) goes into
-// the operation row with the first batch. Once that committed, the
-// operation goes on whatever happens to its caller; a failure keeps the flag
-// and the next start finishes it.
+// the operation row with the first batch; the batches after it commit
+// attrInFlight at a time, in any order (the subtree is flagged, the change
+// of an inode idempotent). Once the first committed, the operation goes on
+// whatever happens to its caller; a failure keeps the flag and the next
+// start finishes it.
 func (e *Engine) changeAttrs(ctx context.Context, root string, u meta.User, f flagRef, c attrChange, args store.SubtreeOp) error {
 	w := attrWalk{queue: []uint64{f.id}}
-	var s attrStep
-	var reqs []store.ReadReq
-	started := false
-	for len(w.queue) > 0 {
-		err := e.run(ctx, c.op, root, u, func(t *tx) error {
-			t.op.own = f.id
-			reqs = reqs[:0]
-			err := w.scan(ctx, t, attrBatch, &s, func(_ uint64, n *store.Inode) error {
-				if n.Type == meta.TypeSymlink {
-					return nil // as the shell's walk: a link's mode means nothing
-				}
-				reqs = append(reqs, store.ReadReq{Key: n.Key(), Mode: store.Exclusive})
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			if len(reqs) == 0 {
-				return nil // symbolic links only
-			}
-			// In key order, holding nothing else: no deadlock. Under the flag
-			// only an operation backing off from it holds one, briefly.
-			slices.SortFunc(reqs, func(a, b store.ReadReq) int { return bytes.Compare(a.Key, b.Key) })
-			vals, err := t.st.Read(ctx, reqs)
-			if err != nil {
-				return err
-			}
-			t.reserveInodes(len(reqs))
-			for i, rq := range reqs {
-				if vals[i] == nil {
-					return errRetry // gone between the scan and the lock
-				}
-				parent, name, _ := store.DecodeInodeKey(rq.Key)
-				hk := hintKey{parent, name}
-				if err := t.cacheRowAt(hk, vals[i]); err != nil {
-					return err
-				}
-				t.rows.setMode(hk, store.Exclusive)
-				n := t.rows.get(hk)
-				c.apply(n)
-				t.put(n)
-			}
-			if !started {
-				return t.markAttrsStarted(ctx, f, args)
-			}
-			return nil
-		})
-		if err != nil {
-			if started {
-				return &keepFlag{err}
-			}
-			return err
-		}
-		if !started {
-			// From here on the change goes to the end: a half-changed
-			// subtree is finished only by the next start otherwise.
-			ctx = context.WithoutCancel(ctx)
-			started = true
-		}
-		w.advance(&s)
+	first, err := e.scanAttrBatch(ctx, &w)
+	if err != nil {
+		return err
 	}
-	err := e.run(ctx, c.op, root, u, func(t *tx) error {
+	if err := e.commitAttrBatch(ctx, first, c, func(txn store.Txn) error { return markAttrsStarted(ctx, txn, f, args) }); err != nil {
+		return err
+	}
+	// From here on the change goes to the end: a half-changed subtree is
+	// finished only by the next start otherwise.
+	ctx = context.WithoutCancel(ctx)
+	batches := make(chan []store.ReadReq)
+	var failed error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	gone := make(chan struct{}) // closed when a worker ends before the last batch
+	var once sync.Once
+	for range attrInFlight {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer once.Do(func() { close(gone) })
+			for b := range batches {
+				if err := e.commitAttrBatch(ctx, b, c, nil); err != nil {
+					mu.Lock()
+					failed = cmp.Or(failed, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for len(w.queue) > 0 {
+		mu.Lock()
+		stop := failed != nil
+		mu.Unlock()
+		if stop {
+			break
+		}
+		b, err := e.scanAttrBatch(ctx, &w)
+		if err != nil {
+			mu.Lock()
+			failed = cmp.Or(failed, err)
+			mu.Unlock()
+			break
+		}
+		if len(b) == 0 {
+			continue
+		}
+		select {
+		case batches <- b:
+			continue
+		case <-gone:
+		}
+		mu.Lock()
+		failed = cmp.Or(failed, errors.New("a batch worker stopped"))
+		mu.Unlock()
+		break
+	}
+	close(batches)
+	wg.Wait()
+	if failed != nil {
+		return &keepFlag{meta.Errorf(c.op, root, meta.ErrInternal, "changing the subtree: %v", failed)}
+	}
+	err = e.run(ctx, c.op, root, u, func(t *tx) error {
 		t.op.own = f.id
 		rs, err := t.resolve(ctx, want{path: root, last: store.Exclusive})
 		if err != nil {
@@ -344,16 +355,100 @@ func (e *Engine) changeAttrs(ctx context.Context, root string, u meta.User, f fl
 		t.put(n)
 		return t.dropFlag(f)
 	})
-	if err != nil && started {
+	if err != nil {
 		return &keepFlag{err}
+	}
+	return nil
+}
+
+// scanAttrBatch reads, unlocked, the keys of the next batch of w's walk
+// (symbolic links left out: the shell's walk skips them) and advances w.
+// The flagged subtree does not change meanwhile, so what it reads stays
+// true.
+func (e *Engine) scanAttrBatch(ctx context.Context, w *attrWalk) ([]store.ReadReq, error) {
+	txn, err := e.st.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer txn.Rollback()
+	t := &tx{e: e, st: txn, op: &opState{}}
+	var reqs []store.ReadReq
+	var s attrStep
+	err = w.scan(ctx, t, attrBatch, &s, func(_ uint64, n *store.Inode) error {
+		if n.Type != meta.TypeSymlink {
+			reqs = append(reqs, store.ReadReq{Key: n.Key(), Mode: store.Exclusive})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	w.advance(&s)
+	// In key order, holding nothing else: no deadlock. Under the flag only
+	// an operation backing off from it holds one, briefly.
+	slices.SortFunc(reqs, func(a, b store.ReadReq) int { return bytes.Compare(a.Key, b.Key) })
+	return reqs, nil
+}
+
+// commitAttrBatch changes the inodes of reqs in one store transaction (with
+// more, when given), restarted as the engine restarts an operation. The
+// rows are written under their exclusive locks, the store's rule; no key or
+// id changes, so the hint cache stays true.
+func (e *Engine) commitAttrBatch(ctx context.Context, reqs []store.ReadReq, c attrChange, more func(txn store.Txn) error) error {
+	var err error
+	for attempt := 0; attempt < e.cfg.MaxAttempts; attempt++ {
+		if attempt > 0 {
+			if err = sleepBackoff(ctx, attempt); err != nil {
+				return err
+			}
+		}
+		if err = e.changeRows(ctx, reqs, c, more); err == nil || !store.IsRetryable(err) {
+			return err
+		}
 	}
 	return err
 }
 
-// markAttrsStarted rewrites the operation row of flag f with args: the
-// kind that a restart finishes, and what it sets.
-func (t *tx) markAttrsStarted(ctx context.Context, f flagRef, args store.SubtreeOp) error {
-	vals, err := t.st.Read(ctx, []store.ReadReq{{Key: store.SubtreeOpKey(f.id)}})
+func (e *Engine) changeRows(ctx context.Context, reqs []store.ReadReq, c attrChange, more func(txn store.Txn) error) error {
+	txn, err := e.st.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer txn.Rollback()
+	vals, err := txn.Read(ctx, reqs)
+	if err != nil {
+		return err
+	}
+	var n store.Inode
+	var buf []byte
+	for i, rq := range reqs {
+		if vals[i] == nil {
+			return fmt.Errorf("namespace: inode row %s under a subtree flag is gone", store.FormatKey(rq.Key))
+		}
+		// A view: its strings alias the row, which EncodeInode copies from
+		// before the next one is decoded.
+		if err := store.DecodeInodeView(rq.Key, vals[i], &n); err != nil {
+			return err
+		}
+		c.apply(&n)
+		buf = store.EncodeInode(buf[:0], &n)
+		txn.Put(rq.Key, buf)
+	}
+	if more != nil {
+		if err := more(txn); err != nil {
+			return err
+		}
+	}
+	if e.testHookCommit != nil {
+		e.testHookCommit()
+	}
+	return txn.Commit(ctx)
+}
+
+// markAttrsStarted rewrites, in txn, the operation row of flag f with
+// args: the kind that a restart finishes, and what it sets.
+func markAttrsStarted(ctx context.Context, txn store.Txn, f flagRef, args store.SubtreeOp) error {
+	vals, err := txn.Read(ctx, []store.ReadReq{{Key: store.SubtreeOpKey(f.id)}})
 	if err != nil {
 		return err
 	}
@@ -365,7 +460,7 @@ func (t *tx) markAttrsStarted(ctx context.Context, f flagRef, args store.Subtree
 		return err
 	}
 	row.Kind, row.SetPerm, row.SetUser, row.SetGroup = args.Kind, args.SetPerm, args.SetUser, args.SetGroup
-	t.putRaw(store.SubtreeOpKey(f.id), store.EncodeSubtreeOp(nil, &row))
+	txn.Put(store.SubtreeOpKey(f.id), store.EncodeSubtreeOp(nil, &row))
 	return nil
 }
 
