@@ -108,7 +108,7 @@ func subtreeRows(t *testing.T, st store.Store) int {
 }
 
 // TestRecursiveChmodChown changes a tree bigger than a batch (several
-// levels, directories of up to 1,700 entries, a file with an ACL) in one
+// levels, a directory of 1,500 entries, a file with an ACL) in one
 // operation each: every inode has the mode, then the owner and group; the
 // ACL's mask is the new group bits, as with a plain chmod; nothing of the
 // protocol is left. On a file it is the plain operation.
@@ -117,6 +117,9 @@ func TestRecursiveChmodChown(t *testing.T) {
 	ctx := context.Background()
 	must(t, e.Mkdirs(ctx, root, "/q/top", 0o755))
 	quickTree(t, e, "/q/top", 12, 200)
+	quickTree(t, e, "/q/top/big", 1, 1500) // a directory of more than a batch
+	must(t, e.Mkdirs(ctx, root, "/q/top/links", 0o755))
+	must(t, e.CreateSymlink(ctx, root, "/q", "/q/top/links/only", false))
 	acl, err := meta.ParseAclSpec("user:bob:rwx", true)
 	must(t, err)
 	must(t, e.ModifyAclEntries(ctx, root, "/q/top/d1/e1/f2", acl))
@@ -138,7 +141,7 @@ func TestRecursiveChmodChown(t *testing.T) {
 			t.Errorf("%s has mode %o after chmod -R 750", p, s.Perm)
 		}
 	})
-	if n < 12*200 {
+	if n < 12*200+1500 {
 		t.Fatalf("walked %d inodes", n)
 	}
 	as, err := e.GetAclStatus(ctx, root, "/q/top/d1/e1/f2")
@@ -169,6 +172,13 @@ func TestRecursiveChmodChown(t *testing.T) {
 			t.Errorf("%s is %s:%s after chown -R :alice", p, s.Owner, s.Group)
 		}
 	})
+	// A directory of symbolic links only: the links keep their modes.
+	must(t, e.SetPermissionRecursive(ctx, root, "/q/top/links", 0o700))
+	ls, err := e.Stat(ctx, root, "/q/top/links/only")
+	must(t, err)
+	if ls.Perm != link.Perm {
+		t.Errorf("chmod -R of a directory of links changed the link: %o, was %o", ls.Perm, link.Perm)
+	}
 	// A file, an empty directory: the plain operation.
 	must(t, e.SetPermissionRecursive(ctx, root, "/q/top/d1/e1/f3", 0o600))
 	must(t, e.SetPermissionRecursive(ctx, root, "/q/top/d1/e1/empty", 0o711))
