@@ -65,80 +65,90 @@ type attrChange struct {
 	apply func(n *store.Inode)
 }
 
-// chmodChange sets the mode bits: the owner or a superuser may. On an inode
-// with an ACL the group bits are the mask entry (HDFS's chmod), so the ACL
-// row needs no change.
+const (
+	opChmod = "set permission"
+	opChown = "set owner"
+)
+
 func chmodChange(perm meta.Perm) attrChange {
-	const op = "set permission"
-	return attrChange{op: op,
-		check: func(t *tx, path string, n *store.Inode) error {
-			if perm&^meta.PermMask != 0 {
-				return meta.Errorf(op, path, meta.ErrInvalidArgument, "permission %o out of range", perm)
-			}
-			return t.requireOwner(op, path, n)
-		},
+	return attrChange{op: opChmod,
+		check: func(t *tx, path string, n *store.Inode) error { return t.checkChmod(path, n, perm) },
 		apply: func(n *store.Inode) { n.Perm = perm },
 	}
 }
 
-// chownChange sets the owner and/or the group (empty: unchanged): only a
-// superuser changes the owner; the owner may change the group to one of its
-// own groups.
 func chownChange(owner, group string) attrChange {
-	const op = "set owner"
-	return attrChange{op: op,
-		check: func(t *tx, path string, n *store.Inode) error {
-			if owner == "" && group == "" {
-				return meta.Errorf(op, path, meta.ErrInvalidArgument, "neither owner nor group given")
-			}
-			if owner != "" && owner != n.Owner && !t.super {
-				return meta.Errorf(op, path, meta.ErrPermission, "only a superuser may change the owner")
-			}
-			if group != "" && group != n.Group && !t.super {
-				if n.Owner != t.user {
-					return meta.Errorf(op, path, meta.ErrPermission, "user %s is not the owner (%s)", t.user, n.Owner)
-				}
-				if !t.inGroup(group) {
-					return meta.Errorf(op, path, meta.ErrPermission, "user %s is not in group %s", t.user, group)
-				}
-			}
-			for _, s := range []string{owner, group} {
-				if len(s) > meta.MaxNameLen || containsAny(s, "/:\x00\n") {
-					return meta.Errorf(op, path, meta.ErrInvalidArgument, "bad user or group name %q", s)
-				}
-			}
-			return nil
-		},
-		apply: func(n *store.Inode) {
-			if owner != "" {
-				n.Owner = owner
-			}
-			if group != "" {
-				n.Group = group
-			}
-		},
+	return attrChange{op: opChown,
+		check: func(t *tx, path string, n *store.Inode) error { return t.checkChown(path, n, owner, group) },
+		apply: func(n *store.Inode) { setOwner(n, owner, group) },
 	}
 }
 
-// one runs c as the change of one updateKind operation.
-func (c attrChange) one(t *tx, r *resolved, n *store.Inode) error {
-	if err := c.check(t, r.path, n); err != nil {
-		return err
+// checkChmod: the owner or a superuser may set the mode bits. On an inode
+// with an ACL the group bits are the mask entry (HDFS's chmod), so the ACL
+// needs no change.
+func (t *tx) checkChmod(path string, n *store.Inode, perm meta.Perm) error {
+	if perm&^meta.PermMask != 0 {
+		return meta.Errorf(opChmod, path, meta.ErrInvalidArgument, "permission %o out of range", perm)
 	}
-	c.apply(n)
+	return t.requireOwner(opChmod, path, n)
+}
+
+// checkChown: only a superuser changes the owner; the owner may change the
+// group to one of its own groups.
+func (t *tx) checkChown(path string, n *store.Inode, owner, group string) error {
+	const op = opChown
+	if owner == "" && group == "" {
+		return meta.Errorf(op, path, meta.ErrInvalidArgument, "neither owner nor group given")
+	}
+	if owner != "" && owner != n.Owner && !t.super {
+		return meta.Errorf(op, path, meta.ErrPermission, "only a superuser may change the owner")
+	}
+	if group != "" && group != n.Group && !t.super {
+		if n.Owner != t.user {
+			return meta.Errorf(op, path, meta.ErrPermission, "user %s is not the owner (%s)", t.user, n.Owner)
+		}
+		if !t.inGroup(group) {
+			return meta.Errorf(op, path, meta.ErrPermission, "user %s is not in group %s", t.user, group)
+		}
+	}
+	for _, s := range []string{owner, group} {
+		if len(s) > meta.MaxNameLen || containsAny(s, "/:\x00\n") {
+			return meta.Errorf(op, path, meta.ErrInvalidArgument, "bad user or group name %q", s)
+		}
+	}
 	return nil
+}
+
+func setOwner(n *store.Inode, owner, group string) {
+	if owner != "" {
+		n.Owner = owner
+	}
+	if group != "" {
+		n.Group = group
+	}
 }
 
 // SetPermission implements meta.FileSystem. Locks: the path exclusive.
 func (e *Engine) SetPermission(ctx context.Context, u meta.User, path string, perm meta.Perm) error {
-	c := chmodChange(perm)
-	return e.updateKind(ctx, c.op, path, u, subtree.KindChmod, c.one)
+	return e.updateKind(ctx, opChmod, path, u, subtree.KindChmod, func(t *tx, r *resolved, n *store.Inode) error {
+		if err := t.checkChmod(r.path, n, perm); err != nil {
+			return err
+		}
+		n.Perm = perm
+		return nil
+	})
 }
 
 // SetOwner implements meta.FileSystem. Locks: the path exclusive.
 func (e *Engine) SetOwner(ctx context.Context, u meta.User, path, owner, group string) error {
-	c := chownChange(owner, group)
-	return e.updateKind(ctx, c.op, path, u, subtree.KindChown, c.one)
+	return e.updateKind(ctx, opChown, path, u, subtree.KindChown, func(t *tx, r *resolved, n *store.Inode) error {
+		if err := t.checkChown(r.path, n, owner, group); err != nil {
+			return err
+		}
+		setOwner(n, owner, group)
+		return nil
+	})
 }
 
 func containsAny(s, chars string) bool {
