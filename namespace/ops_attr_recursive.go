@@ -24,19 +24,20 @@ import (
 //	       read (unlocked: the flagged subtree does not change) and must
 //	       allow the change; the first refusal ends the operation with its
 //	       path, nothing changed;
-//	change breadth first, each transaction changes up to attrBatch inodes
-//	       below the directory (locked exclusive, in key order); the first
-//	       also turns the operation's row into a KindChmodR or KindChownR
-//	       with what it sets, so that a crash from then on is finished at
-//	       the next start (resumeAttrs): the change of an inode is
-//	       idempotent, so that one starts again from the top;
+//	change breadth first, each store transaction changes up to attrBatch
+//	       inodes below the directory (locked exclusive, in key order),
+//	       attrInFlight at a time; the first also turns the operation's row
+//	       into a KindChmodR or KindChownR with what it sets, so that a
+//	       crash from then on is finished at the next start (resumeAttrs):
+//	       the change of an inode is idempotent, so that one starts again
+//	       from the top;
 //	last   the directory itself changes, and its flag goes, in one
 //	       transaction.
 //
 // Every path into the subtree meets the flag until the last commit and
 // waits, so no one sees the subtree half changed: the operation takes
 // effect at its last commit. Memory: the ids of the directories not yet
-// visited, and one batch.
+// visited (8 bytes each), and the keys of attrInFlight+1 batches.
 
 var _ meta.RecursiveAttrs = (*Engine)(nil)
 
