@@ -269,6 +269,8 @@ type Request struct {
 	//	*Request_Fsck
 	//	*Request_Acl
 	//	*Request_Xattr
+	//	*Request_SetPermissionRecursive
+	//	*Request_SetOwnerRecursive
 	Body          isRequest_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -564,6 +566,24 @@ func (x *Request) GetXattr() *XAttrRequest {
 	return nil
 }
 
+func (x *Request) GetSetPermissionRecursive() *SetPermissionRecursiveRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_SetPermissionRecursive); ok {
+			return x.SetPermissionRecursive
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetSetOwnerRecursive() *SetOwnerRecursiveRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_SetOwnerRecursive); ok {
+			return x.SetOwnerRecursive
+		}
+	}
+	return nil
+}
+
 type isRequest_Body interface {
 	isRequest_Body()
 }
@@ -668,6 +688,14 @@ type Request_Xattr struct {
 	Xattr *XAttrRequest `protobuf:"bytes,43,opt,name=xattr,proto3,oneof"`
 }
 
+type Request_SetPermissionRecursive struct {
+	SetPermissionRecursive *SetPermissionRecursiveRequest `protobuf:"bytes,44,opt,name=set_permission_recursive,json=setPermissionRecursive,proto3,oneof"`
+}
+
+type Request_SetOwnerRecursive struct {
+	SetOwnerRecursive *SetOwnerRecursiveRequest `protobuf:"bytes,45,opt,name=set_owner_recursive,json=setOwnerRecursive,proto3,oneof"`
+}
+
 func (*Request_Mkdirs) isRequest_Body() {}
 
 func (*Request_Create) isRequest_Body() {}
@@ -717,6 +745,10 @@ func (*Request_Fsck) isRequest_Body() {}
 func (*Request_Acl) isRequest_Body() {}
 
 func (*Request_Xattr) isRequest_Body() {}
+
+func (*Request_SetPermissionRecursive) isRequest_Body() {}
+
+func (*Request_SetOwnerRecursive) isRequest_Body() {}
 
 // Response answers the request with the same request_id. Exactly one of error
 // and result is set (a method without a result answers with empty).
@@ -3298,11 +3330,129 @@ func (x *XAttrResult) GetXattrs() []*XAttr {
 	return nil
 }
 
+// SetPermissionRecursiveRequest is chmod -R done by the server in one
+// operation (meta.RecursiveAttrs): every inode of the subtree at path gets
+// perm. A server that does not know it answers KIND_UNSUPPORTED; the client
+// then walks the tree with SetPermissionRequest.
+type SetPermissionRecursiveRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Perm          uint32                 `protobuf:"varint,2,opt,name=perm,proto3" json:"perm,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPermissionRecursiveRequest) Reset() {
+	*x = SetPermissionRecursiveRequest{}
+	mi := &file_nimbus_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPermissionRecursiveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPermissionRecursiveRequest) ProtoMessage() {}
+
+func (x *SetPermissionRecursiveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPermissionRecursiveRequest.ProtoReflect.Descriptor instead.
+func (*SetPermissionRecursiveRequest) Descriptor() ([]byte, []int) {
+	return file_nimbus_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *SetPermissionRecursiveRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *SetPermissionRecursiveRequest) GetPerm() uint32 {
+	if x != nil {
+		return x.Perm
+	}
+	return 0
+}
+
+// SetOwnerRecursiveRequest is chown -R done by the server in one operation
+// (meta.RecursiveAttrs); empty owner or group means unchanged.
+type SetOwnerRecursiveRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Owner         string                 `protobuf:"bytes,2,opt,name=owner,proto3" json:"owner,omitempty"`
+	Group         string                 `protobuf:"bytes,3,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetOwnerRecursiveRequest) Reset() {
+	*x = SetOwnerRecursiveRequest{}
+	mi := &file_nimbus_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetOwnerRecursiveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetOwnerRecursiveRequest) ProtoMessage() {}
+
+func (x *SetOwnerRecursiveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetOwnerRecursiveRequest.ProtoReflect.Descriptor instead.
+func (*SetOwnerRecursiveRequest) Descriptor() ([]byte, []int) {
+	return file_nimbus_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *SetOwnerRecursiveRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *SetOwnerRecursiveRequest) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *SetOwnerRecursiveRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
 var File_nimbus_proto protoreflect.FileDescriptor
 
 const file_nimbus_proto_rawDesc = "" +
 	"\n" +
-	"\fnimbus.proto\x12\rnimbus.api.v1\"\xe1\f\n" +
+	"\fnimbus.proto\x12\rnimbus.api.v1\"\xa6\x0e\n" +
 	"\aRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12\x1f\n" +
@@ -3337,7 +3487,9 @@ const file_nimbus_proto_rawDesc = "" +
 	"\x04echo\x18( \x01(\v2\x1a.nimbus.api.v1.EchoRequestH\x00R\x04echo\x120\n" +
 	"\x04fsck\x18) \x01(\v2\x1a.nimbus.api.v1.FsckRequestH\x00R\x04fsck\x12-\n" +
 	"\x03acl\x18* \x01(\v2\x19.nimbus.api.v1.AclRequestH\x00R\x03acl\x123\n" +
-	"\x05xattr\x18+ \x01(\v2\x1b.nimbus.api.v1.XAttrRequestH\x00R\x05xattrB\x06\n" +
+	"\x05xattr\x18+ \x01(\v2\x1b.nimbus.api.v1.XAttrRequestH\x00R\x05xattr\x12h\n" +
+	"\x18set_permission_recursive\x18, \x01(\v2,.nimbus.api.v1.SetPermissionRecursiveRequestH\x00R\x16setPermissionRecursive\x12Y\n" +
+	"\x13set_owner_recursive\x18- \x01(\v2'.nimbus.api.v1.SetOwnerRecursiveRequestH\x00R\x11setOwnerRecursiveB\x06\n" +
 	"\x04body\"\x81\x05\n" +
 	"\bResponse\x12\x1d\n" +
 	"\n" +
@@ -3554,7 +3706,14 @@ const file_nimbus_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\";\n" +
 	"\vXAttrResult\x12,\n" +
-	"\x06xattrs\x18\x01 \x03(\v2\x14.nimbus.api.v1.XAttrR\x06xattrs*\xc1\x02\n" +
+	"\x06xattrs\x18\x01 \x03(\v2\x14.nimbus.api.v1.XAttrR\x06xattrs\"G\n" +
+	"\x1dSetPermissionRecursiveRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
+	"\x04perm\x18\x02 \x01(\rR\x04perm\"Z\n" +
+	"\x18SetOwnerRecursiveRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x14\n" +
+	"\x05owner\x18\x02 \x01(\tR\x05owner\x12\x14\n" +
+	"\x05group\x18\x03 \x01(\tR\x05group*\xc1\x02\n" +
 	"\x04Kind\x12\x10\n" +
 	"\fKIND_UNKNOWN\x10\x00\x12\x12\n" +
 	"\x0eKIND_NOT_FOUND\x10\x01\x12\x0f\n" +
@@ -3589,51 +3748,53 @@ func file_nimbus_proto_rawDescGZIP() []byte {
 }
 
 var file_nimbus_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_nimbus_proto_goTypes = []any{
-	(Kind)(0),                     // 0: nimbus.api.v1.Kind
-	(AclRequest_Op)(0),            // 1: nimbus.api.v1.AclRequest.Op
-	(XAttrRequest_Op)(0),          // 2: nimbus.api.v1.XAttrRequest.Op
-	(*Request)(nil),               // 3: nimbus.api.v1.Request
-	(*Response)(nil),              // 4: nimbus.api.v1.Response
-	(*Error)(nil),                 // 5: nimbus.api.v1.Error
-	(*Empty)(nil),                 // 6: nimbus.api.v1.Empty
-	(*MkdirsRequest)(nil),         // 7: nimbus.api.v1.MkdirsRequest
-	(*CreateRequest)(nil),         // 8: nimbus.api.v1.CreateRequest
-	(*AppendRequest)(nil),         // 9: nimbus.api.v1.AppendRequest
-	(*WriteRequest)(nil),          // 10: nimbus.api.v1.WriteRequest
-	(*CompleteRequest)(nil),       // 11: nimbus.api.v1.CompleteRequest
-	(*ReadRequest)(nil),           // 12: nimbus.api.v1.ReadRequest
-	(*StatRequest)(nil),           // 13: nimbus.api.v1.StatRequest
-	(*ListRequest)(nil),           // 14: nimbus.api.v1.ListRequest
-	(*DeleteRequest)(nil),         // 15: nimbus.api.v1.DeleteRequest
-	(*RenameRequest)(nil),         // 16: nimbus.api.v1.RenameRequest
-	(*SetPermissionRequest)(nil),  // 17: nimbus.api.v1.SetPermissionRequest
-	(*SetOwnerRequest)(nil),       // 18: nimbus.api.v1.SetOwnerRequest
-	(*SetTimesRequest)(nil),       // 19: nimbus.api.v1.SetTimesRequest
-	(*SetReplicationRequest)(nil), // 20: nimbus.api.v1.SetReplicationRequest
-	(*TruncateRequest)(nil),       // 21: nimbus.api.v1.TruncateRequest
-	(*ConcatRequest)(nil),         // 22: nimbus.api.v1.ConcatRequest
-	(*ContentSummaryRequest)(nil), // 23: nimbus.api.v1.ContentSummaryRequest
-	(*SetQuotaRequest)(nil),       // 24: nimbus.api.v1.SetQuotaRequest
-	(*CreateSymlinkRequest)(nil),  // 25: nimbus.api.v1.CreateSymlinkRequest
-	(*RenewLeaseRequest)(nil),     // 26: nimbus.api.v1.RenewLeaseRequest
-	(*DefaultsRequest)(nil),       // 27: nimbus.api.v1.DefaultsRequest
-	(*EchoRequest)(nil),           // 28: nimbus.api.v1.EchoRequest
-	(*FsckRequest)(nil),           // 29: nimbus.api.v1.FsckRequest
-	(*FileStatus)(nil),            // 30: nimbus.api.v1.FileStatus
-	(*Listing)(nil),               // 31: nimbus.api.v1.Listing
-	(*ContentSummary)(nil),        // 32: nimbus.api.v1.ContentSummary
-	(*ReadResult)(nil),            // 33: nimbus.api.v1.ReadResult
-	(*ServerDefaults)(nil),        // 34: nimbus.api.v1.ServerDefaults
-	(*FsckReport)(nil),            // 35: nimbus.api.v1.FsckReport
-	(*EchoResult)(nil),            // 36: nimbus.api.v1.EchoResult
-	(*AclRequest)(nil),            // 37: nimbus.api.v1.AclRequest
-	(*AclEntry)(nil),              // 38: nimbus.api.v1.AclEntry
-	(*AclStatus)(nil),             // 39: nimbus.api.v1.AclStatus
-	(*XAttrRequest)(nil),          // 40: nimbus.api.v1.XAttrRequest
-	(*XAttr)(nil),                 // 41: nimbus.api.v1.XAttr
-	(*XAttrResult)(nil),           // 42: nimbus.api.v1.XAttrResult
+	(Kind)(0),                             // 0: nimbus.api.v1.Kind
+	(AclRequest_Op)(0),                    // 1: nimbus.api.v1.AclRequest.Op
+	(XAttrRequest_Op)(0),                  // 2: nimbus.api.v1.XAttrRequest.Op
+	(*Request)(nil),                       // 3: nimbus.api.v1.Request
+	(*Response)(nil),                      // 4: nimbus.api.v1.Response
+	(*Error)(nil),                         // 5: nimbus.api.v1.Error
+	(*Empty)(nil),                         // 6: nimbus.api.v1.Empty
+	(*MkdirsRequest)(nil),                 // 7: nimbus.api.v1.MkdirsRequest
+	(*CreateRequest)(nil),                 // 8: nimbus.api.v1.CreateRequest
+	(*AppendRequest)(nil),                 // 9: nimbus.api.v1.AppendRequest
+	(*WriteRequest)(nil),                  // 10: nimbus.api.v1.WriteRequest
+	(*CompleteRequest)(nil),               // 11: nimbus.api.v1.CompleteRequest
+	(*ReadRequest)(nil),                   // 12: nimbus.api.v1.ReadRequest
+	(*StatRequest)(nil),                   // 13: nimbus.api.v1.StatRequest
+	(*ListRequest)(nil),                   // 14: nimbus.api.v1.ListRequest
+	(*DeleteRequest)(nil),                 // 15: nimbus.api.v1.DeleteRequest
+	(*RenameRequest)(nil),                 // 16: nimbus.api.v1.RenameRequest
+	(*SetPermissionRequest)(nil),          // 17: nimbus.api.v1.SetPermissionRequest
+	(*SetOwnerRequest)(nil),               // 18: nimbus.api.v1.SetOwnerRequest
+	(*SetTimesRequest)(nil),               // 19: nimbus.api.v1.SetTimesRequest
+	(*SetReplicationRequest)(nil),         // 20: nimbus.api.v1.SetReplicationRequest
+	(*TruncateRequest)(nil),               // 21: nimbus.api.v1.TruncateRequest
+	(*ConcatRequest)(nil),                 // 22: nimbus.api.v1.ConcatRequest
+	(*ContentSummaryRequest)(nil),         // 23: nimbus.api.v1.ContentSummaryRequest
+	(*SetQuotaRequest)(nil),               // 24: nimbus.api.v1.SetQuotaRequest
+	(*CreateSymlinkRequest)(nil),          // 25: nimbus.api.v1.CreateSymlinkRequest
+	(*RenewLeaseRequest)(nil),             // 26: nimbus.api.v1.RenewLeaseRequest
+	(*DefaultsRequest)(nil),               // 27: nimbus.api.v1.DefaultsRequest
+	(*EchoRequest)(nil),                   // 28: nimbus.api.v1.EchoRequest
+	(*FsckRequest)(nil),                   // 29: nimbus.api.v1.FsckRequest
+	(*FileStatus)(nil),                    // 30: nimbus.api.v1.FileStatus
+	(*Listing)(nil),                       // 31: nimbus.api.v1.Listing
+	(*ContentSummary)(nil),                // 32: nimbus.api.v1.ContentSummary
+	(*ReadResult)(nil),                    // 33: nimbus.api.v1.ReadResult
+	(*ServerDefaults)(nil),                // 34: nimbus.api.v1.ServerDefaults
+	(*FsckReport)(nil),                    // 35: nimbus.api.v1.FsckReport
+	(*EchoResult)(nil),                    // 36: nimbus.api.v1.EchoResult
+	(*AclRequest)(nil),                    // 37: nimbus.api.v1.AclRequest
+	(*AclEntry)(nil),                      // 38: nimbus.api.v1.AclEntry
+	(*AclStatus)(nil),                     // 39: nimbus.api.v1.AclStatus
+	(*XAttrRequest)(nil),                  // 40: nimbus.api.v1.XAttrRequest
+	(*XAttr)(nil),                         // 41: nimbus.api.v1.XAttr
+	(*XAttrResult)(nil),                   // 42: nimbus.api.v1.XAttrResult
+	(*SetPermissionRecursiveRequest)(nil), // 43: nimbus.api.v1.SetPermissionRecursiveRequest
+	(*SetOwnerRecursiveRequest)(nil),      // 44: nimbus.api.v1.SetOwnerRecursiveRequest
 }
 var file_nimbus_proto_depIdxs = []int32{
 	7,  // 0: nimbus.api.v1.Request.mkdirs:type_name -> nimbus.api.v1.MkdirsRequest
@@ -3661,30 +3822,32 @@ var file_nimbus_proto_depIdxs = []int32{
 	29, // 22: nimbus.api.v1.Request.fsck:type_name -> nimbus.api.v1.FsckRequest
 	37, // 23: nimbus.api.v1.Request.acl:type_name -> nimbus.api.v1.AclRequest
 	40, // 24: nimbus.api.v1.Request.xattr:type_name -> nimbus.api.v1.XAttrRequest
-	5,  // 25: nimbus.api.v1.Response.error:type_name -> nimbus.api.v1.Error
-	6,  // 26: nimbus.api.v1.Response.empty:type_name -> nimbus.api.v1.Empty
-	30, // 27: nimbus.api.v1.Response.status:type_name -> nimbus.api.v1.FileStatus
-	31, // 28: nimbus.api.v1.Response.listing:type_name -> nimbus.api.v1.Listing
-	32, // 29: nimbus.api.v1.Response.content_summary:type_name -> nimbus.api.v1.ContentSummary
-	33, // 30: nimbus.api.v1.Response.read:type_name -> nimbus.api.v1.ReadResult
-	34, // 31: nimbus.api.v1.Response.defaults:type_name -> nimbus.api.v1.ServerDefaults
-	35, // 32: nimbus.api.v1.Response.fsck:type_name -> nimbus.api.v1.FsckReport
-	36, // 33: nimbus.api.v1.Response.echo:type_name -> nimbus.api.v1.EchoResult
-	39, // 34: nimbus.api.v1.Response.acl_status:type_name -> nimbus.api.v1.AclStatus
-	42, // 35: nimbus.api.v1.Response.xattrs:type_name -> nimbus.api.v1.XAttrResult
-	0,  // 36: nimbus.api.v1.Error.kind:type_name -> nimbus.api.v1.Kind
-	30, // 37: nimbus.api.v1.Listing.entries:type_name -> nimbus.api.v1.FileStatus
-	1,  // 38: nimbus.api.v1.AclRequest.op:type_name -> nimbus.api.v1.AclRequest.Op
-	38, // 39: nimbus.api.v1.AclRequest.entries:type_name -> nimbus.api.v1.AclEntry
-	38, // 40: nimbus.api.v1.AclStatus.entries:type_name -> nimbus.api.v1.AclEntry
-	2,  // 41: nimbus.api.v1.XAttrRequest.op:type_name -> nimbus.api.v1.XAttrRequest.Op
-	41, // 42: nimbus.api.v1.XAttrRequest.xattr:type_name -> nimbus.api.v1.XAttr
-	41, // 43: nimbus.api.v1.XAttrResult.xattrs:type_name -> nimbus.api.v1.XAttr
-	44, // [44:44] is the sub-list for method output_type
-	44, // [44:44] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	43, // 25: nimbus.api.v1.Request.set_permission_recursive:type_name -> nimbus.api.v1.SetPermissionRecursiveRequest
+	44, // 26: nimbus.api.v1.Request.set_owner_recursive:type_name -> nimbus.api.v1.SetOwnerRecursiveRequest
+	5,  // 27: nimbus.api.v1.Response.error:type_name -> nimbus.api.v1.Error
+	6,  // 28: nimbus.api.v1.Response.empty:type_name -> nimbus.api.v1.Empty
+	30, // 29: nimbus.api.v1.Response.status:type_name -> nimbus.api.v1.FileStatus
+	31, // 30: nimbus.api.v1.Response.listing:type_name -> nimbus.api.v1.Listing
+	32, // 31: nimbus.api.v1.Response.content_summary:type_name -> nimbus.api.v1.ContentSummary
+	33, // 32: nimbus.api.v1.Response.read:type_name -> nimbus.api.v1.ReadResult
+	34, // 33: nimbus.api.v1.Response.defaults:type_name -> nimbus.api.v1.ServerDefaults
+	35, // 34: nimbus.api.v1.Response.fsck:type_name -> nimbus.api.v1.FsckReport
+	36, // 35: nimbus.api.v1.Response.echo:type_name -> nimbus.api.v1.EchoResult
+	39, // 36: nimbus.api.v1.Response.acl_status:type_name -> nimbus.api.v1.AclStatus
+	42, // 37: nimbus.api.v1.Response.xattrs:type_name -> nimbus.api.v1.XAttrResult
+	0,  // 38: nimbus.api.v1.Error.kind:type_name -> nimbus.api.v1.Kind
+	30, // 39: nimbus.api.v1.Listing.entries:type_name -> nimbus.api.v1.FileStatus
+	1,  // 40: nimbus.api.v1.AclRequest.op:type_name -> nimbus.api.v1.AclRequest.Op
+	38, // 41: nimbus.api.v1.AclRequest.entries:type_name -> nimbus.api.v1.AclEntry
+	38, // 42: nimbus.api.v1.AclStatus.entries:type_name -> nimbus.api.v1.AclEntry
+	2,  // 43: nimbus.api.v1.XAttrRequest.op:type_name -> nimbus.api.v1.XAttrRequest.Op
+	41, // 44: nimbus.api.v1.XAttrRequest.xattr:type_name -> nimbus.api.v1.XAttr
+	41, // 45: nimbus.api.v1.XAttrResult.xattrs:type_name -> nimbus.api.v1.XAttr
+	46, // [46:46] is the sub-list for method output_type
+	46, // [46:46] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_nimbus_proto_init() }
@@ -3718,6 +3881,8 @@ func file_nimbus_proto_init() {
 		(*Request_Fsck)(nil),
 		(*Request_Acl)(nil),
 		(*Request_Xattr)(nil),
+		(*Request_SetPermissionRecursive)(nil),
+		(*Request_SetOwnerRecursive)(nil),
 	}
 	file_nimbus_proto_msgTypes[1].OneofWrappers = []any{
 		(*Response_Empty)(nil),
@@ -3739,7 +3904,7 @@ func file_nimbus_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nimbus_proto_rawDesc), len(file_nimbus_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   40,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

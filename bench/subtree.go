@@ -72,11 +72,12 @@ type SubtreeResult struct {
 	Dir     string  `json:"dir"`     // the tree's root
 	MovedTo string  `json:"moved_to,omitempty"`
 	Dirs    int     `json:"dirs"`    // directories in the tree, its root included
-	Inodes  int64   `json:"inodes"`  // inodes the operation touched (chmod: changed; else the tree's size)
+	Inodes  int64   `json:"inodes"`  // inodes the operation touched (a chmod walk: changed; else the tree's size)
 	BuildS  float64 `json:"build_s"` // time to build the tree
 	// ClientSide: the operation is a walk by the driver, one request per
-	// inode (chmod today: the Go client has no recursive chmod, and this is
-	// what `nimbus fs chmod -R` does).
+	// inode (chmod on a target without meta.RecursiveAttrs, WebHDFS's: what
+	// an HDFS client's chmod -R does). Otherwise chmod is one operation of
+	// the server, as `nimbus fs chmod -R` with an octal mode.
 	ClientSide bool `json:"client_side"`
 	// Server memory: process RSS from the Prometheus endpoint (the Java heap
 	// for an HDFS /jmx URL) just before the operation and the highest sample
@@ -134,7 +135,7 @@ func Subtree(ctx context.Context, env *Env, cfg SubtreeConfig, progress *Progres
 		return nil, fmt.Errorf("bench: subtree: build %s: %w", dir, err)
 	}
 	res := &SubtreeResult{Dir: dir, Dirs: built.Dirs + 1, BuildS: built.Duration.Seconds(),
-		BackgroundClients: cfg.Background, ClientSide: cfg.Op == "chmod"}
+		BackgroundClients: cfg.Background}
 
 	bg, err := newSubtreeBackground(ctx, env, root, cfg)
 	if err != nil {
@@ -200,6 +201,13 @@ func Subtree(ctx context.Context, env *Env, cfg SubtreeConfig, progress *Progres
 				res.MovedTo = dir + "-moved"
 				return env.FS.Rename(ctx, env.User, dir, res.MovedTo, meta.RenameOptions{})
 			default:
+				if ra, ok := env.FS.(meta.RecursiveAttrs); ok {
+					err := ra.SetPermissionRecursive(ctx, env.User, dir, SubtreeChmodPerm)
+					if !errors.Is(err, meta.ErrUnsupported) {
+						return err
+					}
+				}
+				res.ClientSide = true
 				return chmodWalk(ctx, env, dir, SubtreeChmodPerm, &inodes)
 			}
 		})
@@ -235,7 +243,7 @@ func Subtree(ctx context.Context, env *Env, cfg SubtreeConfig, progress *Progres
 	res.Result.Files = cfg.Files
 	res.Seconds = took.Seconds()
 	res.Inodes = int64(res.Dirs + cfg.Files + 1) // + the manifest prepare wrote
-	if cfg.Op == "chmod" {
+	if res.ClientSide {
 		res.Inodes = inodes.Load()
 	}
 	if runErr == nil && m != nil && m.Errors > 0 {

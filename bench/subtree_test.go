@@ -125,7 +125,7 @@ func TestSubtreeEveryOp(t *testing.T) {
 			if num("background_errors_during") != 0 {
 				t.Fatalf("background errors during the operation")
 			}
-			if res["client_side"] != (op == "chmod") {
+			if res["client_side"] != false { // chmod too: the client has a recursive chmod
 				t.Fatalf("client_side %v", res["client_side"])
 			}
 			// ReadDocument still reads it as an ordinary result file.
@@ -189,5 +189,30 @@ func TestSubtreeConfigValidate(t *testing.T) {
 	}
 	if err := bench.DefaultSubtreeConfig().Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// walkOnly hides the target's optional capabilities: a chmod of the
+// subtree workload is then the driver's walk, as against WebHDFS.
+type walkOnly struct{ bench.Target }
+
+func TestSubtreeChmodWalksWithoutRecursiveAttrs(t *testing.T) {
+	env := realEnv(t)
+	env.FS = walkOnly{env.FS}
+	cfg := bench.DefaultSubtreeConfig()
+	cfg.Files, cfg.Op, cfg.Clients, cfg.Background = 100, "chmod", 4, 0
+	r, err := bench.Subtree(context.Background(), env, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	walk(t, env, r.Dir, func(p string, st *meta.FileStatus) {
+		n++
+		if st.Perm != bench.SubtreeChmodPerm {
+			t.Fatalf("%s: mode %o, want %o", p, st.Perm, bench.SubtreeChmodPerm)
+		}
+	})
+	if !r.ClientSide || int64(n) != r.Inodes {
+		t.Fatalf("client side %v, %d inodes changed, %d in the tree", r.ClientSide, r.Inodes, n)
 	}
 }

@@ -165,6 +165,26 @@ func (c *Client) SetOwner(ctx context.Context, u meta.User, path, owner, group s
 	return err
 }
 
+var _ meta.RecursiveAttrs = (*Client)(nil)
+
+// SetPermissionRecursive implements meta.RecursiveAttrs: one call, the
+// server changes the whole subtree. A server that does not know the call
+// (an older one) answers meta.ErrUnsupported: callers then walk the tree
+// with SetPermission.
+func (c *Client) SetPermissionRecursive(ctx context.Context, u meta.User, path string, perm meta.Perm) error {
+	_, err := c.call(ctx, rpc.MethodSetPermissionRecursive, path, u, &api.Request{Body: &api.Request_SetPermissionRecursive{
+		SetPermissionRecursive: &api.SetPermissionRecursiveRequest{Path: path, Perm: uint32(perm)}}})
+	return err
+}
+
+// SetOwnerRecursive implements meta.RecursiveAttrs, as
+// SetPermissionRecursive.
+func (c *Client) SetOwnerRecursive(ctx context.Context, u meta.User, path, owner, group string) error {
+	_, err := c.call(ctx, rpc.MethodSetOwnerRecursive, path, u, &api.Request{Body: &api.Request_SetOwnerRecursive{
+		SetOwnerRecursive: &api.SetOwnerRecursiveRequest{Path: path, Owner: owner, Group: group}}})
+	return err
+}
+
 // SetTimes implements meta.FileSystem.
 func (c *Client) SetTimes(ctx context.Context, u meta.User, path string, mtime, atime int64) error {
 	_, err := c.call(ctx, rpc.MethodSetTimes, path, u, &api.Request{Body: &api.Request_SetTimes{SetTimes: &api.SetTimesRequest{Path: path, Mtime: mtime, Atime: atime}}})

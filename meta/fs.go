@@ -52,6 +52,29 @@ func MkdirsUnmasked(ctx context.Context, fs FileSystem, u User, dir string, perm
 	return fs.Mkdirs(ctx, u, dir, perm)
 }
 
+// RecursiveAttrs is an optional capability of a FileSystem: chmod -R and
+// chown -R done by the server in one operation, rather than by the client
+// walking the tree with SetPermission and SetOwner on every entry (what HDFS's
+// shell does, and what callers do when the capability is missing; found by
+// type assertion).
+//
+// Every file and directory of the subtree at path, path itself included
+// (symbolic links below it keep theirs, as the shell's walk skips them),
+// gets the mode
+// (SetPermissionRecursive; on an inode with an ACL the group bits are its
+// mask, as with SetPermission) or the owner and group (SetOwnerRecursive;
+// empty means unchanged). The permission rule is SetPermission's and
+// SetOwner's, applied to every inode, and checked on all of them before any
+// changes: a refusal changes nothing and names the first path refused.
+// Unlike HDFS's walk, the change is atomic: no other operation sees the
+// subtree half changed, and once one has returned nil the whole subtree has
+// changed, durably. On a file or an empty directory they are SetPermission
+// and SetOwner.
+type RecursiveAttrs interface {
+	SetPermissionRecursive(ctx context.Context, u User, path string, perm Perm) error
+	SetOwnerRecursive(ctx context.Context, u User, path, owner, group string) error
+}
+
 // User is the caller of an operation, as HDFS's "simple" authentication gives it:
 // a user name the server trusts. The server resolves the user's groups itself.
 // An empty name is nobody: the engine refuses it (ErrPermission).

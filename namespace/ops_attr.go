@@ -55,14 +55,84 @@ func (e *Engine) updateKind(ctx context.Context, op, path string, u meta.User, k
 	}
 }
 
+// attrChange is a chmod's or chown's change to one inode, split so that a
+// recursive one (ops_attr_recursive.go) checks every inode before it changes
+// any: check says whether the caller may make it (on the inode at path),
+// apply makes it.
+type attrChange struct {
+	op    string
+	check func(t *tx, path string, n *store.Inode) error
+	apply func(n *store.Inode)
+}
+
+const (
+	opChmod = "set permission"
+	opChown = "set owner"
+)
+
+func chmodChange(perm meta.Perm) attrChange {
+	return attrChange{op: opChmod,
+		check: func(t *tx, path string, n *store.Inode) error { return t.checkChmod(path, n, perm) },
+		apply: func(n *store.Inode) { n.Perm = perm },
+	}
+}
+
+func chownChange(owner, group string) attrChange {
+	return attrChange{op: opChown,
+		check: func(t *tx, path string, n *store.Inode) error { return t.checkChown(path, n, owner, group) },
+		apply: func(n *store.Inode) { setOwner(n, owner, group) },
+	}
+}
+
+// checkChmod: the owner or a superuser may set the mode bits. On an inode
+// with an ACL the group bits are the mask entry (HDFS's chmod), so the ACL
+// needs no change.
+func (t *tx) checkChmod(path string, n *store.Inode, perm meta.Perm) error {
+	if perm&^meta.PermMask != 0 {
+		return meta.Errorf(opChmod, path, meta.ErrInvalidArgument, "permission %o out of range", perm)
+	}
+	return t.requireOwner(opChmod, path, n)
+}
+
+// checkChown: only a superuser changes the owner; the owner may change the
+// group to one of its own groups.
+func (t *tx) checkChown(path string, n *store.Inode, owner, group string) error {
+	const op = opChown
+	if owner == "" && group == "" {
+		return meta.Errorf(op, path, meta.ErrInvalidArgument, "neither owner nor group given")
+	}
+	if owner != "" && owner != n.Owner && !t.super {
+		return meta.Errorf(op, path, meta.ErrPermission, "only a superuser may change the owner")
+	}
+	if group != "" && group != n.Group && !t.super {
+		if n.Owner != t.user {
+			return meta.Errorf(op, path, meta.ErrPermission, "user %s is not the owner (%s)", t.user, n.Owner)
+		}
+		if !t.inGroup(group) {
+			return meta.Errorf(op, path, meta.ErrPermission, "user %s is not in group %s", t.user, group)
+		}
+	}
+	for _, s := range []string{owner, group} {
+		if len(s) > meta.MaxNameLen || containsAny(s, "/:\x00\n") {
+			return meta.Errorf(op, path, meta.ErrInvalidArgument, "bad user or group name %q", s)
+		}
+	}
+	return nil
+}
+
+func setOwner(n *store.Inode, owner, group string) {
+	if owner != "" {
+		n.Owner = owner
+	}
+	if group != "" {
+		n.Group = group
+	}
+}
+
 // SetPermission implements meta.FileSystem. Locks: the path exclusive.
 func (e *Engine) SetPermission(ctx context.Context, u meta.User, path string, perm meta.Perm) error {
-	const op = "set permission"
-	return e.updateKind(ctx, op, path, u, subtree.KindChmod, func(t *tx, r *resolved, n *store.Inode) error {
-		if perm&^meta.PermMask != 0 {
-			return meta.Errorf(op, r.path, meta.ErrInvalidArgument, "permission %o out of range", perm)
-		}
-		if err := t.requireOwner(op, r.path, n); err != nil {
+	return e.updateKind(ctx, opChmod, path, u, subtree.KindChmod, func(t *tx, r *resolved, n *store.Inode) error {
+		if err := t.checkChmod(r.path, n, perm); err != nil {
 			return err
 		}
 		n.Perm = perm
@@ -72,33 +142,11 @@ func (e *Engine) SetPermission(ctx context.Context, u meta.User, path string, pe
 
 // SetOwner implements meta.FileSystem. Locks: the path exclusive.
 func (e *Engine) SetOwner(ctx context.Context, u meta.User, path, owner, group string) error {
-	const op = "set owner"
-	return e.updateKind(ctx, op, path, u, subtree.KindChown, func(t *tx, r *resolved, n *store.Inode) error {
-		if owner == "" && group == "" {
-			return meta.Errorf(op, r.path, meta.ErrInvalidArgument, "neither owner nor group given")
+	return e.updateKind(ctx, opChown, path, u, subtree.KindChown, func(t *tx, r *resolved, n *store.Inode) error {
+		if err := t.checkChown(r.path, n, owner, group); err != nil {
+			return err
 		}
-		if owner != "" && owner != n.Owner && !t.super {
-			return meta.Errorf(op, r.path, meta.ErrPermission, "only a superuser may change the owner")
-		}
-		if group != "" && group != n.Group && !t.super {
-			if n.Owner != t.user {
-				return meta.Errorf(op, r.path, meta.ErrPermission, "user %s is not the owner (%s)", t.user, n.Owner)
-			}
-			if !t.inGroup(group) {
-				return meta.Errorf(op, r.path, meta.ErrPermission, "user %s is not in group %s", t.user, group)
-			}
-		}
-		for _, s := range []string{owner, group} {
-			if len(s) > meta.MaxNameLen || containsAny(s, "/:\x00\n") {
-				return meta.Errorf(op, r.path, meta.ErrInvalidArgument, "bad user or group name %q", s)
-			}
-		}
-		if owner != "" {
-			n.Owner = owner
-		}
-		if group != "" {
-			n.Group = group
-		}
+		setOwner(n, owner, group)
 		return nil
 	})
 }

@@ -546,6 +546,12 @@ func (e *Engine) recoverSubtreeOpsOf(ctx context.Context, gone func(owner uint64
 			}
 			continue
 		}
+		if ok, err := e.resumeAttrs(ctx, f); ok || err != nil { // ops_attr_recursive.go
+			if err != nil {
+				return fmt.Errorf("namespace: finishing the recursive change of %s: %w", f.path, err)
+			}
+			continue
+		}
 		if err := e.clearFlag(ctx, f); err != nil {
 			return fmt.Errorf("namespace: clearing the subtree flag of %s: %w", f.path, err)
 		}

@@ -121,6 +121,20 @@ func (s *Server) dispatch(ctx context.Context, req *api.Request, m Method, path 
 		err = dispatchAcl(ctx, fs, u, b.Acl, resp)
 	case *api.Request_Xattr:
 		err = dispatchXAttr(ctx, fs, u, b.Xattr, resp)
+	case *api.Request_SetPermissionRecursive:
+		r := b.SetPermissionRecursive
+		if ra, ok := fs.(meta.RecursiveAttrs); ok {
+			err = ra.SetPermissionRecursive(ctx, u, r.GetPath(), meta.Perm(r.GetPerm()))
+		} else {
+			err = meta.Errorf("setPermissionRecursive", r.GetPath(), meta.ErrUnsupported, "this server's file system has no recursive chmod")
+		}
+	case *api.Request_SetOwnerRecursive:
+		r := b.SetOwnerRecursive
+		if ra, ok := fs.(meta.RecursiveAttrs); ok {
+			err = ra.SetOwnerRecursive(ctx, u, r.GetPath(), r.GetOwner(), r.GetGroup())
+		} else {
+			err = meta.Errorf("setOwnerRecursive", r.GetPath(), meta.ErrUnsupported, "this server's file system has no recursive chown")
+		}
 	default:
 		err = meta.Errorf("rpc", "", meta.ErrUnsupported, "request carries no method this server knows")
 	}

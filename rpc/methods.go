@@ -31,8 +31,10 @@ const (
 	MethodDefaults
 	MethodEcho
 	MethodFsck
-	MethodAcl   // the meta.ACLs capability
-	MethodXAttr // the meta.XAttrs capability
+	MethodAcl                    // the meta.ACLs capability
+	MethodXAttr                  // the meta.XAttrs capability
+	MethodSetPermissionRecursive // the meta.RecursiveAttrs capability
+	MethodSetOwnerRecursive
 	numMethods
 )
 
@@ -45,6 +47,7 @@ var methodNames = [numMethods]string{
 	MethodContentSummary: "contentSummary", MethodSetQuota: "setQuota", MethodCreateSymlink: "createSymlink",
 	MethodRenewLease: "renewLease", MethodDefaults: "defaults", MethodEcho: "echo", MethodFsck: "fsck",
 	MethodAcl: "acl", MethodXAttr: "xattr",
+	MethodSetPermissionRecursive: "setPermissionRecursive", MethodSetOwnerRecursive: "setOwnerRecursive",
 }
 
 // String returns the method's name as used in errors and metric labels.
@@ -119,6 +122,10 @@ func MethodOf(req *api.Request) (Method, string) {
 		return MethodAcl, b.Acl.GetPath()
 	case *api.Request_Xattr:
 		return MethodXAttr, b.Xattr.GetPath()
+	case *api.Request_SetPermissionRecursive:
+		return MethodSetPermissionRecursive, b.SetPermissionRecursive.GetPath()
+	case *api.Request_SetOwnerRecursive:
+		return MethodSetOwnerRecursive, b.SetOwnerRecursive.GetPath()
 	}
 	return MethodUnknown, ""
 }

@@ -27,9 +27,19 @@ type SubtreeOp struct {
 	PendingInodes  int64
 	PendingSpace   int64
 	PendingEntries int64
+
+	// A recursive chmod or chown keeps what it sets, so that the next start
+	// can finish it: the mode bits, the owner and the group (empty:
+	// unchanged). Written only when one is set (format 2).
+	SetPerm  uint32
+	SetUser  string
+	SetGroup string
 }
 
-const subtreeFormatV1 = 1
+const (
+	subtreeFormatV1 = 1
+	subtreeFormatV2 = 2 // V1 and SetPerm, SetUser, SetGroup
+)
 
 // SubtreeOpKey is the key of the subtree operation row of directory id.
 func SubtreeOpKey(id uint64) []byte {
@@ -55,14 +65,25 @@ func AllSubtreeOpsRange() (start, end []byte) {
 
 // EncodeSubtreeOp appends the encoded value of op to dst.
 func EncodeSubtreeOp(dst []byte, op *SubtreeOp) []byte {
-	dst = append(dst, subtreeFormatV1, op.Kind)
+	v2 := op.SetPerm != 0 || op.SetUser != "" || op.SetGroup != ""
+	format := byte(subtreeFormatV1)
+	if v2 {
+		format = subtreeFormatV2
+	}
+	dst = append(dst, format, op.Kind)
 	dst = binary.AppendUvarint(dst, op.Owner)
 	dst = binary.AppendUvarint(dst, op.Parent)
 	dst = appendString(dst, op.Name)
 	dst = appendString(dst, op.Path)
 	dst = binary.AppendVarint(dst, op.PendingInodes)
 	dst = binary.AppendVarint(dst, op.PendingSpace)
-	return binary.AppendVarint(dst, op.PendingEntries)
+	dst = binary.AppendVarint(dst, op.PendingEntries)
+	if v2 {
+		dst = binary.AppendUvarint(dst, uint64(op.SetPerm))
+		dst = appendString(dst, op.SetUser)
+		dst = appendString(dst, op.SetGroup)
+	}
+	return dst
 }
 
 // DecodeSubtreeOp decodes a subtree operation row.
@@ -71,7 +92,8 @@ func DecodeSubtreeOp(key, value []byte, op *SubtreeOp) error {
 		return fmt.Errorf("%w: %s is not a subtree operation key", ErrCorrupt, FormatKey(key))
 	}
 	d := decoder{b: value}
-	if v := d.byte(); v != subtreeFormatV1 && d.err == nil {
+	v := d.byte()
+	if v != subtreeFormatV1 && v != subtreeFormatV2 && d.err == nil {
 		d.err = fmt.Errorf("unknown subtree operation format %d", v)
 	}
 	op.Kind = d.byte()
@@ -82,6 +104,12 @@ func DecodeSubtreeOp(key, value []byte, op *SubtreeOp) error {
 	op.PendingInodes = d.varint()
 	op.PendingSpace = d.varint()
 	op.PendingEntries = d.varint()
+	op.SetPerm, op.SetUser, op.SetGroup = 0, "", ""
+	if v == subtreeFormatV2 {
+		op.SetPerm = uint32(d.uvarint())
+		op.SetUser = d.string()
+		op.SetGroup = d.string()
+	}
 	if d.err == nil && op.Owner == 0 {
 		d.err = errors.New("no owner")
 	}

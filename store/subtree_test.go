@@ -20,6 +20,10 @@ func TestSubtreeOpRoundTrip(t *testing.T) {
 	if err := DecodeSubtreeOp(key, EncodeSubtreeOp(nil, &op), &back); err != nil || back != op {
 		t.Fatalf("round trip: %+v, %v", back, err)
 	}
+	chown := SubtreeOp{Owner: 7, Kind: 7, Parent: 1, Name: "a", Path: "/a", SetPerm: 0o1750, SetUser: "alice", SetGroup: "staff"}
+	if err := DecodeSubtreeOp(key, EncodeSubtreeOp(nil, &chown), &back); err != nil || back != chown {
+		t.Fatalf("round trip with what a recursive chown sets: %+v, %v", back, err)
+	}
 	bad := EncodeSubtreeOp(nil, &SubtreeOp{Kind: 1, Path: "/x"})
 	if err := DecodeSubtreeOp(key, bad, &back); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("a row without an owner decoded: %v", err)

@@ -147,11 +147,35 @@ func (sh *shell) chmod(ctx context.Context, inv *invocation) int {
 		return sh.usageError(inv, "%v", err)
 	}
 	var r results
+	ts := sh.resolveAll(inv.args[1:])
+	// An absolute mode is the same on every inode: the server sets it in
+	// one operation if it can. A symbolic one depends on each inode's mode
+	// and type: the walk applies it.
+	if ra, ok := sh.capability().(meta.RecursiveAttrs); ok && inv.has('R') && m.octal {
+		ts = sh.eachOnServer("chmod", ts, &r, func(t target) error {
+			return ra.SetPermissionRecursive(ctx, sh.user, t.abs, m.perm)
+		})
+	}
 	set := func(st *meta.FileStatus, t target) error {
 		return sh.fs.SetPermission(ctx, sh.user, t.abs, m.apply(st.Perm, st.IsDir()))
 	}
-	sh.eachRecursive(ctx, inv, "chmod", sh.resolveAll(inv.args[1:]), &r, set)
+	sh.eachRecursive(ctx, inv, "chmod", ts, &r, set)
 	return sh.finish(&r)
+}
+
+// eachOnServer runs a recursive change of each target as one operation of
+// the server (meta.RecursiveAttrs), one result per target, and returns the
+// targets left to walk: all from the first the server answers it cannot do
+// (a server that does not know the request), as an HDFS client walks.
+func (sh *shell) eachOnServer(op string, ts []target, r *results, fn func(t target) error) []target {
+	for i, t := range ts {
+		err := fn(t)
+		if meta.KindOf(err) == meta.KindUnsupported {
+			return ts[i:]
+		}
+		sh.report(r, op, t.abs, "", err)
+	}
+	return nil
 }
 
 // parseOwner parses OWNER[:GROUP] (also ":GROUP" and "OWNER:"); at least one
@@ -174,10 +198,16 @@ func (sh *shell) chown(ctx context.Context, inv *invocation) int {
 		return sh.usageError(inv, "%v", err)
 	}
 	var r results
+	ts := sh.resolveAll(inv.args[1:])
+	if ra, ok := sh.capability().(meta.RecursiveAttrs); ok && inv.has('R') {
+		ts = sh.eachOnServer("chown", ts, &r, func(t target) error {
+			return ra.SetOwnerRecursive(ctx, sh.user, t.abs, owner, group)
+		})
+	}
 	set := func(_ *meta.FileStatus, t target) error {
 		return sh.fs.SetOwner(ctx, sh.user, t.abs, owner, group)
 	}
-	sh.eachRecursive(ctx, inv, "chown", sh.resolveAll(inv.args[1:]), &r, set)
+	sh.eachRecursive(ctx, inv, "chown", ts, &r, set)
 	return sh.finish(&r)
 }
 

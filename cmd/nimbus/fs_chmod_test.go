@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -150,4 +152,100 @@ func TestChown(t *testing.T) {
 			t.Errorf("parseOwner(%q) = %q %q %v", s, o, g, err)
 		}
 	}
+}
+
+// countingFS counts the shell's chmod and chown calls: one per inode (the
+// walk) or one per tree (meta.RecursiveAttrs, which it answers as a server
+// that does not know the request would when unsupported is set).
+type countingFS struct {
+	meta.FileSystem
+	unsupported      bool
+	plain, recursive int
+}
+
+func (c *countingFS) SetPermission(ctx context.Context, u meta.User, p string, perm meta.Perm) error {
+	c.plain++
+	return c.FileSystem.SetPermission(ctx, u, p, perm)
+}
+
+func (c *countingFS) SetOwner(ctx context.Context, u meta.User, p, owner, group string) error {
+	c.plain++
+	return c.FileSystem.SetOwner(ctx, u, p, owner, group)
+}
+
+func (c *countingFS) SetPermissionRecursive(ctx context.Context, u meta.User, p string, perm meta.Perm) error {
+	c.recursive++
+	if c.unsupported {
+		return meta.Errorf("setPermissionRecursive", p, meta.ErrUnsupported, "unknown request")
+	}
+	return c.FileSystem.(meta.RecursiveAttrs).SetPermissionRecursive(ctx, u, p, perm)
+}
+
+func (c *countingFS) SetOwnerRecursive(ctx context.Context, u meta.User, p, owner, group string) error {
+	c.recursive++
+	if c.unsupported {
+		return meta.Errorf("setOwnerRecursive", p, meta.ErrUnsupported, "unknown request")
+	}
+	return c.FileSystem.(meta.RecursiveAttrs).SetOwnerRecursive(ctx, u, p, owner, group)
+}
+
+// TestChmodRecursiveOnServer: chmod -R with an absolute mode and chown -R
+// are one call of the server when it has them; a symbolic mode, and a
+// server that does not know the call, walk the tree; either way every inode
+// changes. A refusal below names the path refused and changes nothing.
+func TestChmodRecursiveOnServer(t *testing.T) {
+	h := newHarness(t)
+	h.put("/user/alice/d/f", "x")
+	h.put("/user/alice/d/e/g", "y")
+	h.put("/user/alice/d/e/h", "z")
+	c := &countingFS{FileSystem: h.fs}
+	h.fs = c
+	all := []string{"/user/alice/d", "/user/alice/d/e", "/user/alice/d/e/g", "/user/alice/d/e/h", "/user/alice/d/f"}
+	modes := func(want meta.Perm) {
+		t.Helper()
+		for _, p := range all {
+			if st, _ := h.stat(p); st.Perm != want {
+				t.Errorf("%s: %o, want %o", p, st.Perm, want)
+			}
+		}
+	}
+	h.ok("chmod", "-R", "750", "d")
+	modes(0o750)
+	if c.recursive != 1 || c.plain != 0 {
+		t.Errorf("chmod -R 750: %d recursive calls, %d plain, want 1 and 0", c.recursive, c.plain)
+	}
+	var got []opResult
+	if err := json.Unmarshal([]byte(h.ok("--json", "chown", "-R", ":staff", "d")), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != (opResult{Op: "chown", Path: "/user/alice/d", OK: true}) {
+		t.Errorf("chown -R --json: %+v", got)
+	}
+	for _, p := range all {
+		if st, _ := h.stat(p); st.Group != "staff" {
+			t.Errorf("chown -R :staff %s: group %s", p, st.Group)
+		}
+	}
+	c.recursive, c.plain = 0, 0
+	h.ok("chmod", "-R", "o+r", "d") // symbolic: the walk
+	if c.recursive != 0 || c.plain != len(all) {
+		t.Errorf("chmod -R o+r: %d recursive calls, %d plain", c.recursive, c.plain)
+	}
+	c.unsupported, c.recursive, c.plain = true, 0, 0
+	h.ok("chmod", "-R", "700", "d")
+	modes(0o700)
+	if c.recursive != 1 || c.plain != len(all) {
+		t.Errorf("chmod -R 700 on a server without it: %d recursive calls, %d plain", c.recursive, c.plain)
+	}
+	c.unsupported = false
+
+	// bob's file below: alice's chmod -R is refused, naming it, and changes nothing.
+	if err := c.FileSystem.SetOwner(context.Background(), meta.User{Name: testSuperuser}, "/user/alice/d/e/h", "bob", ""); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := h.run("chmod", "-R", "755", "d")
+	if code != 1 || !strings.Contains(errs, "nimbus fs: chmod /user/alice/d: permission denied") || !strings.Contains(errs, "/user/alice/d/e/h") {
+		t.Errorf("chmod -R over bob's file: exit %d %q", code, errs)
+	}
+	modes(0o700)
 }

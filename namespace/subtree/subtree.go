@@ -41,6 +41,10 @@ const (
 	KindChown  Kind = 3
 	KindDelete Kind = 4
 	KindQuota  Kind = 5
+	// A recursive chmod or chown: every inode of the subtree, in batches;
+	// the next start finishes one that a crash interrupted.
+	KindChmodR Kind = 6
+	KindChownR Kind = 7
 )
 
 func (k Kind) String() string {
@@ -55,6 +59,10 @@ func (k Kind) String() string {
 		return "delete"
 	case KindQuota:
 		return "set quota"
+	case KindChmodR:
+		return "recursive set permission"
+	case KindChownR:
+		return "recursive set owner"
 	}
 	return "unknown subtree operation"
 }
