@@ -211,6 +211,58 @@ func (t *txn) Delete(key []byte) {
 	t.keys = append(t.keys, newWritten(key, nil, false, t.s.rows != nil))
 }
 
+// DeleteRange implements store.RangeDeleter with one Pebble range tombstone.
+// The caches know rows by key, not by range, so the rows in the range are
+// listed now and recorded as deletions, as Delete records one: the commit
+// drops them from the row and scan caches and counts them as pending for
+// the readers that must wait for its sync. The caller's locks keep the
+// range from gaining a row before the commit (the RangeDeleter contract),
+// so the list is what the tombstone deletes. The listing reads keys only;
+// it costs one iterator, far less than a tombstone per row in the log, the
+// memtable and every level a scan crosses until compaction.
+func (t *txn) DeleteRange(ctx context.Context, start, end []byte) error {
+	if t.done {
+		return store.ErrTxnDone
+	}
+	if bytes.Compare(start, end) >= 0 {
+		return nil
+	}
+	if err := t.s.acquire(); err != nil {
+		return err
+	}
+	defer t.s.release()
+	// What this transaction put in the range goes with it: never installed.
+	for i := range t.keys {
+		if w := &t.keys[i]; w.keep && bytes.Compare(w.key, start) >= 0 && bytes.Compare(w.key, end) < 0 {
+			w.keep = false
+		}
+	}
+	it, err := t.s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: start, UpperBound: end})
+	if err != nil {
+		return fmt.Errorf("pebblestore: delete range %s: %w", store.FormatKey(start), err)
+	}
+	keep := t.s.rows != nil
+	n := 0
+	for valid := it.First(); valid; valid = it.Next() {
+		if n++; n&255 == 0 {
+			if err := ctx.Err(); err != nil {
+				_ = it.Close()
+				return err
+			}
+		}
+		t.keys = append(t.keys, newWritten(it.Key(), nil, false, keep))
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("pebblestore: delete range %s: %w", store.FormatKey(start), err)
+	}
+	if t.batch == nil {
+		t.batch = t.s.db.NewBatch()
+	}
+	_ = t.batch.DeleteRange(start, end, nil) // copies; fails only on a closed batch
+	t.s.metrics.rangeDeletes.Inc()
+	return nil
+}
+
 func (t *txn) Commit(ctx context.Context) error {
 	if t.done {
 		return store.ErrTxnDone
