@@ -1,9 +1,11 @@
 package namespace
 
 import (
+	"strings"
 	"time"
 
 	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/namespace/subtree"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -14,6 +16,12 @@ type metrics struct {
 	hintHits   prometheus.Counter
 	hintMisses prometheus.Counter
 	recovered  prometheus.Counter
+
+	// Subtree operations (subtree.go, ops_delete.go): how many are in each
+	// phase, and the entries their work has done, so that an operator (and
+	// the crash test) can follow a long one.
+	subtreePhase *prometheus.GaugeVec   // phase
+	subtreeDone  *prometheus.CounterVec // op
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -43,9 +51,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "nimbus", Subsystem: "namespace", Name: "lease_recoveries_total",
 			Help: "Files closed by lease recovery after their writer went away.",
 		}),
+		subtreePhase: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "nimbus", Subsystem: "namespace", Name: "subtree_phase",
+			Help: "Subtree operations (recursive delete, move, chmod, chown, set quota of a non-empty directory) now in each phase: set_flag, quiesce, work, clear, wait.",
+		}, []string{"phase"}),
+		subtreeDone: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "namespace", Name: "subtree_entries_done_total",
+			Help: "Inodes the work phase of subtree operations has committed (a recursive delete counts each inode it removed, batch by batch).",
+		}, []string{"op"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.ops, m.latency, m.retries, m.hintHits, m.hintMisses, m.recovered)
+		reg.MustRegister(m.ops, m.latency, m.retries, m.hintHits, m.hintMisses, m.recovered, m.subtreePhase, m.subtreeDone)
 	}
 	return m
 }
@@ -58,3 +74,23 @@ func (m *metrics) observe(op string, err error, d time.Duration) {
 	m.ops.WithLabelValues(op, outcome).Inc()
 	m.latency.WithLabelValues(op).Observe(d.Seconds())
 }
+
+// subtreeIn moves one subtree operation's count in subtree_phase from the
+// phase *cur to next (0 or DoFinish: out of every phase).
+func (m *metrics) subtreeIn(cur *subtree.Do, next subtree.Do) {
+	if next == subtree.DoFinish {
+		next = 0
+	}
+	if *cur == next {
+		return
+	}
+	if *cur != 0 {
+		m.subtreePhase.WithLabelValues(phaseLabel(*cur)).Dec()
+	}
+	if next != 0 {
+		m.subtreePhase.WithLabelValues(phaseLabel(next)).Inc()
+	}
+	*cur = next
+}
+
+func phaseLabel(d subtree.Do) string { return strings.ReplaceAll(d.String(), " ", "_") }
