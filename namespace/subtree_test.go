@@ -201,7 +201,7 @@ func TestRecursiveDeleteInBatches(t *testing.T) {
 	must(t, e.SetQuota(ctx, root, "/q", 100000, 1<<30))
 	must(t, e.SetQuota(ctx, root, "/q/top", 100000, 1<<30))
 	buildTree(t, e, "/q/top", 12, 200) // 2400 files, a directory of 1700 entries at most
-	e.cfg.SubtreeDeleteBatch = 500 // several transactions, some ending inside a directory
+	e.cfg.SubtreeDeleteBatch = 500     // several transactions, some ending inside a directory
 	must(t, e.SetOwner(ctx, root, "/q/top", "alice", ""))
 	must(t, e.SetPermission(ctx, root, "/q", 0o777))
 	_, err := e.Stat(ctx, root, "/q/top/d1/e1")
