@@ -237,11 +237,27 @@ func (t *txn) DeleteRange(ctx context.Context, start, end []byte) error {
 			w.keep = false
 		}
 	}
+	keep := t.s.rows != nil
+	// A range inside one partition the scan cache holds (a directory just
+	// listed, as a recursive delete does) is listed from there: the cache
+	// is coherent with every commit, and the caller's locks keep the range
+	// as it is until this one.
+	if c := t.s.scans; c != nil {
+		if pid, ok := store.PartitionOf(start); ok && pid.Covers(start, end) {
+			if part, _ := c.get(pid); part != nil {
+				part.scan(start, end, 0, func(k, _ []byte) bool {
+					t.keys = append(t.keys, newWritten(k, nil, false, keep))
+					return true
+				})
+				t.deleteRange(start, end)
+				return nil
+			}
+		}
+	}
 	it, err := t.s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: start, UpperBound: end})
 	if err != nil {
 		return fmt.Errorf("pebblestore: delete range %s: %w", store.FormatKey(start), err)
 	}
-	keep := t.s.rows != nil
 	n := 0
 	for valid := it.First(); valid; valid = it.Next() {
 		if n++; n&255 == 0 {
@@ -255,12 +271,17 @@ func (t *txn) DeleteRange(ctx context.Context, start, end []byte) error {
 	if err := it.Close(); err != nil {
 		return fmt.Errorf("pebblestore: delete range %s: %w", store.FormatKey(start), err)
 	}
+	t.deleteRange(start, end)
+	return nil
+}
+
+// deleteRange buffers the range tombstone of DeleteRange.
+func (t *txn) deleteRange(start, end []byte) {
 	if t.batch == nil {
 		t.batch = t.s.db.NewBatch()
 	}
 	_ = t.batch.DeleteRange(start, end, nil) // copies; fails only on a closed batch
 	t.s.metrics.rangeDeletes.Inc()
-	return nil
 }
 
 func (t *txn) Commit(ctx context.Context) error {
