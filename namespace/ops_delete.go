@@ -217,9 +217,12 @@ func (d *deleter) batch(ctx context.Context, root string, f flagRef) (bool, erro
 	if err := t.charge(d.op, root, r.chain[:r.depth()], -row.PendingInodes, -row.PendingSpace); err != nil {
 		return false, err
 	}
-	if err := t.removeFile(ctx, n); err != nil { // its xattrs; the flag goes with the row
+	if err := t.dropOwnRows(ctx, n); err != nil { // its xattrs; the flag goes with the row
 		return false, err
 	}
+	// Not through del, for the reason remove says (it is locked exclusive).
+	t.delRaw(n.Key())
+	t.e.hints.drop(n.Parent, n.Name)
 	d.removed++
 	parent.Children--
 	parent.Mtime = t.now
@@ -234,14 +237,21 @@ func (d *deleter) batch(ctx context.Context, root string, f flagRef) (bool, erro
 // budget is spent or a directory below is left partly emptied (false). The
 // caller then removes the prefix removed (dropPrefix): the entries' own
 // rows go here, their inode rows there.
+//
+// Files and symlinks are taken as the scan read them, without a lock: the
+// quiesce is past, so nothing else can reach them (every operation, lease
+// recovery and block writes included, resolves its path through the
+// flagged root and waits there). Directories are locked exclusive, as
+// their rows are written (entry counts, quotas) or hold the entries that
+// go (checkWriteLocks).
 func (d *deleter) empty(ctx context.Context, dir *delDir, entries int64) (bool, error) {
 	t := d.t
 	type entry struct {
-		key      []byte
-		dir      bool
-		nonEmpty bool
+		key, val []byte
+		nonEmpty bool // a directory with entries
 	}
 	var page []entry
+	var view store.Inode
 	after := ""
 	for {
 		if d.budget <= 0 {
@@ -249,41 +259,37 @@ func (d *deleter) empty(ctx context.Context, dir *delDir, entries int64) (bool, 
 		}
 		limit := min(d.budget, deletePage)
 		page = page[:0]
-		err := t.children(ctx, dir.n.ID, after, limit, func(c *store.Inode) bool {
-			page = append(page, entry{c.Key(), c.Type == meta.TypeDir, c.Type == meta.TypeDir && c.Children > 0})
+		start, end := store.ChildrenRange(dir.n.ID, after)
+		var decErr error
+		err := t.st.Scan(ctx, start, end, limit, func(k, v []byte) bool {
+			if decErr = store.DecodeInodeView(k, v, &view); decErr != nil {
+				return false
+			}
+			page = append(page, entry{bytes.Clone(k), bytes.Clone(v), view.Type == meta.TypeDir && view.Children > 0})
 			return true
 		})
+		if err == nil {
+			err = decErr
+		}
 		if err != nil {
 			return false, err
 		}
-		for i := 0; i < len(page); {
-			j := i // a run of entries with nothing below them
-			for j < len(page) && !page[j].nonEmpty {
-				j++
-			}
-			if j > i {
-				reqs := make([]store.ReadReq, j-i)
-				for k := range reqs {
-					reqs[k] = store.ReadReq{Key: page[i+k].key, Mode: store.Exclusive, NoWait: true}
-				}
-				cs, err := d.lock(ctx, reqs)
-				if err != nil {
+		t.reserveInodes(len(page))
+		for i := 0; i < len(page); i++ {
+			e := &page[i]
+			if !e.nonEmpty {
+				cp, name, _ := store.DecodeInodeKey(e.key)
+				hk := hintKey{cp, name}
+				if err := t.cacheRowAt(hk, e.val); err != nil {
 					return false, err
 				}
-				for _, c := range cs {
-					if c.Type == meta.TypeDir && c.Children > 0 {
-						return false, errRetry // filled between the scan and the lock
-					}
-					if err := d.remove(ctx, dir, c); err != nil {
-						return false, err
-					}
+				if err := d.remove(ctx, dir, t.rows.get(hk)); err != nil {
+					return false, err
 				}
-				dir.last = page[j-1].key
+				dir.last = e.key
+				continue
 			}
-			if j == len(page) {
-				break
-			}
-			cs, err := d.lock(ctx, []store.ReadReq{{Key: page[j].key, Mode: store.Exclusive, NoWait: true}})
+			cs, err := d.lock(ctx, []store.ReadReq{{Key: e.key, Mode: store.Exclusive, NoWait: true}})
 			if err != nil {
 				return false, err
 			}
@@ -305,8 +311,7 @@ func (d *deleter) empty(ctx context.Context, dir *delDir, entries int64) (bool, 
 			if err := d.remove(ctx, dir, sub.n); err != nil {
 				return false, err
 			}
-			dir.last = page[j].key
-			i = j + 1
+			dir.last = e.key
 		}
 		if len(page) < limit {
 			if dir.direct != entries {
@@ -354,9 +359,16 @@ func (d *deleter) remove(ctx context.Context, dir *delDir, c *store.Inode) error
 	if err := t.dropOwnRows(ctx, c); err != nil {
 		return err
 	}
-	if d.rd == nil {
+	switch {
+	case d.rd == nil && c.Type != meta.TypeDir:
 		t.del(c)
-	} else if c.Type == meta.TypeDir {
+	case d.rd == nil:
+		// Not through del: checkWriteLocks would no longer see the
+		// directory as locked for the deletions of its entries in this
+		// transaction. It is locked exclusive (lock).
+		t.delRaw(c.Key())
+		fallthrough
+	case c.Type == meta.TypeDir:
 		t.e.hints.drop(c.Parent, c.Name)
 	}
 	dir.direct++
