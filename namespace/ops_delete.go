@@ -87,12 +87,13 @@ const deletePage = 1024
 
 // deleteSubtree is the work of a recursive delete of the non-empty
 // directory root, flagged by f. Each transaction walks the tree from root,
-// depth first in key order, and removes up to Config.SubtreeDeleteBatch inodes bottom up:
-// in each directory it visits, the entries it removes are a prefix of the
-// directory's entries in key order (files, symlinks, empty directories, and
-// directories it emptied), so they go with one range deletion where the
-// store has store.RangeDeleter (a point deletion each otherwise), and the
-// rows they own elsewhere (content, blocks, attributes, lease) with them.
+// depth first in key order, and removes up to Config.SubtreeDeleteBatch
+// inodes bottom up: in each directory it visits, the entries it removes are
+// a prefix of the directory's entries in key order (files, symlinks, empty
+// directories, and directories it emptied), so they go with one range
+// deletion where the store has store.RangeDeleter (a point deletion each
+// otherwise), and the rows they own elsewhere (content, blocks, attributes,
+// lease) with them.
 // A directory left partly emptied keeps its row with its entry count
 // lowered; one emptied goes with its parent's range. So a crash between
 // two transactions leaves a smaller subtree, still connected, under the
@@ -102,8 +103,8 @@ const deletePage = 1024
 // transaction (the operation row counts what went before), so that no
 // listing or quota outside sees the delete half done; directories inside
 // are charged as they go (none is visible). Memory: one transaction's
-// rows (SubtreeDeleteBatch) and a page of entries per level of the tree walked.
-// check makes it first check that the caller may delete every directory
+// rows (SubtreeDeleteBatch) and a page of entries per level of the tree
+// walked (docs/NAMESPACE.md measures it). check makes it first check that the caller may delete every directory
 // (HDFS's sub-access check).
 func (e *Engine) deleteSubtree(ctx context.Context, op, root string, u meta.User, f flagRef, check bool) error {
 	if check {
