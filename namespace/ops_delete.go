@@ -248,11 +248,11 @@ func (d *deleter) batch(ctx context.Context, root string, f flagRef) (bool, erro
 func (d *deleter) empty(ctx context.Context, dir *delDir, entries int64) (bool, error) {
 	t := d.t
 	type entry struct {
-		key, val []byte
-		nonEmpty bool // a directory with entries
+		key      []byte
+		n        store.Inode // as scanned, its name a view of key
+		nonEmpty bool        // a directory with entries
 	}
 	var page []entry
-	var view store.Inode
 	after := ""
 	for {
 		if d.budget <= 0 {
@@ -263,10 +263,12 @@ func (d *deleter) empty(ctx context.Context, dir *delDir, entries int64) (bool, 
 		start, end := store.ChildrenRange(dir.n.ID, after)
 		var decErr error
 		err := t.st.Scan(ctx, start, end, limit, func(k, v []byte) bool {
-			if decErr = store.DecodeInodeView(k, v, &view); decErr != nil {
+			page = append(page, entry{key: bytes.Clone(k)})
+			e := &page[len(page)-1]
+			if decErr = store.DecodeInodeView(e.key, v, &e.n); decErr != nil {
 				return false
 			}
-			page = append(page, entry{bytes.Clone(k), bytes.Clone(v), view.Type == meta.TypeDir && view.Children > 0})
+			e.nonEmpty = e.n.Type == meta.TypeDir && e.n.Children > 0
 			return true
 		})
 		if err == nil {
@@ -275,16 +277,12 @@ func (d *deleter) empty(ctx context.Context, dir *delDir, entries int64) (bool, 
 		if err != nil {
 			return false, err
 		}
-		t.reserveInodes(len(page))
 		for i := 0; i < len(page); i++ {
 			e := &page[i]
 			if !e.nonEmpty {
-				cp, name, _ := store.DecodeInodeKey(e.key)
-				hk := hintKey{cp, name}
-				if err := t.cacheRowAt(hk, e.val); err != nil {
-					return false, err
-				}
-				if err := d.remove(ctx, dir, t.rows.get(hk)); err != nil {
+				// Not kept in the transaction's rows: nothing reads it
+				// again, and the rows' map would cost more than the rest.
+				if err := d.remove(ctx, dir, &e.n); err != nil {
 					return false, err
 				}
 				dir.last = e.key
