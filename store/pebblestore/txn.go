@@ -220,9 +220,10 @@ func (t *txn) Delete(key []byte) {
 // drops them from the row and scan caches and counts them as pending for
 // the readers that must wait for its sync. The caller's locks keep the
 // range from gaining a row before the commit (the RangeDeleter contract),
-// so the list is what the tombstone deletes. The listing reads keys only;
-// it costs one iterator, far less than a tombstone per row in the log, the
-// memtable and every level a scan crosses until compaction.
+// so the list is what the tombstone deletes. The listing costs one
+// iterator (none when the scan cache holds the range's partition), far less
+// than a tombstone per row in the log, the memtable and every level a scan
+// crosses until compaction.
 func (t *txn) DeleteRange(ctx context.Context, start, end []byte) error {
 	if t.done {
 		return store.ErrTxnDone
@@ -264,17 +265,22 @@ func (t *txn) DeleteRange(ctx context.Context, start, end []byte) error {
 	if err != nil {
 		return fmt.Errorf("pebblestore: delete range %s: %w", store.FormatKey(start), err)
 	}
+	// A failed listing records nothing: a caller that commits anyway must
+	// not have rows that stay installed as absent.
+	listed := len(t.keys)
 	n := 0
 	for valid := it.First(); valid; valid = it.Next() {
 		if n++; n&255 == 0 {
 			if err := ctx.Err(); err != nil {
 				_ = it.Close()
+				t.keys = t.keys[:listed]
 				return err
 			}
 		}
 		t.keys = append(t.keys, newWritten(it.Key(), nil, false, keep))
 	}
 	if err := it.Close(); err != nil {
+		t.keys = t.keys[:listed]
 		return fmt.Errorf("pebblestore: delete range %s: %w", store.FormatKey(start), err)
 	}
 	t.deleteRange(start, end)
