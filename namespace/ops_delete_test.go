@@ -122,7 +122,7 @@ func TestRecursiveDeleteStorePaths(t *testing.T) {
 // buildWide makes dirs directories of files empty files each under top,
 // in two levels (the shape of bench prepare's trees: ~16 files a
 // directory), with 16 writers.
-func buildWide(t testing.TB, e *Engine, top string, dirs, files int) {
+func buildWide(t testing.TB, e *Engine, u meta.User, top string, dirs, files int) {
 	t.Helper()
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -138,17 +138,17 @@ func buildWide(t testing.TB, e *Engine, top string, dirs, files int) {
 					return
 				}
 				dir := fmt.Sprintf("%s/g%d/d%d", top, d%32, d)
-				if err := e.Mkdirs(ctx, root, dir, 0o755); err != nil {
+				if err := e.Mkdirs(ctx, u, dir, 0o755); err != nil {
 					errs <- err
 					return
 				}
 				for f := range files {
 					p := fmt.Sprintf("%s/f%d", dir, f)
-					if _, err := e.Create(ctx, root, p, meta.CreateOptions{Client: "b"}); err != nil {
+					if _, err := e.Create(ctx, u, p, meta.CreateOptions{Client: "b"}); err != nil {
 						errs <- err
 						return
 					}
-					if _, err := e.Complete(ctx, root, p, "b"); err != nil {
+					if _, err := e.Complete(ctx, u, p, "b"); err != nil {
 						errs <- err
 						return
 					}
@@ -170,57 +170,73 @@ func buildWide(t testing.TB, e *Engine, top string, dirs, files int) {
 // it: its time is not the delete's), over the live heap before, per inode
 // of the tree. Run it with -benchtime=3x -cpuprofile to see where a
 // delete's time goes.
+//
+// The user variant deletes as an ordinary user, which adds the sub-access
+// check (a walk of every directory before the first entry goes).
 func BenchmarkRecursiveDelete(b *testing.B) {
+	type variant struct {
+		dirs   int
+		memory bool
+		u      meta.User
+	}
+	var variants []variant
 	for _, dirs := range []int{1024, 4096} {
-		for _, memory := range []bool{false, true} {
-			name := fmt.Sprintf("files=%d", dirs*16)
-			if memory {
-				name += "/memory"
-			}
-			b.Run(name, func(b *testing.B) {
-				e, _ := newEngine(b)
-				ctx := context.Background()
-				inodes := dirs*17 + 32
-				var held int64
-				for i := 0; i < b.N; i++ {
-					b.StopTimer()
-					top := fmt.Sprintf("/t%d", i)
-					buildWide(b, e, top, dirs, 16)
-					runtime.GC()
-					base := liveHeap()
-					stop, peak := make(chan struct{}), make(chan int64)
-					if memory {
-						go func() {
-							m := base
-							for {
-								select {
-								case <-stop:
-									peak <- m
-									return
-								case <-time.After(2 * time.Millisecond):
-									runtime.GC()
-									m = max(m, liveHeap())
-								}
-							}
-						}()
-					}
-					b.StartTimer()
-					must(b, e.Delete(ctx, root, top, true))
-					b.StopTimer()
-					if memory {
-						close(stop)
-						held = max(held, <-peak-base)
-					}
-					b.StartTimer()
-				}
-				if memory {
-					b.ReportMetric(float64(held)/float64(inodes), "held-B/inode")
-					b.ReportMetric(float64(held)/(1<<20), "held-MB")
-				} else {
-					b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*inodes), "µs/inode")
-				}
-			})
+		variants = append(variants, variant{dirs, false, root}, variant{dirs, true, root})
+	}
+	variants = append(variants, variant{1024, false, alice})
+	for _, v := range variants {
+		dirs, memory := v.dirs, v.memory
+		name := fmt.Sprintf("files=%d", dirs*16)
+		if memory {
+			name += "/memory"
 		}
+		if v.u != root {
+			name += "/user"
+		}
+		b.Run(name, func(b *testing.B) {
+			e, _ := newEngine(b)
+			ctx := context.Background()
+			must(b, e.SetPermission(ctx, root, "/", 0o777))
+			inodes := dirs*17 + 32
+			var held int64
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				top := fmt.Sprintf("/t%d", i)
+				buildWide(b, e, v.u, top, dirs, 16)
+				runtime.GC()
+				base := liveHeap()
+				stop, peak := make(chan struct{}), make(chan int64)
+				if memory {
+					go func() {
+						m := base
+						for {
+							select {
+							case <-stop:
+								peak <- m
+								return
+							case <-time.After(2 * time.Millisecond):
+								runtime.GC()
+								m = max(m, liveHeap())
+							}
+						}
+					}()
+				}
+				b.StartTimer()
+				must(b, e.Delete(ctx, v.u, top, true))
+				b.StopTimer()
+				if memory {
+					close(stop)
+					held = max(held, <-peak-base)
+				}
+				b.StartTimer()
+			}
+			if memory {
+				b.ReportMetric(float64(held)/float64(inodes), "held-B/inode")
+				b.ReportMetric(float64(held)/(1<<20), "held-MB")
+			} else {
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*inodes), "µs/inode")
+			}
+		})
 	}
 }
 
