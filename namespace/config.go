@@ -75,6 +75,10 @@ type Config struct {
 	// finished. Unused on a store that is the engine's alone.
 	Beat      time.Duration
 	GoneAfter time.Duration
+	// SubtreeDeleteBatch bounds the inodes one transaction of a recursive
+	// delete removes (ops_delete.go): each is one WAL sync, and holds its
+	// rows in memory until it commits.
+	SubtreeDeleteBatch int
 	// IDBatch is how many inode ids are reserved from the store at a time.
 	IDBatch uint64
 
@@ -121,6 +125,7 @@ func DefaultConfig() Config {
 		SubtreeWait:        30 * time.Second,
 		Beat:               time.Second,
 		GoneAfter:          10 * time.Second,
+		SubtreeDeleteBatch: 8192,
 		IDBatch:            1024,
 		SyncEvery:          8 << 20,
 		Now:                time.Now,
@@ -154,6 +159,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("namespace: MaxXAttrSize %d not in 1..32768 (HDFS's hard limit)", c.MaxXAttrSize)
 	case c.MaxAttempts <= 0:
 		return fmt.Errorf("namespace: MaxAttempts %d <= 0", c.MaxAttempts)
+	case c.SubtreeDeleteBatch < 1:
+		return fmt.Errorf("namespace: SubtreeDeleteBatch %d < 1", c.SubtreeDeleteBatch)
 	case c.SubtreeWait <= 0:
 		return fmt.Errorf("namespace: SubtreeWait %v <= 0", c.SubtreeWait)
 	case c.Beat <= 0 || c.GoneAfter < 3*c.Beat:

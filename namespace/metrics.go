@@ -1,9 +1,11 @@
 package namespace
 
 import (
+	"strings"
 	"time"
 
 	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/namespace/subtree"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -17,6 +19,12 @@ type metrics struct {
 	// quiesceSeconds: the wait of a subtree operation's quiesce for the
 	// attempts in flight (grace.go), the walk of a shared store not included.
 	quiesceSeconds prometheus.Histogram
+
+	// Subtree operations (subtree.go, ops_delete.go): how many are in each
+	// phase, and the entries their work has done, so that an operator (and
+	// the crash test) can follow a long one.
+	subtreePhase *prometheus.GaugeVec   // phase
+	subtreeDone  *prometheus.CounterVec // op
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -51,9 +59,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "How long a subtree operation waited for the operations in flight when its flag was set.",
 			Buckets: prometheus.ExponentialBuckets(10e-6, 2, 18),
 		}),
+		subtreePhase: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "nimbus", Subsystem: "namespace", Name: "subtree_phase",
+			Help: "Subtree operations (recursive delete, move, chmod, chown, set quota of a non-empty directory) now in each phase: set_flag, quiesce, work, clear, wait.",
+		}, []string{"phase"}),
+		subtreeDone: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "namespace", Name: "subtree_entries_done_total",
+			Help: "Inodes the work phase of subtree operations has committed (a recursive delete counts each inode it removed, batch by batch).",
+		}, []string{"op"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.ops, m.latency, m.retries, m.hintHits, m.hintMisses, m.recovered, m.quiesceSeconds)
+		reg.MustRegister(m.ops, m.latency, m.retries, m.hintHits, m.hintMisses, m.recovered, m.subtreePhase, m.subtreeDone, m.quiesceSeconds)
 	}
 	return m
 }
@@ -66,3 +82,23 @@ func (m *metrics) observe(op string, err error, d time.Duration) {
 	m.ops.WithLabelValues(op, outcome).Inc()
 	m.latency.WithLabelValues(op).Observe(d.Seconds())
 }
+
+// subtreeIn moves one subtree operation's count in subtree_phase from the
+// phase *cur to next (0 or DoFinish: out of every phase).
+func (m *metrics) subtreeIn(cur *subtree.Do, next subtree.Do) {
+	if next == subtree.DoFinish {
+		next = 0
+	}
+	if *cur == next {
+		return
+	}
+	if *cur != 0 {
+		m.subtreePhase.WithLabelValues(phaseLabel(*cur)).Dec()
+	}
+	if next != 0 {
+		m.subtreePhase.WithLabelValues(phaseLabel(next)).Inc()
+	}
+	*cur = next
+}
+
+func phaseLabel(d subtree.Do) string { return strings.ReplaceAll(d.String(), " ", "_") }

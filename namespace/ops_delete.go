@@ -1,6 +1,7 @@
 package namespace
 
 import (
+	"bytes"
 	"context"
 	"errors"
 
@@ -78,177 +79,57 @@ func (e *Engine) Delete(ctx context.Context, u meta.User, path string, recursive
 	}
 }
 
-// deleteBatch bounds the entries one transaction of a recursive delete
-// removes.
-const deleteBatch = 1024
+// deletePage bounds the entries of one directory a recursive delete reads
+// at a time. (Config.SubtreeDeleteBatch bounds a transaction's inodes: big
+// enough that the WAL syncs, one a transaction, are few, small enough that
+// its locks, rows and batch stay a few megabytes.)
+const deletePage = 1024
 
 // deleteSubtree is the work of a recursive delete of the non-empty
-// directory root, flagged by f: depth first, each transaction removes up to
-// deleteBatch entries that are files, symlinks or empty directories of the
-// deepest directory not yet emptied (and the directory itself once empty).
+// directory root, flagged by f. Each transaction walks the tree from root,
+// depth first in key order, and removes up to Config.SubtreeDeleteBatch
+// inodes bottom up: in each directory it visits, the entries it removes are
+// a prefix of the directory's entries in key order (files, symlinks, empty
+// directories, and directories it emptied), so they go with one range
+// deletion where the store has store.RangeDeleter (a point deletion each
+// otherwise), and the rows they own elsewhere (content, blocks, attributes,
+// lease) with them.
+// A directory left partly emptied keeps its row with its entry count
+// lowered; one emptied goes with its parent's range. So a crash between
+// two transactions leaves a smaller subtree, still connected, under the
+// flag, which the engine finishes at start (recoverSubtreeOps).
+//
 // The root's row and the quotas above it change only in the last
 // transaction (the operation row counts what went before), so that no
-// listing or quota outside sees the delete half done. A crash between two
-// leaves a smaller subtree, still connected, under the flag: the engine
-// finishes it at start (recoverSubtreeOps). Memory: the path of the directories being emptied
-// (one per level) and one batch. check makes it first check that the caller
-// may delete every directory (HDFS's sub-access check).
+// listing or quota outside sees the delete half done; directories inside
+// are charged as they go (none is visible). Memory: one transaction's
+// rows (SubtreeDeleteBatch) and a page of entries per level of the tree
+// walked (docs/NAMESPACE.md measures it). check makes it first check that the caller may delete every directory
+// (HDFS's sub-access check).
 func (e *Engine) deleteSubtree(ctx context.Context, op, root string, u meta.User, f flagRef, check bool) error {
 	if check {
 		if err := e.checkSubAccess(ctx, op, root, u, f); err != nil {
 			return err
 		}
+	} else {
+		var phase subtree.Do // a delete resumed at start is in its work phase
+		e.metrics.subtreeIn(&phase, subtree.DoWork)
+		defer e.metrics.subtreeIn(&phase, 0)
 	}
 	// Once the first entry went, the delete goes on to the end even if the
 	// caller goes away: a half-done delete is finished only at the next start.
 	ctx = context.WithoutCancel(ctx)
 	started := false
-	rootDepth := len(meta.SplitPath(root))
-	stack := []string{root}
-	for len(stack) > 0 {
-		d := stack[len(stack)-1]
-		var descend string
-		var gone bool
-		err := e.run(ctx, op, d, u, func(t *tx) error {
+	for gone := false; !gone; {
+		var removed int64
+		err := e.run(ctx, op, root, u, func(t *tx) error {
 			t.op.own = f.id
-			descend, gone = "", false
-			rs, err := t.resolve(ctx, want{path: d, last: store.Exclusive, parent: store.Exclusive})
-			if err != nil {
-				return err
-			}
-			r := rs[0]
-			n := r.last()
-			if n == nil || n.Type != meta.TypeDir || (d == root && n.ID != f.id) {
-				return meta.Errorf(op, d, meta.ErrInternal, "a directory being deleted under the subtree flag of %s is gone", root)
-			}
-			parent := r.parent()
-			if d == root {
-				if err := t.require(op, r.prefix(r.depth()-1), parent, permW|permX); err != nil {
-					return err
-				}
-				if err := t.checkSticky(op, d, parent, n); err != nil {
-					return err
-				}
-			}
-			var reqs []store.ReadReq
-			err = t.children(ctx, n.ID, "", deleteBatch, func(c *store.Inode) bool {
-				if c.Type == meta.TypeDir && c.Children > 0 {
-					if descend == "" {
-						descend = meta.JoinPath(d, c.Name)
-					}
-					return true
-				}
-				reqs = append(reqs, store.ReadReq{Key: c.Key(), Mode: store.Exclusive, NoWait: true})
-				return true
-			})
-			if err != nil {
-				return err
-			}
-			vals, err := t.st.Read(ctx, []store.ReadReq{{Key: store.SubtreeOpKey(f.id)}})
-			if err != nil {
-				return err
-			}
-			var row store.SubtreeOp
-			if vals[0] == nil {
-				return meta.Errorf(op, root, meta.ErrInternal, "the subtree operation row of the delete is gone")
-			}
-			if err := store.DecodeSubtreeOp(store.SubtreeOpKey(f.id), vals[0], &row); err != nil {
-				return err
-			}
-			var use usage
-			if len(reqs) > 0 {
-				// Out of the key order, so NoWait: under the flag nothing
-				// else should hold them (a busy one restarts the batch).
-				vals, err := t.st.Read(ctx, reqs)
-				if err != nil {
-					return err
-				}
-				for i, rq := range reqs {
-					if vals[i] == nil {
-						return errRetry
-					}
-					if err := t.cacheRow(rq.Key, vals[i]); err != nil {
-						return err
-					}
-					cp, name, _ := store.DecodeInodeKey(rq.Key)
-					hk := hintKey{cp, name}
-					t.rows.setMode(hk, store.Exclusive)
-					c := t.rows.get(hk)
-					if c.Type == meta.TypeDir && c.Children > 0 {
-						return errRetry // filled between the scan and the lock
-					}
-					use.add(c)
-					if err := t.removeFile(ctx, c); err != nil {
-						return err
-					}
-				}
-			}
-			// Nothing outside the subtree may see the delete half done: the
-			// directories inside are charged as they go (none is visible),
-			// the root's row and the quotas above it only in the last
-			// transaction, from what the operation row keeps meanwhile.
-			depth := r.depth()
-			inside := r.chain[rootDepth+1 : depth+1] // below root, down to d
-			removed := int64(len(reqs))
-			entries := n.Children
-			if d == root {
-				entries -= row.PendingEntries
-			}
-			last := descend == "" && removed == entries
-			if removed == 0 && descend == "" && !last {
-				return meta.Errorf(op, d, meta.ErrInternal, "records %d entries but has none left to delete", entries)
-			}
-			if last {
-				use.add(n)
-				if d != root {
-					inside = inside[:len(inside)-1] // d goes: its usage no longer matters
-				}
-			}
-			if err := t.charge(op, d, inside, -use.inodes(), -use.space); err != nil {
-				return err
-			}
-			row.PendingInodes += use.inodes()
-			row.PendingSpace += use.space
-			switch {
-			case !last && d == root:
-				row.PendingEntries += removed
-			case !last:
-				if removed > 0 {
-					n.Children -= removed
-					n.Mtime = t.now
-					t.put(n)
-				}
-			case d == root:
-				// The last transaction: the root goes, the quotas above
-				// are charged with everything at once.
-				if err := t.charge(op, d, r.chain[:rootDepth], -row.PendingInodes, -row.PendingSpace); err != nil {
-					return err
-				}
-				if err := t.removeFile(ctx, n); err != nil { // its xattrs; the flag goes with the row
-					return err
-				}
-				parent.Children--
-				parent.Mtime = t.now
-				t.put(parent)
-				t.delRaw(store.SubtreeOpKey(f.id))
-				t.after = append(t.after, func() { e.endSubtree(f.id) })
-				gone = true
-				return nil
-			default:
-				if err := t.removeFile(ctx, n); err != nil {
-					return err
-				}
-				if depth-1 == rootDepth {
-					row.PendingEntries++
-				} else {
-					parent.Children--
-					parent.Mtime = t.now
-					t.put(parent)
-				}
-				gone = true
-			}
-			t.putRaw(store.SubtreeOpKey(f.id), store.EncodeSubtreeOp(nil, &row))
-			return nil
+			d := &deleter{t: t, op: op, budget: e.cfg.SubtreeDeleteBatch}
+			d.rd, _ = t.st.(store.RangeDeleter)
+			var err error
+			gone, err = d.batch(ctx, root, f)
+			removed = d.removed
+			return err
 		})
 		if err != nil {
 			if started {
@@ -257,14 +138,279 @@ func (e *Engine) deleteSubtree(ctx context.Context, op, root string, u meta.User
 			return err
 		}
 		started = true
-		switch {
-		case gone:
-			stack = stack[:len(stack)-1]
-		case descend != "":
-			stack = append(stack, descend)
-		}
+		e.metrics.subtreeDone.WithLabelValues(op).Add(float64(removed))
 	}
 	return nil
+}
+
+// deleter is one transaction of a recursive delete.
+type deleter struct {
+	t       *tx
+	op      string
+	rd      store.RangeDeleter // nil: the store deletes row by row
+	budget  int                // inodes this transaction may still remove
+	removed int64              // inodes it removed
+}
+
+// delDir is a directory being emptied by one transaction, locked
+// exclusive: what was removed below it, and its entries removed, a prefix
+// of its entries in key order up to last.
+type delDir struct {
+	n      *store.Inode
+	path   string
+	direct int64  // its entries removed
+	last   []byte // the key of the last of them
+	below  usage  // the inodes removed below it, at every depth
+}
+
+// batch is one transaction: it resolves root, empties it as far as the
+// budget goes, and reports whether root itself went.
+func (d *deleter) batch(ctx context.Context, root string, f flagRef) (bool, error) {
+	t := d.t
+	rs, err := t.resolve(ctx, want{path: root, last: store.Exclusive, parent: store.Exclusive})
+	if err != nil {
+		return false, err
+	}
+	r := rs[0]
+	n := r.last()
+	if n == nil || n.Type != meta.TypeDir || n.ID != f.id {
+		return false, meta.Errorf(d.op, root, meta.ErrInternal, "the directory being deleted under its subtree flag is gone")
+	}
+	parent := r.parent()
+	if err := t.require(d.op, r.prefix(r.depth()-1), parent, permW|permX); err != nil {
+		return false, err
+	}
+	if err := t.checkSticky(d.op, root, parent, n); err != nil {
+		return false, err
+	}
+	vals, err := t.st.Read(ctx, []store.ReadReq{{Key: store.SubtreeOpKey(f.id)}})
+	if err != nil {
+		return false, err
+	}
+	var row store.SubtreeOp
+	if vals[0] == nil {
+		return false, meta.Errorf(d.op, root, meta.ErrInternal, "the subtree operation row of the delete is gone")
+	}
+	if err := store.DecodeSubtreeOp(store.SubtreeOpKey(f.id), vals[0], &row); err != nil {
+		return false, err
+	}
+	top := &delDir{n: n, path: root}
+	done, err := d.empty(ctx, top, n.Children-row.PendingEntries)
+	if err != nil {
+		return false, err
+	}
+	if err := d.dropPrefix(ctx, top, done); err != nil {
+		return false, err
+	}
+	row.PendingInodes += top.below.inodes()
+	row.PendingSpace += top.below.space
+	if !done {
+		if top.direct == 0 && top.below.inodes() == 0 {
+			return false, meta.Errorf(d.op, root, meta.ErrInternal, "a transaction of the delete removed nothing")
+		}
+		row.PendingEntries += top.direct
+		t.putRaw(store.SubtreeOpKey(f.id), store.EncodeSubtreeOp(nil, &row))
+		return false, nil
+	}
+	// The last transaction: the root goes, the quotas above are charged
+	// with everything at once.
+	row.PendingInodes++
+	if err := t.charge(d.op, root, r.chain[:r.depth()], -row.PendingInodes, -row.PendingSpace); err != nil {
+		return false, err
+	}
+	if err := t.dropOwnRows(ctx, n); err != nil { // its xattrs; the flag goes with the row
+		return false, err
+	}
+	// Not through del, for the reason remove says (it is locked exclusive).
+	t.delRaw(n.Key())
+	t.e.hints.drop(n.Parent, n.Name)
+	d.removed++
+	parent.Children--
+	parent.Mtime = t.now
+	t.put(parent)
+	t.delRaw(store.SubtreeOpKey(f.id))
+	t.after = append(t.after, func() { t.e.endSubtree(f.id) })
+	return true, nil
+}
+
+// empty removes the entries of directory dir (locked exclusive), which
+// holds entries of them, in key order, until all are gone (true), or the
+// budget is spent or a directory below is left partly emptied (false). The
+// caller then removes the prefix removed (dropPrefix): the entries' own
+// rows go here, their inode rows there.
+//
+// Files and symlinks are taken as the scan read them, without a lock: the
+// quiesce is past, so nothing else can reach them (every operation, lease
+// recovery and block writes included, resolves its path through the
+// flagged root and waits there). Directories are locked exclusive, as
+// their rows are written (entry counts, quotas) or hold the entries that
+// go (checkWriteLocks).
+func (d *deleter) empty(ctx context.Context, dir *delDir, entries int64) (bool, error) {
+	t := d.t
+	type entry struct {
+		key      []byte
+		n        store.Inode // as scanned, its name a view of key
+		nonEmpty bool        // a directory with entries
+	}
+	var page []entry
+	after := ""
+	for {
+		if d.budget <= 0 {
+			return false, nil
+		}
+		limit := min(d.budget, deletePage)
+		page = page[:0]
+		start, end := store.ChildrenRange(dir.n.ID, after)
+		var decErr error
+		err := t.st.Scan(ctx, start, end, limit, func(k, v []byte) bool {
+			page = append(page, entry{key: bytes.Clone(k)})
+			e := &page[len(page)-1]
+			if decErr = store.DecodeInodeView(e.key, v, &e.n); decErr != nil {
+				return false
+			}
+			e.nonEmpty = e.n.Type == meta.TypeDir && e.n.Children > 0
+			return true
+		})
+		if err == nil {
+			err = decErr
+		}
+		if err != nil {
+			return false, err
+		}
+		for i := 0; i < len(page); i++ {
+			e := &page[i]
+			if !e.nonEmpty {
+				// Not kept in the transaction's rows: nothing reads it
+				// again, and the rows' map would cost more than the rest.
+				if err := d.remove(ctx, dir, &e.n); err != nil {
+					return false, err
+				}
+				dir.last = e.key
+				continue
+			}
+			cs, err := d.lock(ctx, []store.ReadReq{{Key: e.key, Mode: store.Exclusive, NoWait: true}})
+			if err != nil {
+				return false, err
+			}
+			sub := &delDir{n: cs[0], path: meta.JoinPath(dir.path, cs[0].Name)}
+			if sub.n.Type != meta.TypeDir {
+				return false, errRetry
+			}
+			done, err := d.empty(ctx, sub, sub.n.Children)
+			if err != nil {
+				return false, err
+			}
+			if err := d.dropPrefix(ctx, sub, done); err != nil {
+				return false, err
+			}
+			dir.below.plus(sub.below)
+			if !done {
+				return false, nil
+			}
+			if err := d.remove(ctx, dir, sub.n); err != nil {
+				return false, err
+			}
+			dir.last = e.key
+		}
+		if len(page) < limit {
+			if dir.direct != entries {
+				return false, meta.Errorf(d.op, dir.path, meta.ErrInternal,
+					"directory records %d entries but %d were found", entries, dir.direct)
+			}
+			return true, nil
+		}
+		_, after, _ = store.DecodeInodeKey(page[len(page)-1].key)
+	}
+}
+
+// lock locks the inode rows of reqs exclusive (NoWait: out of the key order,
+// and under the flag nothing else should hold them; a busy one restarts the
+// transaction) and returns them as read under the lock.
+func (d *deleter) lock(ctx context.Context, reqs []store.ReadReq) ([]*store.Inode, error) {
+	t := d.t
+	vals, err := t.st.Read(ctx, reqs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*store.Inode, len(reqs))
+	t.reserveInodes(len(reqs))
+	for i, rq := range reqs {
+		if vals[i] == nil {
+			return nil, errRetry // gone between the scan and the lock
+		}
+		cp, name, _ := store.DecodeInodeKey(rq.Key)
+		hk := hintKey{cp, name}
+		if err := t.cacheRowAt(hk, vals[i]); err != nil {
+			return nil, err
+		}
+		t.rows.setMode(hk, store.Exclusive)
+		out[i] = t.rows.get(hk)
+	}
+	return out, nil
+}
+
+// remove removes entry c of dir (c has nothing below it now): the rows it
+// owns go now, its own row with dir's prefix (or now, without a
+// RangeDeleter).
+func (d *deleter) remove(ctx context.Context, dir *delDir, c *store.Inode) error {
+	t := d.t
+	dir.below.add(c) // before dropOwnRows, which zeroes a file's Written
+	if err := t.dropOwnRows(ctx, c); err != nil {
+		return err
+	}
+	switch {
+	case d.rd == nil && c.Type != meta.TypeDir:
+		t.del(c)
+	case d.rd == nil:
+		// Not through del: checkWriteLocks would no longer see the
+		// directory as locked for the deletions of its entries in this
+		// transaction. It is locked exclusive (lock).
+		t.delRaw(c.Key())
+		fallthrough
+	case c.Type == meta.TypeDir:
+		t.e.hints.drop(c.Parent, c.Name)
+	}
+	dir.direct++
+	d.removed++
+	d.budget--
+	return nil
+}
+
+// dropPrefix ends what empty did in dir: the removed prefix of its entries
+// goes with one range deletion (all of them when done), and a directory
+// that stays (not done, and not the delete's root, which the operation row
+// accounts for) has its entry count and the quota it has lowered.
+func (d *deleter) dropPrefix(ctx context.Context, dir *delDir, done bool) error {
+	t := d.t
+	if d.rd != nil && dir.direct > 0 {
+		start, end := store.ChildrenRange(dir.n.ID, "")
+		if !done {
+			end = append(bytes.Clone(dir.last), 0) // the smallest key after the last removed
+		}
+		t.raw = true
+		if err := d.rd.DeleteRange(ctx, start, end); err != nil {
+			return err
+		}
+	}
+	if done || dir.n.ID == t.op.own || dir.direct == 0 && dir.below.inodes() == 0 {
+		return nil
+	}
+	if err := t.charge(d.op, dir.path, []*store.Inode{dir.n}, -dir.below.inodes(), -dir.below.space); err != nil {
+		return err
+	}
+	dir.n.Children -= dir.direct
+	dir.n.Mtime = t.now
+	t.put(dir.n)
+	return nil
+}
+
+// plus adds the usage v to u.
+func (u *usage) plus(v usage) {
+	u.files += v.files
+	u.dirs += v.dirs
+	u.links += v.links
+	u.length += v.length
+	u.space += v.space
 }
 
 // checkSubAccess checks, before a recursive delete removes anything, that

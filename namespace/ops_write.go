@@ -222,6 +222,17 @@ func (t *tx) cutContent(ctx context.Context, n *store.Inode, size int64) error {
 
 // removeFile deletes a file or symlink row with its content and lease.
 func (t *tx) removeFile(ctx context.Context, n *store.Inode) error {
+	if err := t.dropOwnRows(ctx, n); err != nil {
+		return err
+	}
+	t.del(n)
+	return nil
+}
+
+// dropOwnRows deletes the rows an inode owns outside its own row: its
+// extended attributes, content chunks or blocks, and lease. (A recursive
+// delete removes the inode rows themselves by range: ops_delete.go.)
+func (t *tx) dropOwnRows(ctx context.Context, n *store.Inode) error {
 	if n.XAttrs {
 		if err := t.dropXAttrs(ctx, n); err != nil {
 			return err
@@ -242,7 +253,6 @@ func (t *tx) removeFile(ctx context.Context, n *store.Inode) error {
 			t.delRaw(store.LeaseKey(n.ID))
 		}
 	}
-	t.del(n)
 	return nil
 }
 

@@ -122,7 +122,10 @@ func (e *Engine) subtreeOp(ctx context.Context, opName, path string, u meta.User
 	now := func() time.Duration { return time.Since(clock) }
 	var f flagRef
 	var failed error
+	var phase subtree.Do // the phase this operation counts in (metrics)
+	defer e.metrics.subtreeIn(&phase, 0)
 	for a := m.Start(now()); ; {
+		e.metrics.subtreeIn(&phase, a.Do)
 		var ev subtree.Event
 		switch a.Do {
 		case subtree.DoSetFlag:

@@ -201,6 +201,7 @@ func TestRecursiveDeleteInBatches(t *testing.T) {
 	must(t, e.SetQuota(ctx, root, "/q", 100000, 1<<30))
 	must(t, e.SetQuota(ctx, root, "/q/top", 100000, 1<<30))
 	buildTree(t, e, "/q/top", 12, 200) // 2400 files, a directory of 1700 entries at most
+	e.cfg.SubtreeDeleteBatch = 500     // several transactions, some ending inside a directory
 	must(t, e.SetOwner(ctx, root, "/q/top", "alice", ""))
 	must(t, e.SetPermission(ctx, root, "/q", 0o777))
 	_, err := e.Stat(ctx, root, "/q/top/d1/e1")
@@ -237,6 +238,7 @@ func TestRecursiveDeleteResumesAfterCrash(t *testing.T) {
 	must(t, e.Mkdirs(ctx, root, "/q/top", 0o755))
 	must(t, e.SetQuota(ctx, root, "/q", 100000, 1<<30))
 	buildTree(t, e, "/q/top", 8, 150)
+	e.cfg.SubtreeDeleteBatch = 200 // the crash comes after three of several transactions
 	before, err := e.Stat(ctx, root, "/q")
 	must(t, err)
 	var commits atomic.Int32

@@ -68,6 +68,26 @@ type Failer interface {
 	Err() error
 }
 
+// RangeDeleter is implemented by the transactions (store.Txn) of stores
+// that can delete every row of a key range with one record (Pebble's range
+// tombstone; SQL's DELETE ... WHERE key >= $1 AND key < $2) rather than one
+// per row. A recursive delete removes a directory's entries this way. Found
+// by type assertion on a Txn (an optional capability).
+type RangeDeleter interface {
+	// DeleteRange buffers the deletion of every row with start <= key < end
+	// (nothing when end <= start), applied atomically with the
+	// transaction's other writes at Commit, in the order they were made:
+	// rows the transaction put before are deleted, rows it puts after are
+	// kept. The caller must hold, from the call until the transaction ends,
+	// the locks that keep every other transaction from writing in the range
+	// (the Txn contract's parent lock: the directory's for its entries, the
+	// file's for its content, blocks or attributes): an implementation may
+	// list the range's rows at the call (pebblestore does, to keep its
+	// caches coherent). It fails only if that listing fails; after Commit
+	// or Rollback it returns ErrTxnDone.
+	DeleteRange(ctx context.Context, start, end []byte) error
+}
+
 // IsRetryable reports whether err means the transaction lost a race and the
 // whole operation may be run again from the start.
 func IsRetryable(err error) bool {

@@ -18,6 +18,7 @@ type metrics struct {
 	scanCacheHits, scanCacheMiss prometheus.Counter
 	failed                       prometheus.Gauge   // failstop.go
 	backgroundErrors             prometheus.Counter // events.go
+	rangeDeletes                 prometheus.Counter // txn.go DeleteRange
 }
 
 func newMetrics(s *Store) *metrics {
@@ -64,6 +65,10 @@ func newMetrics(s *Store) *metrics {
 			Namespace: "nimbus", Subsystem: "pebblestore", Name: "background_errors_total",
 			Help: "Errors of Pebble's flushes and compactions (retried by Pebble; a full disk shows here first).",
 		}),
+		rangeDeletes: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "pebblestore", Name: "range_deletes_total",
+			Help: "Key ranges deleted with one range tombstone (a directory's entries in a recursive delete).",
+		}),
 	}
 }
 
@@ -85,7 +90,7 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.commitSeconds, m.pebble, m.rowCacheHits, m.rowCacheMisses, m.durableWaits, m.scanSkipped, m.scanFlushes, m.scanCacheHits, m.scanCacheMiss, m.failed, m.backgroundErrors}
+	return []prometheus.Collector{m.commitSeconds, m.pebble, m.rowCacheHits, m.rowCacheMisses, m.durableWaits, m.scanSkipped, m.scanFlushes, m.scanCacheHits, m.scanCacheMiss, m.failed, m.backgroundErrors, m.rangeDeletes}
 }
 
 func (m *metrics) unregister() {

@@ -21,8 +21,10 @@ type txn struct {
 	owner *lockmgr.Owner // nil until the first lock
 	batch *pebble.Batch  // nil until the first write
 	keys  []written      // the rows written, for the row cache
-	xkeys [][]byte       // keys read under an exclusive lock (row cache only)
-	done  bool
+	// putsEnd is the length of keys after its last Put: no put is past it.
+	putsEnd int
+	xkeys   [][]byte // keys read under an exclusive lock (row cache only)
+	done    bool
 	// mustSync is set once the transaction may have read something that
 	// is not durable yet: it must not end before it is (see waitDurable).
 	mustSync bool
@@ -197,6 +199,7 @@ func (t *txn) Put(key, value []byte) {
 		value = nil // the key only: never installed
 	}
 	t.keys = append(t.keys, newWritten(key, value, true, keep))
+	t.putsEnd = len(t.keys)
 }
 
 // Delete buffers a deletion; after Commit or Rollback it is ignored.
@@ -209,6 +212,88 @@ func (t *txn) Delete(key []byte) {
 	}
 	_ = t.batch.Delete(key, nil)
 	t.keys = append(t.keys, newWritten(key, nil, false, t.s.rows != nil))
+}
+
+// DeleteRange implements store.RangeDeleter with one Pebble range tombstone.
+// The caches know rows by key, not by range, so the rows in the range are
+// listed now and recorded as deletions, as Delete records one: the commit
+// drops them from the row and scan caches and counts them as pending for
+// the readers that must wait for its sync. The caller's locks keep the
+// range from gaining a row before the commit (the RangeDeleter contract),
+// so the list is what the tombstone deletes. The listing costs one
+// iterator (none when the scan cache holds the range's partition), far less
+// than a tombstone per row in the log, the memtable and every level a scan
+// crosses until compaction.
+func (t *txn) DeleteRange(ctx context.Context, start, end []byte) error {
+	if t.done {
+		return store.ErrTxnDone
+	}
+	if bytes.Compare(start, end) >= 0 {
+		return nil
+	}
+	if err := t.s.acquire(); err != nil {
+		return err
+	}
+	defer t.s.release()
+	// What this transaction put in the range goes with it: never installed.
+	// (Only puts matter: a deletion's absence stays true. A recursive
+	// delete puts nothing before its ranges, and skips the loop, which
+	// would be quadratic over its thousands of rows.)
+	for i := range t.keys[:t.putsEnd] {
+		if w := &t.keys[i]; w.keep && bytes.Compare(w.key, start) >= 0 && bytes.Compare(w.key, end) < 0 {
+			w.keep = false
+		}
+	}
+	keep := t.s.rows != nil
+	// A range inside one partition the scan cache holds (a directory just
+	// listed, as a recursive delete does) is listed from there: the cache
+	// is coherent with every commit, and the caller's locks keep the range
+	// as it is until this one.
+	if c := t.s.scans; c != nil {
+		if pid, ok := store.PartitionOf(start); ok && pid.Covers(start, end) {
+			if part, _ := c.get(pid); part != nil {
+				part.scan(start, end, 0, func(k, _ []byte) bool {
+					t.keys = append(t.keys, newWritten(k, nil, false, keep))
+					return true
+				})
+				t.deleteRange(start, end)
+				return nil
+			}
+		}
+	}
+	it, err := t.s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: start, UpperBound: end})
+	if err != nil {
+		return fmt.Errorf("pebblestore: delete range %s: %w", store.FormatKey(start), err)
+	}
+	// A failed listing records nothing: a caller that commits anyway must
+	// not have rows that stay installed as absent.
+	listed := len(t.keys)
+	n := 0
+	for valid := it.First(); valid; valid = it.Next() {
+		if n++; n&255 == 0 {
+			if err := ctx.Err(); err != nil {
+				_ = it.Close()
+				t.keys = t.keys[:listed]
+				return err
+			}
+		}
+		t.keys = append(t.keys, newWritten(it.Key(), nil, false, keep))
+	}
+	if err := it.Close(); err != nil {
+		t.keys = t.keys[:listed]
+		return fmt.Errorf("pebblestore: delete range %s: %w", store.FormatKey(start), err)
+	}
+	t.deleteRange(start, end)
+	return nil
+}
+
+// deleteRange buffers the range tombstone of DeleteRange.
+func (t *txn) deleteRange(start, end []byte) {
+	if t.batch == nil {
+		t.batch = t.s.db.NewBatch()
+	}
+	_ = t.batch.DeleteRange(start, end, nil) // copies; fails only on a closed batch
+	t.s.metrics.rangeDeletes.Inc()
 }
 
 func (t *txn) Commit(ctx context.Context) error {

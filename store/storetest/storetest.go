@@ -40,6 +40,7 @@ func Run(t *testing.T, open Opener) {
 		{"AllocateIDsAcrossReopen", testAllocateIDsReopen},
 		{"Closed", testClosed},
 		{"BankInvariant", testBank},
+		{"DeleteRange", testDeleteRange}, // stores with store.RangeDeleter only
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
