@@ -142,7 +142,7 @@ func TestGoneNameNodesFlagIsCleared(t *testing.T) {
 // left half done when it died is finished by the other once it is judged
 // gone, with the quotas above right, not dropped with its flag.
 func TestGoneNameNodesDeleteIsFinished(t *testing.T) {
-	a, b, _ := twoEngines(t)
+	a, b, _ := twoEnginesWith(t, func(c *Config) { c.SubtreeDeleteBatch = 200 })
 	ctx := context.Background()
 	must(t, a.Mkdirs(ctx, root, "/q/top", 0o755))
 	must(t, a.SetQuota(ctx, root, "/q", 100000, 1<<30))
