@@ -155,7 +155,7 @@ func (e *Engine) subtreeOp(ctx context.Context, opName, path string, u meta.User
 			err := work(f)
 			var kf *keepFlag
 			if errors.As(err, &kf) {
-				e.log.Error("a recursive delete stopped half done; the next start finishes it",
+				e.log.Error("a subtree operation stopped half done (a recursive delete, chmod or chown); the next start finishes it, or on a shared store another NameNode once this one is gone",
 					"op", opName, "path", f.path, "err", kf.err)
 				return e.finish(opName, path, kf.err)
 			}
