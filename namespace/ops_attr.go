@@ -206,11 +206,12 @@ func (e *Engine) SetReplication(ctx context.Context, u meta.User, path string, r
 }
 
 // SetQuota implements meta.FileSystem.
-// Locks: the directory exclusive and everything below it shared (NoWait), so
-// that the usage it counts is exact when the quota starts to apply; on a
-// non-empty directory, after the subtree protocol's quiesce (subtree.go):
-// an operation below that read the directory before the quota was set, and
-// so does not charge it, has committed before the count.
+// Locks: the directory exclusive; on a non-empty directory, after the subtree
+// protocol's quiesce (subtree.go): an operation below that read the
+// directory before the quota was set, and so does not charge it, has
+// committed before the count, and every later one waits at the flag until
+// the quota is set, so that the usage counted is exact when it starts to
+// apply.
 func (e *Engine) SetQuota(ctx context.Context, u meta.User, dir string, nsQuota, spaceQuota int64) error {
 	const op = "set quota"
 	return e.updateKind(ctx, op, dir, u, subtree.KindQuota, func(t *tx, r *resolved, n *store.Inode) error {
@@ -233,7 +234,12 @@ func (e *Engine) SetQuota(ctx context.Context, u meta.User, dir string, nsQuota,
 			n.NsUsed, n.SpaceUsed = 0, 0
 			return nil
 		}
-		_, use, err := t.lockSubtree(ctx, op, r.path, n, store.Shared, 0)
+		// Counted with unlocked scans: an empty directory's row is locked
+		// exclusive (an entry added needs it); a non-empty one is flagged
+		// (updateKind sent it through the subtree protocol), and after the
+		// quiesce nothing below it changes until the flag goes. The count
+		// holds the directories not yet visited, not the subtree's rows.
+		use, err := t.usage(ctx, op, r.path, n, false)
 		if err != nil {
 			return err
 		}
