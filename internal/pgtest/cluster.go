@@ -43,8 +43,25 @@ func NewCluster(t testing.TB) *Cluster {
 	if err := run(c.asUser, filepath.Join(c.bin, "initdb"), "-D", c.data, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"); err != nil {
 		t.Fatalf("pgtest: initdb: %v", err)
 	}
-	c.Start()
+	c.startFirst()
 	return c
+}
+
+// startFirst starts a new server. The free port may be taken by another
+// process before the server binds it (the machine is shared): it tries a
+// few.
+func (c *Cluster) startFirst() {
+	c.t.Helper()
+	for try := 0; ; try++ {
+		err := c.start()
+		if err == nil {
+			return
+		}
+		if try == 2 {
+			c.t.Fatalf("pgtest: %v", err)
+		}
+		c.setPort(c.t)
+	}
 }
 
 func newCluster(t testing.TB) *Cluster {
@@ -71,10 +88,7 @@ func newCluster(t testing.TB) *Cluster {
 		}
 		c.asUser = "postgres"
 	}
-	if c.port, err = freePort(); err != nil {
-		t.Fatal(err)
-	}
-	c.opts = fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=100 -c shared_buffers=32MB", c.port, dir)
+	c.setPort(t)
 	c.dog = watchdog(filepath.Join(bin, "pg_ctl"), c.data, dir, c.asUser)
 	t.Cleanup(func() {
 		_ = run(c.asUser, filepath.Join(c.bin, "pg_ctl"), "-D", c.data, "-m", "immediate", "-w", "stop")
@@ -84,6 +98,17 @@ func newCluster(t testing.TB) *Cluster {
 		}
 	})
 	return c
+}
+
+// setPort picks a free port for the server.
+func (c *Cluster) setPort(t testing.TB) {
+	t.Helper()
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.port = port
+	c.opts = fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=100 -c shared_buffers=32MB", c.port, c.dir)
 }
 
 // Port is the server's port on 127.0.0.1.
@@ -116,10 +141,17 @@ func (c *Cluster) CreateDB(name string) string {
 // waits until it accepts connections.
 func (c *Cluster) Start() {
 	c.t.Helper()
+	if err := c.start(); err != nil {
+		c.t.Fatalf("pgtest: %v", err)
+	}
+}
+
+func (c *Cluster) start() error {
 	if err := run(c.asUser, filepath.Join(c.bin, "pg_ctl"), "-D", c.data, "-l", filepath.Join(c.dir, "log"), "-o", c.opts, "-w", "-t", "60", "start"); err != nil {
 		log, _ := os.ReadFile(filepath.Join(c.dir, "log"))
-		c.t.Fatalf("pgtest: pg_ctl start: %v\n%s", err, log)
+		return fmt.Errorf("pg_ctl start: %w\n%s", err, log)
 	}
+	return nil
 }
 
 // Kill sends SIGKILL to the postmaster and to every process it started, as a
@@ -249,7 +281,7 @@ func (c *Cluster) NewStandby() *Cluster {
 		"-D", s.data, "-R", "-X", "stream", "-c", "fast"); err != nil {
 		c.t.Fatalf("pgtest: pg_basebackup: %v", err)
 	}
-	s.Start()
+	s.startFirst()
 	c.Exec("postgres", "ALTER SYSTEM SET synchronous_standby_names = '*'")
 	c.Exec("postgres", "SELECT pg_reload_conf()")
 	deadline := time.Now().Add(30 * time.Second)
