@@ -55,6 +55,11 @@ var (
 	// failed write or sync of its log, its data directory gone) and refuses
 	// every operation from then on; see Failer.
 	ErrFailed = errors.New("store: failed")
+	// ErrUnavailable: the store could not be reached, or lost its connection
+	// (a database server restarting or failing over), before the
+	// transaction could have committed: nothing of it was written, and the
+	// whole operation may be run again once the store is back.
+	ErrUnavailable = errors.New("store: unavailable")
 )
 
 // Failer is implemented by stores that can fail permanently at run time: after
@@ -88,10 +93,11 @@ type RangeDeleter interface {
 	DeleteRange(ctx context.Context, start, end []byte) error
 }
 
-// IsRetryable reports whether err means the transaction lost a race and the
-// whole operation may be run again from the start.
+// IsRetryable reports whether err means the transaction lost a race, or
+// could not reach the store, without writing anything, and the whole
+// operation may be run again from the start.
 func IsRetryable(err error) bool {
-	return errors.Is(err, ErrLockBusy) || errors.Is(err, ErrLockTimeout)
+	return errors.Is(err, ErrLockBusy) || errors.Is(err, ErrLockTimeout) || errors.Is(err, ErrUnavailable)
 }
 
 // Store is the persistent, transactional metadata store: an ordered map of

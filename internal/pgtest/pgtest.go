@@ -250,26 +250,32 @@ func startCluster(bin string) (string, error) {
 // group of its own, so that an interrupt of the tests does not stop it
 // before it has stopped the server.
 func startWatchdog(data string) {
+	cluster.watchdog = watchdog(cluster.pgCtl, data, cluster.dir, cluster.asUser)
+}
+
+// watchdog starts the shell of startWatchdog for the cluster in data under
+// dir and returns its end of the pipe (nil if it could not start).
+func watchdog(pgCtl, data, dir, asUser string) *os.File {
 	r, w, err := os.Pipe()
 	if err != nil {
-		return
+		return nil
 	}
-	stop := fmt.Sprintf("%s -D %s -m immediate -w stop", cluster.pgCtl, data)
-	if cluster.asUser != "" {
-		stop = "runuser -u " + cluster.asUser + " -- " + stop
+	stop := fmt.Sprintf("%s -D %s -m immediate -w stop", pgCtl, data)
+	if asUser != "" {
+		stop = "runuser -u " + asUser + " -- " + stop
 	}
-	cmd := exec.Command("sh", "-c", "cat >/dev/null; "+stop+" >/dev/null 2>&1; rm -rf "+cluster.dir)
+	cmd := exec.Command("sh", "-c", "cat >/dev/null; "+stop+" >/dev/null 2>&1; rm -rf "+dir)
 	cmd.Stdin = r
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		r.Close()
 		w.Close()
-		return
+		return nil
 	}
 	r.Close()
-	cluster.watchdog = w
 	go func() { _ = cmd.Wait() }()
+	return w
 }
 
 func freePort() (int, error) {

@@ -23,6 +23,8 @@ type metrics struct {
 	statements    map[string]prometheus.Counter // resolved once: no label lookup per statement
 	commitSeconds prometheus.Histogram
 	retryable     prometheus.Counter
+	connLost      prometheus.Counter
+	commitUnknown prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -44,6 +46,14 @@ func newMetrics() *metrics {
 			Namespace: "nimbus", Subsystem: "pgstore", Name: "retryable_errors_total",
 			Help: "Reads and commits that failed with a retryable error (lock busy, lock timeout, deadlock, serialization failure).",
 		}),
+		connLost: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "pgstore", Name: "unavailable_errors_total",
+			Help: "Operations that failed, retryably, because the database could not be reached or a connection broke before anything could have committed.",
+		}),
+		commitUnknown: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "pgstore", Name: "commit_outcome_unknown_total",
+			Help: "Commits whose connection broke after COMMIT was sent: the outcome is unknown and the error is not retryable.",
+		}),
 		statements: map[string]prometheus.Counter{},
 	}
 	for _, k := range kinds {
@@ -53,7 +63,7 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.roundTrips, m.statementsVec, m.commitSeconds, m.retryable}
+	return []prometheus.Collector{m.roundTrips, m.statementsVec, m.commitSeconds, m.retryable, m.connLost, m.commitUnknown}
 }
 
 // register registers the metrics on reg (nil: none).

@@ -244,14 +244,27 @@ func (s *Store) count(kind string) {
 // mapErr turns a database error into the seam's: lock errors into
 // ErrLockBusy (the statement had NOWAIT) or ErrLockTimeout (it waited
 // lock_timeout), deadlocks and serialization failures into ErrLockTimeout
-// too (retryable: the transaction lost a race), and anything after Close
-// into ErrClosed.
+// too (retryable: the transaction lost a race), a connection that could not
+// be made or broke into store.ErrUnavailable (retryable: callers make sure
+// nothing can have committed, see Commit), and anything after Close into
+// ErrClosed.
 func (s *Store) mapErr(ctx context.Context, op string, err error, noWait bool) error {
 	if s.closed.Load() {
 		return fmt.Errorf("pgstore: %s: %w", op, store.ErrClosed)
 	}
 	if cerr := ctx.Err(); cerr != nil {
 		return fmt.Errorf("pgstore: %s: %w", op, cerr)
+	}
+	if connLost(err) {
+		s.metrics.connLost.Inc()
+		if connBroken(err) {
+			// The server probably restarted or failed over: its other
+			// pooled connections are dead too. Drop them now (those in use
+			// when released) rather than let each fail one operation.
+			s.pool.Reset()
+			s.ids.Reset()
+		}
+		return fmt.Errorf("pgstore: %s: %w: no working connection to %s (%w)", op, store.ErrUnavailable, s.target, err)
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/nimbus-fs/nimbus/store"
@@ -620,20 +622,53 @@ func (t *txn) Commit(ctx context.Context) error {
 	t.s.metrics.roundTrips.Inc()
 	br := t.conn.SendBatch(ctx, b)
 	var err error
-	for range b.Len() {
+	failedAt := b.Len() // the statement whose result was an error; Len: none
+	for i := range b.Len() {
 		if _, err = br.Exec(); err != nil {
+			failedAt = i
 			break
 		}
 	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
+	cerr := br.Close()
+	if err == nil && cerr != nil {
+		// COMMIT's own result came back: committed, whatever broke after.
+		t.s.log.Warn("connection broke after a commit was acknowledged; dropping it", "err", cerr)
+		t.endConn(cerr)
+		t.s.metrics.commitSeconds.Observe(time.Since(start).Seconds())
+		return nil
 	}
 	t.endConn(err)
 	if err != nil {
-		return t.s.mapErr(ctx, "commit "+store.FormatKey(first), err, false)
+		op := "commit " + store.FormatKey(first)
+		if commitUnknown(err, failedAt, b.Len()-1) && ctx.Err() == nil && !t.s.closed.Load() {
+			t.s.metrics.commitUnknown.Inc()
+			t.s.log.Error("connection lost during COMMIT: the transaction may or may not have committed", "op", op, "db", t.s.target, "err", err)
+			return fmt.Errorf("pgstore: %s: %w: the connection to %s broke after COMMIT was sent (%w)", op, ErrCommitUnknown, t.s.target, err)
+		}
+		return t.s.mapErr(ctx, op, err, false)
 	}
 	t.s.metrics.commitSeconds.Observe(time.Since(start).Seconds())
 	return nil
+}
+
+// commitUnknown reports whether a commit batch that failed with err, at the
+// result of statement failedAt, may have committed (commitAt is COMMIT's
+// place). Nothing sent: no. An error answered by the server for a statement
+// before COMMIT: no, the server rolls back what follows an error, and a
+// backend that ended (FATAL) never read COMMIT. An ERROR for COMMIT itself:
+// no. A FATAL for COMMIT (the server terminating the backend while it waits
+// for a synchronous standby, after its local commit) or a broken connection
+// once the batch was sent: yes, the server may have committed and lost only
+// the answer.
+func commitUnknown(err error, failedAt, commitAt int) bool {
+	if notSent(err) {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return failedAt >= commitAt && pe.Severity != "ERROR"
+	}
+	return connLost(err)
 }
 
 // queueWrites queues the buffered writes, the last of each key winning, in
@@ -683,6 +718,13 @@ func (t *txn) endConn(err error) {
 	if t.conn == nil {
 		return
 	}
+	if err != nil && !t.conn.Conn().IsClosed() && connLost(err) {
+		// Nothing to roll back on a broken connection, and a ROLLBACK
+		// could wait on a dead socket: close it, which the pool then drops.
+		ctx, cancel := context.WithTimeout(context.Background(), t.s.opts.ConnectTimeout)
+		_ = t.conn.Conn().Close(ctx)
+		cancel()
+	}
 	if err != nil && !t.conn.Conn().IsClosed() {
 		ctx, cancel := context.WithTimeout(context.Background(), t.s.opts.ConnectTimeout)
 		t.s.count(kindAbort)
@@ -703,6 +745,12 @@ func (t *txn) Rollback() {
 	t.done = true
 	t.ops = nil
 	if t.conn == nil {
+		return
+	}
+	if t.conn.Conn().IsClosed() {
+		// The connection broke (its error was the operation's); the
+		// server ended the transaction with it.
+		t.releaseConn()
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), t.s.opts.ConnectTimeout)
