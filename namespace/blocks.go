@@ -182,7 +182,13 @@ func (t *tx) toBlocks(ctx context.Context, n *store.Inode, holder string) (*file
 	t.putBlock(&b)
 	t.put(n)
 	fw := &fileWriter{holder: holder, w: w, block: b, written: written, synced: written, nblocks: 1}
-	t.undo = append(t.undo, func() { _ = w.Abort() })
+	t.undo = append(t.undo, func() {
+		// A commit whose outcome is unknown may have recorded the block: its
+		// replica stays (unreferenced, the next start removes it).
+		if !t.commitUnknown {
+			_ = w.Abort()
+		}
+	})
 	t.after = append(t.after, func() { t.e.writers.put(n.ID, fw) })
 	return fw, nil
 }

@@ -61,6 +61,9 @@ type tx struct {
 	inodes []store.Inode           // slab of decoded rows (newInode)
 	after  []func()                // run once the transaction committed
 	undo   []func()                // run if it did not
+	// commitUnknown: the commit's outcome is unknown (store.ErrCommitUnknown):
+	// an undo must not destroy what the commit may have kept.
+	commitUnknown bool
 }
 
 // run executes fn as one transaction, restarting it when it asks for a retry
@@ -181,6 +184,7 @@ func (e *Engine) attempt(ctx context.Context, op *opState, user string, groups [
 		}
 	}
 	if err != nil {
+		t.commitUnknown = errors.Is(err, store.ErrCommitUnknown)
 		for _, f := range t.undo {
 			f()
 		}

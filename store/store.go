@@ -60,6 +60,11 @@ var (
 	// transaction could have committed: nothing of it was written, and the
 	// whole operation may be run again once the store is back.
 	ErrUnavailable = errors.New("store: unavailable")
+	// ErrCommitUnknown: the store lost its connection after the commit was
+	// sent and before its answer came: the transaction may or may not have
+	// committed. Not retryable (running the operation again could apply it
+	// twice); the caller must not undo what a commit would have kept.
+	ErrCommitUnknown = errors.New("store: commit outcome unknown")
 )
 
 // Failer is implemented by stores that can fail permanently at run time: after

@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/nimbus-fs/nimbus/store"
 )
 
 // ErrCommitUnknown is wrapped by Commit's error when the connection broke
@@ -14,7 +15,7 @@ import (
 // may not have committed. It is not retryable (store.IsRetryable is false):
 // running the operation again could apply it twice, and reporting it as not
 // done could be a wrong answer. The caller must look before it acts again.
-var ErrCommitUnknown = errors.New("pgstore: commit outcome unknown")
+var ErrCommitUnknown = store.ErrCommitUnknown
 
 // connLost reports whether err means the database could not be reached or
 // the connection under a statement broke (the server restarting, shutting
