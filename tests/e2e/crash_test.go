@@ -70,9 +70,14 @@ func keys(m map[string]bool) []string {
 // directory, and checks that every client's directory holds exactly the
 // effect of its acknowledged operations (plus, possibly, the one that was in
 // flight), that completed files have their bytes, and that fsck is clean.
-func TestCrashKeepsAcknowledgedOperations(t *testing.T) {
+func TestCrashKeepsAcknowledgedOperations(t *testing.T) { crashKeepsAcknowledged(t) }
+
+// crashKeepsAcknowledged is the crash test with args given to both
+// servers (the one killed and the one started after it on its data), e.g.
+// a --store.
+func crashKeepsAcknowledged(t *testing.T, args ...string) {
 	const clients = 8
-	s := startServer(t, "", "")
+	s := startServer(t, t.TempDir(), "", args...)
 	ctx := context.Background()
 	setup, err := client.Dial(ctx, s.url(), client.Options{})
 	if err != nil {
@@ -136,7 +141,7 @@ func TestCrashKeepsAcknowledgedOperations(t *testing.T) {
 	}
 	t.Logf("%d operations acknowledged by %d clients before SIGKILL", total, clients)
 
-	s2 := startServer(t, s.data, "")
+	s2 := startServer(t, s.data, "", args...)
 	cl, err := client.Dial(ctx, s2.url(), client.Options{})
 	if err != nil {
 		t.Fatal(err)
