@@ -78,10 +78,51 @@ stop_server() {
 round_trips() {
   curl -sf "http://$ADDR/metrics" | awk '$1 == "nimbus_pgstore_round_trips_total" { print $2 }'
 }
-# cpu_sample NAME: `top` samples (1 s apart) of the busiest processes while a point runs.
+# cpu_sample NAME: in the background, the CPU each process used over 3 s of the point (from 1 s
+# after its start), from /proc, grouped: the server, the bench driver, PostgreSQL's backends,
+# pgbench, the rest of the machine (other users of the shared cores).
 SAMPLER=""
 cpu_sample() {
-  { echo "== $1 (server pid ${SERVER:-none})"; top -b -d 1 -n 4 -w 200 | awk '/^top -/{n++} n>1 && (/^%Cpu|^ *PID/ || ($9+0 >= 3))'; } >>"$OUT/pg-bench-cpu.txt" 2>&1 &
+  python3 - "$1" "$ADDR" >>"$OUT/pg-bench-cpu.txt" 2>&1 <<'PY' &
+import os, sys, time
+name, addr = sys.argv[1], sys.argv[2]
+hz = os.sysconf("SC_CLK_TCK")
+def snap():
+    out = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            st = open(f"/proc/{pid}/stat").read()
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        f = st[st.rindex(")") + 2:].split()
+        out[pid] = (int(f[11]) + int(f[12]), cmd)
+    return out
+def group(cmd):
+    if " serve " in cmd and addr in cmd:
+        return "nimbus server"
+    if " bench micro " in cmd:
+        return "bench driver"
+    prog = os.path.basename(cmd.split(" ")[0])  # Debian's pgbench is a wrapper that execs /usr/lib/postgresql/N/bin/pgbench
+    if prog == "postgres" or cmd.startswith("postgres:"):
+        return "postgres"
+    if prog == "pgbench":
+        return "pgbench"
+    return "other processes"
+time.sleep(1)
+a, t0 = snap(), time.time()
+time.sleep(3)
+b, t1 = snap(), time.time()
+cpu = {}
+for pid, (ticks, cmd) in b.items():
+    used = ticks - a.get(pid, (0, ""))[0] if pid in a else ticks
+    if pid not in a:
+        continue  # started during the window: its whole life is not in it; ignore
+    cpu[group(cmd)] = cpu.get(group(cmd), 0) + used / hz / (t1 - t0) * 100
+print(name + "\t" + "\t".join(f"{k}={v:.0f}" for k, v in sorted(cpu.items())))
+PY
   SAMPLER=$!
 }
 # sampled: waits for the `top` sample of the point, if one was taken.
@@ -275,41 +316,19 @@ for o in ("stat", "create"):
 open(os.path.join(out, "pg-bench.md"), "w").write("\n".join(L) + "\n")
 print("\n".join(L))
 PY
-# The CPU split of each sampled point: mean %CPU (100 = one core) over the `top` samples.
+# The CPU split of each sampled point (% of one core; 200 = both).
 python3 - "$OUT/pg-bench-cpu.txt" <<'PY' | tee -a "$OUT/pg-bench.md"
-import re, sys
-points, cur = [], None
-for line in open(sys.argv[1]):
-    m = re.match(r"== (.*) \(server pid (\S+)\)", line)
-    if m:
-        cur = {"name": m.group(1), "pid": m.group(2), "n": 0, "cpu": {}}
-        points.append(cur)
-        continue
-    if cur is None:
-        continue
-    if line.startswith("%Cpu"):
-        cur["n"] += 1
-        continue
-    f = line.split()
-    if len(f) < 12 or not f[0].isdigit():
-        continue
-    pid, cpu, cmd = f[0], float(f[8]), f[11]
-    if cmd == "nimbus":
-        who = "nimbus server" if pid == cur["pid"] else "bench driver"
-    elif cmd in ("postgres", "pgbench"):
-        who = cmd
-    else:
-        who = "other processes"
-    cur["cpu"][who] = cur["cpu"].get(who, 0) + cpu
+import sys
 cols = ["nimbus server", "bench driver", "postgres", "pgbench", "other processes"]
-print("\n| point (mean %CPU of `top` samples, 200 = both cores) | " + " | ".join(cols) + " |")
+print("\n| point: CPU over 3 s, % of one core (200 = both cores) | " + " | ".join(cols) + " |")
 print("|---|" + "---:|" * len(cols))
-for p in points:
-    n = max(p["n"], 1)
-    print(f"| {p['name']} | " + " | ".join(f"{p['cpu'].get(c, 0) / n:.0f}" for c in cols) + " |")
+for line in open(sys.argv[1]):
+    name, *kv = line.rstrip("\n").split("\t")
+    d = dict(x.split("=") for x in kv)
+    print(f"| {name} | " + " | ".join(d.get(c, "0") for c in cols) + " |")
 PY
-cp "$WORK/stat.log" "$OUT/statement-log-stat.txt" 2>/dev/null || true
-head -c 200000 "$WORK/create.log" >"$OUT/statement-log-create.txt" || true
-head -c 200000 "$OUT/statement-log-stat.txt" >"$OUT/statement-log-stat.tmp" && mv "$OUT/statement-log-stat.tmp" "$OUT/statement-log-stat.txt"
+# The start of both statement logs, as evidence of what the scripts were checked against.
+head -n 400 "$WORK/stat.log" >"$OUT/statement-log-stat.txt"
+head -n 600 "$WORK/create.log" >"$OUT/statement-log-create.txt"
 rm -f "$OUT"/raw-*.json "$OUT"/rt-*.txt
 log "done: $OUT/pg-bench.md, $OUT/pg-bench.json"
