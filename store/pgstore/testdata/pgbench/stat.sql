@@ -1,0 +1,9 @@
+-- What Nimbus sends for a stat (as `nimbus bench micro --op stat` does it), checked by
+-- scripts/bench-pg.sh against the server's statement log (log_statement=all) on every run: one
+-- read-committed statement reading the whole path, root to file, in one round trip. The header
+-- lines are the statements sent per operation, verbatim; below, $1 is the key array of a random
+-- file of the prepared tree, taken from nimbus_pgbench_paths (which bench-pg.sh fills with the
+-- arrays the logged stats sent). Run with -M prepared -D paths=N (the rows of that table).
+-- nimbus: SELECT r.ord, t.value FROM unnest($1::bytea[]) WITH ORDINALITY AS r(key, ord) JOIN nimbus_kv t ON t.key = r.key
+\set n random(1, :paths)
+SELECT r.ord, t.value FROM unnest((SELECT keys FROM nimbus_pgbench_paths WHERE n = :n)) WITH ORDINALITY AS r(key, ord) JOIN nimbus_kv t ON t.key = r.key;
