@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os/user"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -295,5 +296,43 @@ func (e *Engine) Defaults(context.Context) (*meta.ServerDefaults, error) {
 	}, nil
 }
 
-// clean validates a path for op.
-func clean(op, p string) (string, error) { return meta.CleanPath(op, p) }
+// clean validates a path for op. HDFS's /.reserved/raw/P names /P: a read
+// through it is cleaned to /P here (HDFS lets any user read through it);
+// other operations are refused, but the attribute ones, which resolve it
+// themselves (rawPath) to check the superuser and see raw.* attributes.
+// /.reserved itself cannot be created nor changed (HDFS's
+// InvalidPathException); other /.reserved names are ordinary, missing paths.
+func clean(op, p string) (string, error) {
+	p, err := meta.CleanPath(op, p)
+	if err != nil || len(p) < len(reservedDir) || p[1] != '.' || !strings.HasPrefix(p, reservedDir) {
+		return p, err
+	}
+	read := readOps[op]
+	switch rest := p[len(reservedDir):]; {
+	case rest == "":
+		if !read {
+			return "", meta.Errorf(op, p, meta.ErrInvalidPath, "Invalid path name %s", p)
+		}
+	case rest == rawDir || strings.HasPrefix(rest, rawDir+"/"):
+		if !read {
+			return "", meta.Errorf(op, p, meta.ErrUnsupported, "only reads and xattr operations are supported under %s", reservedDir+rawDir)
+		}
+		if rest = rest[len(rawDir):]; rest == "" {
+			return meta.RootPath, nil
+		}
+		return rest, nil
+	}
+	return p, nil
+}
+
+const (
+	reservedDir = "/.reserved"
+	rawDir      = "/raw"
+)
+
+// readOps are the operations HDFS resolves as DirOp.READ, which a
+// /.reserved/raw path lets any user make.
+var readOps = map[string]bool{
+	"stat": true, "list": true, "read": true, "content summary": true,
+	"check access": true, "get acl status": true,
+}
