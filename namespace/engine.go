@@ -300,27 +300,35 @@ func (e *Engine) Defaults(context.Context) (*meta.ServerDefaults, error) {
 // through it is cleaned to /P here (HDFS lets any user read through it);
 // other operations are refused, but the attribute ones, which resolve it
 // themselves (rawPath) to check the superuser and see raw.* attributes.
-// /.reserved itself cannot be created nor changed (HDFS's
-// InvalidPathException); other /.reserved names are ordinary, missing paths.
+// /.reserved cannot be created (nor anything under it), deleted or renamed,
+// with HDFS's words; other /.reserved names are ordinary, missing paths.
 func clean(op, p string) (string, error) {
 	p, err := meta.CleanPath(op, p)
 	if err != nil || len(p) < len(reservedDir) || p[1] != '.' || !strings.HasPrefix(p, reservedDir) {
 		return p, err
 	}
-	read := readOps[op]
-	switch rest := p[len(reservedDir):]; {
-	case rest == "":
-		if !read {
-			return "", meta.Errorf(op, p, meta.ErrInvalidPath, "Invalid path name %s", p)
-		}
-	case rest == rawDir || strings.HasPrefix(rest, rawDir+"/"):
-		if !read {
+	rest := p[len(reservedDir):]
+	if rest != "" && rest[0] != '/' {
+		return p, nil // /.reservedX: an ordinary name
+	}
+	if rest == rawDir || strings.HasPrefix(rest, rawDir+"/") {
+		if !readOps[op] {
 			return "", meta.Errorf(op, p, meta.ErrUnsupported, "only reads and xattr operations are supported under %s", reservedDir+rawDir)
 		}
 		if rest = rest[len(rawDir):]; rest == "" {
 			return meta.RootPath, nil
 		}
 		return rest, nil
+	}
+	switch {
+	case op == "mkdirs" || op == "create symlink":
+		// FSDirectory.addLastINode's words (mkdirs -p makes /.reserved first).
+		return "", meta.Errorf(op, p, meta.ErrInvalidArgument, "File name \"%s\" is reserved and cannot be created. "+
+			"If this is during upgrade change the name of the existing file or directory to another name before upgrading to the new release.", reservedDir[1:])
+	case op == "create", op == "delete" && rest == "":
+		return "", meta.Errorf(op, p, meta.ErrInvalidPath, "Invalid path name %s", p)
+	case op == "rename" && rest == "":
+		return "", meta.Errorf(op, p, meta.ErrInvalidPath, "Cannot rename to or from %s", reservedDir)
 	}
 	return p, nil
 }

@@ -91,11 +91,16 @@ func TestReservedRaw(t *testing.T) {
 
 	// /.reserved itself cannot be made; other changes through the raw path
 	// are refused; other /.reserved names are ordinary missing paths.
-	err = e.Mkdirs(ctx, root, "/.reserved", 0o755)
-	wantKind(t, err, meta.ErrInvalidPath)
-	wantDetail(t, err, "Invalid path name /.reserved")
-	_, err = e.Create(ctx, root, "/.reserved", meta.CreateOptions{Client: "c", Perm: 0o644})
-	wantKind(t, err, meta.ErrInvalidPath)
+	for _, p := range []string{"/.reserved", "/.reserved/x"} {
+		err = e.Mkdirs(ctx, root, p, 0o755)
+		wantKind(t, err, meta.ErrInvalidArgument)
+		wantDetail(t, err, `File name ".reserved" is reserved and cannot be created.`)
+		_, err = e.Create(ctx, root, p, meta.CreateOptions{Client: "c", Perm: 0o644, CreateParent: true})
+		wantKind(t, err, meta.ErrInvalidPath)
+		wantDetail(t, err, "Invalid path name "+p)
+	}
+	wantDetail(t, e.Rename(ctx, root, "/d/f", "/.reserved", meta.RenameOptions{}), "Cannot rename to or from /.reserved")
+	wantDetail(t, e.Delete(ctx, root, "/.reserved", true), "Invalid path name /.reserved")
 	wantKind(t, e.Mkdirs(ctx, root, "/.reserved/raw/d/sub", 0o755), meta.ErrUnsupported)
 	_, err = e.Stat(ctx, root, "/.reserved/.inodes/1")
 	wantKind(t, err, meta.ErrNotFound)

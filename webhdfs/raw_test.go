@@ -53,7 +53,11 @@ func TestReservedRawOverHTTP(t *testing.T) {
 	}
 	wantStatus(t, e.do("GET", "/.reserved/raw", "op=LISTSTATUS&user.name=bob", nil), 200)
 	r = e.do("PUT", "/.reserved", "op=MKDIRS&user.name=root", nil)
-	if r.status < 400 || !strings.Contains(string(r.body), "Invalid path name /.reserved") {
+	if r.status != 400 || !strings.Contains(string(r.body), `File name \".reserved\" is reserved and cannot be created.`) {
 		t.Fatalf("MKDIRS /.reserved: %d %s", r.status, r.body)
+	}
+	r = e.do("PUT", "/.reserved/raw/d/e", "op=MKDIRS&user.name=root", nil)
+	if r.status < 400 || !strings.Contains(string(r.body), "only reads and xattr operations are supported under /.reserved/raw") {
+		t.Fatalf("MKDIRS under /.reserved/raw: %d %s", r.status, r.body)
 	}
 }
