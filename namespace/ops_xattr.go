@@ -132,6 +132,9 @@ func (t *tx) readableBySuperuser(ctx context.Context, op, path string, n *store.
 // takes the superuser (FSDirectory.resolvePath). Other paths are returned
 // as given, for clean.
 func (e *Engine) rawPath(op, path string, u meta.User, change bool) (string, bool, error) {
+	if !strings.Contains(path, reservedDir) {
+		return path, false, nil // the common case, without cleaning twice
+	}
 	p, err := meta.CleanPath(op, path)
 	if err != nil || !strings.HasPrefix(p, reservedDir+rawDir) {
 		return path, false, nil
