@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os/user"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -295,5 +296,51 @@ func (e *Engine) Defaults(context.Context) (*meta.ServerDefaults, error) {
 	}, nil
 }
 
-// clean validates a path for op.
-func clean(op, p string) (string, error) { return meta.CleanPath(op, p) }
+// clean validates a path for op. HDFS's /.reserved/raw/P names /P: a read
+// through it is cleaned to /P here (HDFS lets any user read through it);
+// other operations are refused, but the attribute ones, which resolve it
+// themselves (rawPath) to check the superuser and see raw.* attributes.
+// /.reserved cannot be created (nor anything under it), deleted or renamed,
+// with HDFS's words; other /.reserved names are ordinary, missing paths.
+func clean(op, p string) (string, error) {
+	p, err := meta.CleanPath(op, p)
+	if err != nil || len(p) < len(reservedDir) || p[1] != '.' || !strings.HasPrefix(p, reservedDir) {
+		return p, err
+	}
+	rest := p[len(reservedDir):]
+	if rest != "" && rest[0] != '/' {
+		return p, nil // /.reservedX: an ordinary name
+	}
+	if rest == rawDir || strings.HasPrefix(rest, rawDir+"/") {
+		if !readOps[op] {
+			return "", meta.Errorf(op, p, meta.ErrUnsupported, "only reads and xattr operations are supported under %s", reservedDir+rawDir)
+		}
+		if rest = rest[len(rawDir):]; rest == "" {
+			return meta.RootPath, nil
+		}
+		return rest, nil
+	}
+	switch {
+	case op == "mkdirs" || op == "create symlink":
+		// FSDirectory.addLastINode's words (mkdirs -p makes /.reserved first).
+		return "", meta.Errorf(op, p, meta.ErrInvalidArgument, "File name \"%s\" is reserved and cannot be created. "+
+			"If this is during upgrade change the name of the existing file or directory to another name before upgrading to the new release.", reservedDir[1:])
+	case op == "create", op == "delete" && rest == "":
+		return "", meta.Errorf(op, p, meta.ErrInvalidPath, "Invalid path name %s", p)
+	case op == "rename" && rest == "":
+		return "", meta.Errorf(op, p, meta.ErrInvalidPath, "Cannot rename to or from %s", reservedDir)
+	}
+	return p, nil
+}
+
+const (
+	reservedDir = "/.reserved"
+	rawDir      = "/raw"
+)
+
+// readOps are the operations HDFS resolves as DirOp.READ, which a
+// /.reserved/raw path lets any user make.
+var readOps = map[string]bool{
+	"stat": true, "list": true, "read": true, "content summary": true,
+	"check access": true, "get acl status": true,
+}

@@ -50,21 +50,23 @@ func xattrName(op, path, name string) (string, int, error) {
 }
 
 // xattrVisible is HDFS's filter of what a caller may name or see: user.*
-// always, trusted.* for superusers, security.hdfs.unreadable.by.superuser;
-// never system.* (the server's own) nor raw.* (only under /.reserved/raw,
-// which Nimbus does not have).
-func (t *tx) xattrVisible(name string) bool {
+// always, trusted.* for superusers, security.hdfs.unreadable.by.superuser,
+// raw.* only through a /.reserved/raw path (raw); never system.* (the
+// server's own).
+func (t *tx) xattrVisible(name string, raw bool) bool {
 	switch {
 	case strings.HasPrefix(name, "user."):
 		return true
 	case strings.HasPrefix(name, "trusted."):
 		return t.super
+	case strings.HasPrefix(name, "raw."):
+		return raw
 	}
 	return name == unreadableBySuperuser
 }
 
-func (t *tx) xattrAllowed(op, path, name string) error {
-	if t.xattrVisible(name) {
+func (t *tx) xattrAllowed(op, path, name string, raw bool) error {
+	if t.xattrVisible(name, raw) {
 		return nil
 	}
 	return meta.Errorf(op, path, meta.ErrPermission, "User doesn't have permission for xattr: %s", name)
@@ -124,16 +126,52 @@ func (t *tx) readableBySuperuser(ctx context.Context, op, path string, n *store.
 	return nil
 }
 
+// rawPath resolves HDFS's /.reserved/raw/P to /P, reporting whether path
+// was one: raw.* attributes are named and seen only through such a path.
+// Reading through it is open to all (HDFS's DirOp.READ); changing through it
+// takes the superuser (FSDirectory.resolvePath). Other paths are returned
+// as given, for clean.
+func (e *Engine) rawPath(op, path string, u meta.User, change bool) (string, bool, error) {
+	if !strings.Contains(path, reservedDir) {
+		return path, false, nil // the common case, without cleaning twice
+	}
+	p, err := meta.CleanPath(op, path)
+	if err != nil || !strings.HasPrefix(p, reservedDir+rawDir) {
+		return path, false, nil
+	}
+	rest := p[len(reservedDir+rawDir):]
+	switch {
+	case rest == "":
+		rest = meta.RootPath
+	case rest[0] != '/':
+		return path, false, nil // /.reserved/rawx: an ordinary name
+	}
+	if change {
+		if err := checkUser(op, p, u); err != nil {
+			return "", false, err
+		}
+		if _, super := e.identity(u.Name); !super {
+			return "", false, meta.Errorf(op, p, meta.ErrPermission,
+				"Access denied for user %s. Superuser privilege is required", u.Name)
+		}
+	}
+	return rest, true, nil
+}
+
 // SetXAttr implements meta.XAttrs. Locks: the path exclusive (its attribute
 // rows are written under its lock).
 func (e *Engine) SetXAttr(ctx context.Context, u meta.User, path string, x meta.XAttr, flag meta.XAttrSetFlag) error {
 	const op = "set xattr"
+	path, raw, err := e.rawPath(op, path, u, true)
+	if err != nil {
+		return err
+	}
 	return e.update(ctx, op, path, u, func(t *tx, r *resolved, n *store.Inode) error {
 		name, plen, err := xattrName(op, r.path, x.Name)
 		if err != nil {
 			return err
 		}
-		if err := t.xattrAllowed(op, r.path, name); err != nil {
+		if err := t.xattrAllowed(op, r.path, name, raw); err != nil {
 			return err
 		}
 		if name == unreadableBySuperuser {
@@ -182,12 +220,16 @@ func (e *Engine) SetXAttr(ctx context.Context, u meta.User, path string, x meta.
 // RemoveXAttr implements meta.XAttrs. Locks: the path exclusive.
 func (e *Engine) RemoveXAttr(ctx context.Context, u meta.User, path, name string) error {
 	const op = "remove xattr"
+	path, raw, err := e.rawPath(op, path, u, true)
+	if err != nil {
+		return err
+	}
 	return e.update(ctx, op, path, u, func(t *tx, r *resolved, n *store.Inode) error {
 		name, _, err := xattrName(op, r.path, name)
 		if err != nil {
 			return err
 		}
-		if err := t.xattrAllowed(op, r.path, name); err != nil {
+		if err := t.xattrAllowed(op, r.path, name, raw); err != nil {
 			return err
 		}
 		if name == unreadableBySuperuser {
@@ -216,7 +258,11 @@ func (e *Engine) RemoveXAttr(ctx context.Context, u meta.User, path, name string
 // readXAttrs runs fn on the existing path locked shared, so that its
 // attribute rows are read as one state.
 func (e *Engine) readXAttrs(ctx context.Context, op, path string, u meta.User, fn func(t *tx, r *resolved, n *store.Inode) error) error {
-	p, err := clean(op, path)
+	p, _, err := e.rawPath(op, path, u, false)
+	if err != nil {
+		return err
+	}
+	p, err = clean(op, p)
 	if err != nil {
 		return err
 	}
@@ -237,15 +283,19 @@ func (e *Engine) readXAttrs(ctx context.Context, op, path string, u meta.User, f
 // HDFS. Locks: the path shared.
 func (e *Engine) GetXAttrs(ctx context.Context, u meta.User, path string, names []string) ([]meta.XAttr, error) {
 	const op = "get xattrs"
+	_, raw, err := e.rawPath(op, path, u, false)
+	if err != nil {
+		return nil, err
+	}
 	var out []meta.XAttr
-	err := e.readXAttrs(ctx, op, path, u, func(t *tx, r *resolved, n *store.Inode) error {
+	err = e.readXAttrs(ctx, op, path, u, func(t *tx, r *resolved, n *store.Inode) error {
 		want := make(map[string]bool, len(names))
 		for _, name := range names {
 			name, _, err := xattrName(op, r.path, name)
 			if err != nil {
 				return err
 			}
-			if err := t.xattrAllowed(op, r.path, name); err != nil {
+			if err := t.xattrAllowed(op, r.path, name, raw); err != nil {
 				return err
 			}
 			want[name] = true
@@ -255,7 +305,7 @@ func (e *Engine) GetXAttrs(ctx context.Context, u meta.User, path string, names 
 		}
 		out = nil
 		if err := t.xattrs(ctx, n, func(name string, v []byte) {
-			if len(names) == 0 && t.xattrVisible(name) || want[name] {
+			if len(names) == 0 && t.xattrVisible(name, raw) || want[name] {
 				out = append(out, meta.XAttr{Name: name, Value: v})
 			}
 		}); err != nil {
@@ -273,8 +323,12 @@ func (e *Engine) GetXAttrs(ctx context.Context, u meta.User, path string, names 
 // 3.4.1 answers. Locks: the path shared.
 func (e *Engine) ListXAttrs(ctx context.Context, u meta.User, path string) ([]string, error) {
 	const op = "list xattrs"
+	_, raw, err := e.rawPath(op, path, u, false)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
-	err := e.readXAttrs(ctx, op, path, u, func(t *tx, r *resolved, n *store.Inode) error {
+	err = e.readXAttrs(ctx, op, path, u, func(t *tx, r *resolved, n *store.Inode) error {
 		// Read permission, as HDFS 3.4.1 answers (403, access=READ): the
 		// names are the inode's data as much as the values are.
 		if err := t.require(op, r.path, n, permR); err != nil {
@@ -282,7 +336,7 @@ func (e *Engine) ListXAttrs(ctx context.Context, u meta.User, path string) ([]st
 		}
 		out = nil
 		return t.xattrs(ctx, n, func(name string, _ []byte) {
-			if t.xattrVisible(name) {
+			if t.xattrVisible(name, raw) {
 				out = append(out, name)
 			}
 		})
