@@ -88,7 +88,7 @@ public class TestNimbusXAttr extends FSXAttrBaseTest {
   @Override
   @Test
   public void testRawXAttrs() throws Exception {
-    BoundSuiteLimits.needsCluster("opens a DistributedFileSystem as another user; Nimbus also has no /.reserved/raw paths (raw.* xattrs)");
+    BoundSuiteLimits.needsCluster("opens a DistributedFileSystem as another user (raw.* xattrs through /.reserved/raw are covered by namespace TestReservedRaw and webhdfs TestReservedRawOverHTTP)");
     super.testRawXAttrs();
   }
 
