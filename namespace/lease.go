@@ -98,12 +98,20 @@ func (l *leaseTable) forget(holder string) {
 // a lease for silent while its holder renews.
 func (e *Engine) persistEvery() time.Duration { return e.cfg.LeaseSoftLimit / 4 }
 
+// renew renews holder's lease in memory and reports whether its renewal row
+// is due (a shared store whose row is older than persistEvery), with the
+// time to write in it.
+func (e *Engine) renew(holder string) (now time.Time, due bool) {
+	now = e.cfg.Now()
+	e.leases.renew(holder, now)
+	return now, !e.alone && e.leases.persistDue(holder, now, e.persistEvery())
+}
+
 // renewLease renews holder's lease in the operation's transaction: in
 // memory, and on a shared store in its renewal row when that is due.
 func (t *tx) renewLease(holder string) {
-	now := t.e.cfg.Now()
-	t.e.leases.renew(holder, now)
-	if t.e.alone || !t.e.leases.persistDue(holder, now, t.e.persistEvery()) {
+	now, due := t.e.renew(holder)
+	if !due {
 		return
 	}
 	t.putRaw(store.HolderKey(holder), store.EncodeRenewal(now.UnixMilli()))
@@ -114,9 +122,8 @@ func (t *tx) renewLease(holder string) {
 // transaction (RenewLease, a block stream's write): the row, when due, is
 // written in a transaction of its own.
 func (e *Engine) renewLease(ctx context.Context, holder string) error {
-	now := e.cfg.Now()
-	e.leases.renew(holder, now)
-	if e.alone || !e.leases.persistDue(holder, now, e.persistEvery()) {
+	now, due := e.renew(holder)
+	if !due {
 		return nil
 	}
 	txn, err := e.st.Begin(ctx)

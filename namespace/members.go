@@ -72,10 +72,17 @@ func (m *members) wake() {
 	}
 }
 
+// newInstance is this engine's instance row as written at start, its count
+// at 0.
+func (e *Engine) newInstance() store.Instance {
+	host, _ := os.Hostname()
+	return store.Instance{Started: e.cfg.Now().UnixMilli(), Host: fmt.Sprintf("%s/%d", host, os.Getpid())}
+}
+
 // register writes this engine's instance row (shared stores only).
 func (e *Engine) register(ctx context.Context) error {
-	host, _ := os.Hostname()
-	row := store.Instance{Started: e.cfg.Now().UnixMilli(), Beat: 1, Host: fmt.Sprintf("%s/%d", host, os.Getpid())}
+	row := e.newInstance()
+	row.Beat = 1
 	txn, err := e.st.Begin(ctx)
 	if err != nil {
 		return err
@@ -85,15 +92,9 @@ func (e *Engine) register(ctx context.Context) error {
 	return txn.Commit(ctx)
 }
 
-// alive reports whether the engine instance id is serving: this engine, or
-// another whose row is there and whose count moves.
+// alive reports whether another engine instance id on the shared store is
+// serving: its row is there and its count moves.
 func (e *Engine) alive(ctx context.Context, st store.Txn, id uint64) (bool, error) {
-	if id == e.instance {
-		return true, nil
-	}
-	if e.alone {
-		return false, nil
-	}
 	key := store.InstanceKey(id)
 	vals, err := st.Read(ctx, []store.ReadReq{{Key: key}})
 	if err != nil {
@@ -168,8 +169,7 @@ func (e *Engine) beat(ctx context.Context) error {
 	if vals[0] == nil {
 		e.log.Error("this NameNode's instance row was removed by another that judged it gone; registering again",
 			"instance", fmt.Sprintf("%016x", e.instance), "gone_after", e.cfg.GoneAfter)
-		host, _ := os.Hostname()
-		row = store.Instance{Started: e.cfg.Now().UnixMilli(), Host: fmt.Sprintf("%s/%d", host, os.Getpid())}
+		row = e.newInstance()
 	} else if err := store.DecodeInstance(key, vals[0], &row); err != nil {
 		return err
 	}

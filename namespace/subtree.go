@@ -131,16 +131,7 @@ func (e *Engine) subtreeOp(ctx context.Context, opName, path string, u meta.User
 		case subtree.DoSetFlag:
 			var err error
 			f, err = e.setFlag(ctx, opName, path, u, kind)
-			switch {
-			case err == nil:
-				ev = subtree.Flagged
-			case errors.Is(err, errPlain):
-				ev = subtree.NotNeeded
-			case errors.Is(err, errOverlap):
-				ev = subtree.Contended
-			default:
-				ev, failed = subtree.Failed, err
-			}
+			ev, failed = stepEvent(err, subtree.Flagged, failed)
 		case subtree.DoQuiesce:
 			err := e.quiesce(ctx, f.id)
 			switch {
@@ -159,16 +150,7 @@ func (e *Engine) subtreeOp(ctx context.Context, opName, path string, u meta.User
 					"op", opName, "path", f.path, "err", kf.err)
 				return e.finish(opName, path, kf.err)
 			}
-			switch {
-			case err == nil:
-				ev = subtree.Worked
-			case errors.Is(err, errPlain):
-				ev = subtree.NotNeeded
-			case errors.Is(err, errOverlap):
-				ev = subtree.Contended
-			default:
-				ev, failed = subtree.Failed, err
-			}
+			ev, failed = stepEvent(err, subtree.Worked, failed)
 		case subtree.DoClear:
 			// Not with ctx: a cancelled caller must not leave the flag.
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
@@ -203,6 +185,22 @@ func (e *Engine) subtreeOp(ctx context.Context, opName, path string, u meta.User
 		}
 		a = m.Step(ev, now())
 	}
+}
+
+// stepEvent maps the outcome of the flag or the work phase to the Machine's
+// event: done on success, NotNeeded when the directory turned out not to
+// need the protocol, Contended on an overlap, else Failed with err kept as
+// the operation's error (failed, the error so far, otherwise).
+func stepEvent(err error, done subtree.Event, failed error) (subtree.Event, error) {
+	switch {
+	case err == nil:
+		return done, failed
+	case errors.Is(err, errPlain):
+		return subtree.NotNeeded, failed
+	case errors.Is(err, errOverlap):
+		return subtree.Contended, failed
+	}
+	return subtree.Failed, err
 }
 
 // oneTxn is the work of a subtree operation done in one transaction, body,

@@ -295,7 +295,24 @@ func sumInts(xs []int) (n int) {
 func TestPostgresRestartUnderLoad(t *testing.T) {
 	pg := pgtest.NewCluster(t)
 	db := pg.CreateDB("nimbus")
-	s := startServer(t, t.TempDir(), "", "--store", db)
+	outageUnderLoad(t, db, time.Second, func() string {
+		pg.Kill()
+		killed := time.Now()
+		time.Sleep(2 * time.Second)
+		pg.Start()
+		return fmt.Sprintf("database down for %v", time.Since(killed).Round(time.Millisecond))
+	})
+}
+
+// outageUnderLoad serves from the database at url under a write load of 4
+// clients, runs outage once each has 20 operations acknowledged, then
+// waits for 20 more each, and checks that the clients met an outage of at
+// least minOutage, that every acknowledged operation is there and none that
+// failed retryably, that fsck is clean, and that the server stops cleanly:
+// it survived the outage without a restart. outage says what it did.
+func outageUnderLoad(t *testing.T, url string, minOutage time.Duration, outage func() string) {
+	t.Helper()
+	s := startServer(t, t.TempDir(), "", "--store", url)
 	l := newFaultLoad(4)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
@@ -303,17 +320,14 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 
 	l.waitEachAcked(t, make([]int, l.clients), 20, 20*time.Second)
 	before := l.ackedTotal()
-	pg.Kill()
-	killed := time.Now()
-	time.Sleep(2 * time.Second)
-	pg.Start()
-	t.Logf("database down for %v; %d operations acknowledged before", time.Since(killed).Round(time.Millisecond), before)
+	what := outage()
+	t.Logf("%s; %d operations acknowledged before", what, before)
 	l.waitEachAcked(t, l.ackedNow(), 20, 30*time.Second)
 	stop()
 	wait()
-	l.sawOutage(t, time.Second)
+	l.sawOutage(t, minOutage)
 	l.check(t, s)
-	s.stop() // a clean exit: the server survived the outage
+	s.stop()
 }
 
 // TestCrashPostgresKeepsAcknowledgedOperations is the crash test
@@ -338,26 +352,15 @@ func TestPostgresStandbyFailover(t *testing.T) {
 	primary.CreateDB("nimbus")
 	standby := primary.NewStandby()
 	url := fmt.Sprintf("postgres://postgres@%s,%s/nimbus?sslmode=disable&target_session_attrs=read-write", primary.Addr(), standby.Addr())
-	s := startServer(t, t.TempDir(), "", "--store", url)
-	l := newFaultLoad(4)
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	wait := l.start(t, ctx, s.url())
-
-	l.waitEachAcked(t, make([]int, l.clients), 20, 20*time.Second)
-	before := l.ackedTotal()
-	primary.Kill()
-	killed := time.Now()
-	// The time a failover manager takes to decide; longer than the server
-	// retries a lost database (about 2 s), so that some operations fail
-	// busy before others succeed on the promoted standby.
-	time.Sleep(2500 * time.Millisecond)
-	standby.Promote()
-	t.Logf("primary killed, standby promoted %v later; %d operations acknowledged before", time.Since(killed).Round(time.Millisecond), before)
-	l.waitEachAcked(t, l.ackedNow(), 20, 30*time.Second)
-	stop()
-	wait()
-	l.sawOutage(t, 500*time.Millisecond)
-	l.check(t, s)
-	s.stop()
+	outageUnderLoad(t, url, 500*time.Millisecond, func() string {
+		primary.Kill()
+		killed := time.Now()
+		// The time a failover manager takes to decide; longer than the
+		// server retries a lost database (about 2 s), so that some
+		// operations fail busy before others succeed on the promoted
+		// standby.
+		time.Sleep(2500 * time.Millisecond)
+		standby.Promote()
+		return fmt.Sprintf("primary killed, standby promoted %v later", time.Since(killed).Round(time.Millisecond))
+	})
 }
