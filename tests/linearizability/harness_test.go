@@ -180,8 +180,8 @@ func check(t *testing.T, name string, seed uint64, h []porcupine.Operation, init
 		t.Fatal(err)
 	}
 	if res.Verdict != porcupine.Ok {
-		t.Errorf("seed %d: history of %d operations is %s; visualization: %s\nreplay: NIMBUS_LIN_SEED=%d go test ./tests/linearizability -run '^%s$' -v",
-			seed, len(h), res.Verdict, res.Viz, seed, t.Name())
+		t.Errorf("seed %d: history of %d operations is %s; visualization: %s\nreplay: NIMBUS_LIN_SEED=%d go test ./tests/linearizability -run '^%s$' -v\n%s",
+			seed, len(h), res.Verdict, res.Viz, seed, t.Name(), describe(h))
 	}
 	return res.Verdict
 }
