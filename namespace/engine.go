@@ -60,6 +60,10 @@ type Engine struct {
 	// every attempt that writes, after its reads and before its commit, with
 	// its locks held.
 	testHookCommit func()
+	// testHookFlag, when set (by a test, while no operation runs), runs in
+	// a subtree operation before it sets its flag (set false) and once the
+	// flag is committed, before its quiesce (set true).
+	testHookFlag func(set bool)
 }
 
 type groupEntry struct {

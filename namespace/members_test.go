@@ -247,3 +247,67 @@ func TestLeaseRenewedThroughAnotherNameNode(t *testing.T) {
 	}
 	fsckClean(t, b)
 }
+
+// TestCrossingMovesOnTwoNameNodes: two NameNodes each flag a directory and
+// move it into the other's (mv /x /y/x1 on a, mv /y /x/y1 on b), both flags
+// set before either work phase, so that each meets the other's flag. The
+// younger gives way on both sides alike (the age is in the operation's
+// row): one move is done, the other refused (its destination's parent
+// has moved away), both well before SubtreeWait. Judged from each NameNode's own
+// table alone (the other's operation is not in it), each would wait for
+// the other until SubtreeWait.
+func TestCrossingMovesOnTwoNameNodes(t *testing.T) {
+	const wait = 10 * time.Second
+	a, b, _ := twoEnginesWith(t, func(c *Config) { c.SubtreeWait = wait })
+	ctx := context.Background()
+	must(t, a.Mkdirs(ctx, root, "/x/in", 0o755))
+	must(t, a.Mkdirs(ctx, root, "/y/in", 0o755))
+	// Each stops before its flag until the other is there too (both plain
+	// attempts found a non-empty directory, so neither has met a flag),
+	// then after its flag until the other's flag is set too, so that each
+	// work phase meets the other's flag.
+	var at [2][2]chan struct{}
+	for i := range at {
+		at[i] = [2]chan struct{}{make(chan struct{}), make(chan struct{})}
+	}
+	barrier := func(me int) func(set bool) {
+		var passed [2]atomic.Bool
+		return func(set bool) {
+			step := 0
+			if set {
+				step = 1
+			}
+			if passed[step].Swap(true) {
+				return
+			}
+			close(at[me][step])
+			select {
+			case <-at[1-me][step]:
+			case <-time.After(wait):
+			}
+		}
+	}
+	a.testHookFlag, b.testHookFlag = barrier(0), barrier(1)
+	errs := make(chan error, 2)
+	start := time.Now()
+	go func() { errs <- a.Rename(ctx, root, "/x", "/y/x1", meta.RenameOptions{}) }()
+	go func() { errs <- b.Rename(ctx, root, "/y", "/x/y1", meta.RenameOptions{}) }()
+	var ok, refused int
+	for range 2 {
+		err := <-errs
+		switch {
+		case err == nil:
+			ok++
+		case meta.KindOf(err) == meta.KindNotFound:
+			refused++
+		default:
+			t.Errorf("a crossing move: %v", err)
+		}
+	}
+	if d := time.Since(start); d > wait/2 {
+		t.Errorf("the crossing moves took %v: they waited for each other (SubtreeWait %v)", d, wait)
+	}
+	if ok != 1 || refused != 1 {
+		t.Fatalf("%d moves done, %d refused; want one of each", ok, refused)
+	}
+}

@@ -520,7 +520,8 @@ func (e *Engine) resumeAttrs(ctx context.Context, f flagRef) (ok bool, err error
 		return true, err
 	}
 	e.subtrees.Lock()
-	_, err = e.subtrees.t.Begin(subtree.Op{ID: f.id, Kind: subtree.Kind(row.Kind), Path: f.path})
+	_, err = e.subtrees.t.Begin(subtree.Op{ID: f.id, Kind: subtree.Kind(row.Kind), Path: f.path,
+		Age: subtree.Age{Started: row.Started, Owner: e.instance, ID: f.id}})
 	e.subtrees.Unlock()
 	if err != nil {
 		return true, err

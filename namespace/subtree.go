@@ -118,6 +118,9 @@ func flagWait(ctx context.Context, n int) error {
 func (e *Engine) subtreeOp(ctx context.Context, opName, path string, u meta.User, kind subtree.Kind,
 	work func(f flagRef) error, plain func() error) error {
 	m := subtree.NewMachine(e.cfg.SubtreeWait)
+	// The age is taken once: a restart after giving way keeps it, so that
+	// an operation gets older, not younger, each time it gives way.
+	started := e.cfg.Now().UnixNano()
 	clock := time.Now()
 	now := func() time.Duration { return time.Since(clock) }
 	var f flagRef
@@ -130,7 +133,13 @@ func (e *Engine) subtreeOp(ctx context.Context, opName, path string, u meta.User
 		switch a.Do {
 		case subtree.DoSetFlag:
 			var err error
-			f, err = e.setFlag(ctx, opName, path, u, kind)
+			if e.testHookFlag != nil {
+				e.testHookFlag(false)
+			}
+			f, err = e.setFlag(ctx, opName, path, u, kind, started)
+			if err == nil && e.testHookFlag != nil {
+				e.testHookFlag(true)
+			}
 			ev, failed = stepEvent(err, subtree.Flagged, failed)
 		case subtree.DoQuiesce:
 			err := e.quiesce(ctx, f.id)
@@ -233,7 +242,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // registers the operation in the table of those under way (which refuses an
 // overlapping one). Path resolution waits for flags on the way, as any
 // operation's does.
-func (e *Engine) setFlag(ctx context.Context, opName, path string, u meta.User, kind subtree.Kind) (flagRef, error) {
+func (e *Engine) setFlag(ctx context.Context, opName, path string, u meta.User, kind subtree.Kind, started int64) (flagRef, error) {
 	var f flagRef
 	err := e.run(ctx, opName, path, u, func(t *tx) error {
 		rs, err := t.resolve(ctx, want{path: path, last: store.Exclusive})
@@ -248,7 +257,8 @@ func (e *Engine) setFlag(ctx context.Context, opName, path string, u meta.User, 
 			return errPlain
 		}
 		e.subtrees.Lock()
-		_, err = e.subtrees.t.Begin(subtree.Op{ID: n.ID, Kind: kind, Path: path})
+		_, err = e.subtrees.t.Begin(subtree.Op{ID: n.ID, Kind: kind, Path: path,
+			Age: subtree.Age{Started: started, Owner: e.instance, ID: n.ID}})
 		e.subtrees.Unlock()
 		if err != nil {
 			return errOverlap
@@ -258,7 +268,7 @@ func (e *Engine) setFlag(ctx context.Context, opName, path string, u meta.User, 
 		flagged := *n
 		flagged.SubtreeOwner = e.instance
 		t.put(&flagged)
-		row := store.SubtreeOp{Owner: e.instance, Kind: uint8(kind), Parent: n.Parent, Name: n.Name, Path: path}
+		row := store.SubtreeOp{Owner: e.instance, Kind: uint8(kind), Parent: n.Parent, Name: n.Name, Path: path, Started: started}
 		t.putRaw(store.SubtreeOpKey(n.ID), store.EncodeSubtreeOp(nil, &row))
 		f = flagRef{n.Parent, n.Name, n.ID, path, e.instance}
 		return nil
@@ -269,10 +279,42 @@ func (e *Engine) setFlag(ctx context.Context, opName, path string, u meta.User, 
 	return f, err
 }
 
-func (e *Engine) yields(own, other uint64) bool {
+// yields reports whether the subtree operation on directory own, whose work
+// met flag other, gives way to it (subtree.Table.Yields). The other
+// operation's age comes from the table when it is this engine's, else from
+// its row in the store: on a shared store it may be another NameNode's, and
+// both must judge the pair alike, or each waits for the other.
+func (e *Engine) yields(ctx context.Context, own uint64, other flagRef) bool {
+	e.subtrees.Lock()
+	o, ok := e.subtrees.t.Get(other.id)
+	e.subtrees.Unlock()
+	age := o.Age
+	if !ok {
+		row, found, err := e.subtreeRow(ctx, other.id)
+		if err != nil || !found || row.Owner != other.owner {
+			return false // gone or taken over: wait, the flag is met again
+		}
+		age = subtree.Age{Started: row.Started, Owner: row.Owner, ID: other.id}
+	}
 	e.subtrees.Lock()
 	defer e.subtrees.Unlock()
-	return e.subtrees.t.Yields(own, other)
+	return e.subtrees.t.Yields(own, age)
+}
+
+// subtreeRow reads the operation row of directory id, unlocked.
+func (e *Engine) subtreeRow(ctx context.Context, id uint64) (store.SubtreeOp, bool, error) {
+	var row store.SubtreeOp
+	txn, err := e.st.Begin(ctx)
+	if err != nil {
+		return row, false, err
+	}
+	defer txn.Rollback()
+	vals, err := txn.Read(ctx, []store.ReadReq{{Key: store.SubtreeOpKey(id)}})
+	if err != nil || vals[0] == nil {
+		return row, false, err
+	}
+	err = store.DecodeSubtreeOp(store.SubtreeOpKey(id), vals[0], &row)
+	return row, err == nil, err
 }
 
 func (e *Engine) endSubtree(id uint64) {
@@ -605,7 +647,8 @@ func (e *Engine) resumeDelete(ctx context.Context, f flagRef) error {
 		return err
 	}
 	e.subtrees.Lock()
-	_, err = e.subtrees.t.Begin(subtree.Op{ID: f.id, Kind: subtree.KindDelete, Path: f.path})
+	_, err = e.subtrees.t.Begin(subtree.Op{ID: f.id, Kind: subtree.KindDelete, Path: f.path,
+		Age: subtree.Age{Started: row.Started, Owner: e.instance, ID: f.id}})
 	e.subtrees.Unlock()
 	if err != nil {
 		return err

@@ -93,7 +93,7 @@ func (e *Engine) run(ctx context.Context, opName, path string, u meta.User, fn f
 			// wait for it (its quiesce and work), to SubtreeWait, without
 			// spending attempts. A subtree operation's own work that meets
 			// an older one's flag gives way instead (subtree.Table.Yields).
-			if op.own != 0 && e.yields(op.own, op.late.flag.id) {
+			if op.own != 0 && e.yields(ctx, op.own, op.late.flag) {
 				err = errOverlap
 				attempt = e.cfg.MaxAttempts
 				continue

@@ -34,11 +34,18 @@ type SubtreeOp struct {
 	SetPerm  uint32
 	SetUser  string
 	SetGroup string
+
+	// Started is when the operation began (Unix nanoseconds, its starter's
+	// clock): with Owner and the directory's id, its age (subtree.Age), by
+	// which two operations whose work meets the other's flag decide which
+	// gives way, on every NameNode alike. Format 3; 0 in older rows.
+	Started int64
 }
 
 const (
 	subtreeFormatV1 = 1
 	subtreeFormatV2 = 2 // V1 and SetPerm, SetUser, SetGroup
+	subtreeFormatV3 = 3 // V2 and Started
 )
 
 // SubtreeOpKey is the key of the subtree operation row of directory id.
@@ -65,12 +72,7 @@ func AllSubtreeOpsRange() (start, end []byte) {
 
 // EncodeSubtreeOp appends the encoded value of op to dst.
 func EncodeSubtreeOp(dst []byte, op *SubtreeOp) []byte {
-	v2 := op.SetPerm != 0 || op.SetUser != "" || op.SetGroup != ""
-	format := byte(subtreeFormatV1)
-	if v2 {
-		format = subtreeFormatV2
-	}
-	dst = append(dst, format, op.Kind)
+	dst = append(dst, subtreeFormatV3, op.Kind)
 	dst = binary.AppendUvarint(dst, op.Owner)
 	dst = binary.AppendUvarint(dst, op.Parent)
 	dst = appendString(dst, op.Name)
@@ -78,12 +80,10 @@ func EncodeSubtreeOp(dst []byte, op *SubtreeOp) []byte {
 	dst = binary.AppendVarint(dst, op.PendingInodes)
 	dst = binary.AppendVarint(dst, op.PendingSpace)
 	dst = binary.AppendVarint(dst, op.PendingEntries)
-	if v2 {
-		dst = binary.AppendUvarint(dst, uint64(op.SetPerm))
-		dst = appendString(dst, op.SetUser)
-		dst = appendString(dst, op.SetGroup)
-	}
-	return dst
+	dst = binary.AppendUvarint(dst, uint64(op.SetPerm))
+	dst = appendString(dst, op.SetUser)
+	dst = appendString(dst, op.SetGroup)
+	return binary.AppendVarint(dst, op.Started)
 }
 
 // DecodeSubtreeOp decodes a subtree operation row.
@@ -93,7 +93,7 @@ func DecodeSubtreeOp(key, value []byte, op *SubtreeOp) error {
 	}
 	d := decoder{b: value}
 	v := d.byte()
-	if v != subtreeFormatV1 && v != subtreeFormatV2 && d.err == nil {
+	if (v < subtreeFormatV1 || v > subtreeFormatV3) && d.err == nil {
 		d.err = fmt.Errorf("unknown subtree operation format %d", v)
 	}
 	op.Kind = d.byte()
@@ -104,11 +104,14 @@ func DecodeSubtreeOp(key, value []byte, op *SubtreeOp) error {
 	op.PendingInodes = d.varint()
 	op.PendingSpace = d.varint()
 	op.PendingEntries = d.varint()
-	op.SetPerm, op.SetUser, op.SetGroup = 0, "", ""
-	if v == subtreeFormatV2 {
+	op.SetPerm, op.SetUser, op.SetGroup, op.Started = 0, "", "", 0
+	if v >= subtreeFormatV2 {
 		op.SetPerm = uint32(d.uvarint())
 		op.SetUser = d.string()
 		op.SetGroup = d.string()
+	}
+	if v >= subtreeFormatV3 {
+		op.Started = d.varint()
 	}
 	if d.err == nil && op.Owner == 0 {
 		d.err = errors.New("no owner")

@@ -8,7 +8,7 @@ import (
 )
 
 func TestSubtreeOpRoundTrip(t *testing.T) {
-	op := SubtreeOp{Owner: 7, Kind: 2, Parent: 1, Name: "a", Path: "/a", PendingInodes: 3, PendingSpace: 1 << 40, PendingEntries: 2}
+	op := SubtreeOp{Owner: 7, Kind: 2, Parent: 1, Name: "a", Path: "/a", PendingInodes: 3, PendingSpace: 1 << 40, PendingEntries: 2, Started: 1764048000123456789}
 	key := SubtreeOpKey(42)
 	if id, ok := DecodeSubtreeOpKey(key); !ok || id != 42 {
 		t.Fatalf("key round trip: %d %v", id, ok)
@@ -23,6 +23,11 @@ func TestSubtreeOpRoundTrip(t *testing.T) {
 	chown := SubtreeOp{Owner: 7, Kind: 7, Parent: 1, Name: "a", Path: "/a", SetPerm: 0o1750, SetUser: "alice", SetGroup: "staff"}
 	if err := DecodeSubtreeOp(key, EncodeSubtreeOp(nil, &chown), &back); err != nil || back != chown {
 		t.Fatalf("round trip with what a recursive chown sets: %+v, %v", back, err)
+	}
+	// A row written before format 3 (no age) reads as the oldest.
+	v1 := []byte{subtreeFormatV1, 2, 7, 1, 1, 'a', 2, '/', 'a', 6, 0, 4}
+	if err := DecodeSubtreeOp(key, v1, &back); err != nil || back.Started != 0 || back.PendingInodes != 3 || back.PendingEntries != 2 {
+		t.Fatalf("a format 1 row: %+v, %v", back, err)
 	}
 	bad := EncodeSubtreeOp(nil, &SubtreeOp{Kind: 1, Path: "/x"})
 	if err := DecodeSubtreeOp(key, bad, &back); !errors.Is(err, ErrCorrupt) {

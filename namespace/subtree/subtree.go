@@ -102,7 +102,32 @@ type Op struct {
 	ID   uint64 // the directory's inode id
 	Kind Kind
 	Path string
-	Seq  uint64 // the order of Begin (set by Begin): older operations go first
+	Age  Age // when it began: older operations go first
+}
+
+// Age orders subtree operations, of this NameNode and of others on a shared
+// store alike: the time an operation began (Unix nanoseconds, its starter's
+// clock: set once, kept across its restarts), then its owner's instance id
+// and its directory's id, so that two operations never tie. The age is
+// persisted in the operation's row, so that two NameNodes whose operations
+// meet each other's flags decide from the same two values which gives way.
+// Clocks of different machines only shift who goes first, never that one
+// of the two does.
+type Age struct {
+	Started int64
+	Owner   uint64
+	ID      uint64
+}
+
+// Before reports whether a is older than b.
+func (a Age) Before(b Age) bool {
+	if a.Started != b.Started {
+		return a.Started < b.Started
+	}
+	if a.Owner != b.Owner {
+		return a.Owner < b.Owner
+	}
+	return a.ID < b.ID
 }
 
 // ErrOverlap is returned by Table.Begin for an operation whose subtree
@@ -113,7 +138,6 @@ var ErrOverlap = errors.New("subtree: overlaps an operation under way")
 // Not safe for concurrent use: the engine holds a mutex around it.
 type Table struct {
 	ops map[uint64]Op
-	seq uint64
 }
 
 // Begin registers op, refusing it when its path is the path of an operation
@@ -127,23 +151,20 @@ func (t *Table) Begin(op Op) (Op, error) {
 	if t.ops == nil {
 		t.ops = make(map[uint64]Op)
 	}
-	t.seq++
-	op.Seq = t.seq
 	t.ops[op.ID] = op
 	return op, nil
 }
 
 // Yields reports whether the operation on directory own, whose work met the
-// flag of the operation on directory other (a move into a subtree being
-// changed), must give way: clear its flag and start again, rather than wait
-// with its flag set. The younger gives way, so that two operations that
-// meet each other's flags never wait for each other; the older waits.
-func (t *Table) Yields(own, other uint64) bool {
-	o, ok := t.ops[other]
-	if !ok {
-		return false // gone, or not ours: wait, and meet it no more
-	}
-	return o.Seq < t.ops[own].Seq
+// flag of an operation of age other (a move into a subtree being changed),
+// must give way: clear its flag and start again, rather than wait with its
+// flag set. The younger gives way, so that operations that meet each
+// other's flags never wait for each other in a circle (waits go from older
+// to younger only); the older waits. An operation not under way here
+// never gives way.
+func (t *Table) Yields(own uint64, other Age) bool {
+	o, ok := t.ops[own]
+	return ok && other.Before(o.Age)
 }
 
 // End removes the operation on directory id.

@@ -42,17 +42,26 @@ func TestTableRefusesOverlap(t *testing.T) {
 			t.Errorf("Begin(%s) = %v, %v; want an overlap with /a/b", p, o, err)
 		}
 	}
-	for _, p := range []string{"/a/bc", "/a/c", "/b"} {
-		if _, err := tb.Begin(Op{ID: 10 + uint64(len(p)), Kind: KindChmod, Path: p}); err != nil {
+	ages := map[uint64]Age{}
+	for i, p := range []string{"/a/bc", "/a/c", "/b"} {
+		id := 10 + uint64(len(p))
+		ages[id] = Age{Started: int64(100 - i), Owner: 7, ID: id} // the later begun, the older
+		if _, err := tb.Begin(Op{ID: id, Kind: KindChmod, Path: p, Age: ages[id]}); err != nil {
 			t.Errorf("Begin(%s): %v", p, err)
 		}
 	}
-	// Begun in order: /a/bc (id 15), /a/c (14), /b (12).
-	if !tb.Yields(12, 15) || tb.Yields(15, 12) {
+	// Ages: /b (id 12) oldest, then /a/c (14), then /a/bc (15).
+	if !tb.Yields(15, ages[12]) || tb.Yields(12, ages[15]) {
 		t.Error("the younger of /b and /a/bc does not give way")
 	}
-	if tb.Yields(12, 99) {
-		t.Error("gives way to an operation not under way")
+	// Another NameNode's operation (not in the table) of the same start
+	// time: the owner's id decides, the same way on both sides.
+	other := Age{Started: 99, Owner: 3, ID: 1}
+	if !tb.Yields(14, other) || tb.Yields(14, Age{Started: 99, Owner: 9, ID: 1}) {
+		t.Error("an operation of another owner with the same start time is not ordered by owner")
+	}
+	if tb.Yields(99, Age{}) {
+		t.Error("an operation not under way gives way")
 	}
 	tb.End(2)
 	if _, ok := tb.Get(2); ok {

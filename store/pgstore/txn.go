@@ -193,12 +193,61 @@ func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) 
 		}
 		return nil, t.s.mapErr(ctx, "read "+store.FormatKey(first), err, noWait)
 	}
+	if err := t.rereadMissing(ctx, runs, reqs, vals); err != nil {
+		return nil, t.s.mapErr(ctx, "read "+store.FormatKey(reqs[0].Key), err, false)
+	}
 	if t.s.closed.Load() {
 		// Close ended the transaction while the read was under way: it may
 		// have been granted a lock its holder lost when Close ended it.
 		return nil, fmt.Errorf("pgstore: read %s: %w", store.FormatKey(reqs[0].Key), store.ErrClosed)
 	}
 	return vals, nil
+}
+
+// rereadMissing reads again, in a statement after every lock of the batch
+// is granted, the keys found without a row by a lock run that a later lock
+// run followed. The seam returns the values once all the locks are held:
+// an existing row locked in an early run cannot change while it is held,
+// but a missing key's advisory lock does not keep out an inserter that
+// holds the parent's row instead (as the namespace's inserters do), and the
+// later run may have waited for just that inserter to commit. Seen with two
+// NameNodes: a directory's key sorting after its new child's (ids from two
+// NameNodes' ranges), mkdirs of the child on both, the second locked the
+// missing child, waited for the directory's row, and created the child
+// again. A second round trip, only when such a key is missing.
+func (t *txn) rereadMissing(ctx context.Context, runs []run, reqs []store.ReadReq, vals [][]byte) error {
+	last := -1
+	for i, r := range runs {
+		if r.mode != store.ReadCommitted {
+			last = i
+		}
+	}
+	var again []store.ReadReq
+	var at []int
+	for _, r := range runs[:max(last, 0)] {
+		if r.mode == store.ReadCommitted {
+			continue
+		}
+		for i := r.from; i < r.to; i++ {
+			if vals[i] == nil {
+				again = append(again, store.ReadReq{Key: reqs[i].Key})
+				at = append(at, i)
+			}
+		}
+	}
+	if len(again) == 0 {
+		return nil
+	}
+	t.s.metrics.statements[kindRead].Inc()
+	t.s.metrics.roundTrips.Inc()
+	got := make([][]byte, len(again))
+	if err := readRun(ctx, t.conn, run{from: 0, to: len(again), mode: store.ReadCommitted}, again, got); err != nil {
+		return err
+	}
+	for j, i := range at {
+		vals[i] = got[j]
+	}
+	return nil
 }
 
 type runErr struct {

@@ -35,6 +35,7 @@ func Run(t *testing.T, open Opener) {
 		{"LocksReleasedOnRollback", testLocksReleasedOnRollback},
 		{"WaiterReadsCommittedValue", testWaiterReadsCommitted},
 		{"UnlockedReadAfterLocks", testUnlockedReadAfterLocks},
+		{"MissingKeyReadAfterLocks", testMissingKeyReadAfterLocks},
 		{"FinishedTxn", testFinishedTxn},
 		{"AllocateIDs", testAllocateIDs},
 		{"AllocateIDsAcrossReopen", testAllocateIDsReopen},
