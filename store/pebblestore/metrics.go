@@ -105,6 +105,7 @@ type pebbleCollector struct {
 	s                                             *Store
 	commits, walSyncs, walBytes, compactions      *prometheus.Desc
 	cacheHits, cacheMisses, diskUsage, flushCount *prometheus.Desc
+	cacheBytes, memtableBytes                     *prometheus.Desc
 }
 
 func newPebbleCollector(s *Store) *pebbleCollector {
@@ -121,11 +122,14 @@ func newPebbleCollector(s *Store) *pebbleCollector {
 		cacheHits:   d("block_cache_hits_total", "Block cache hits."),
 		cacheMisses: d("block_cache_misses_total", "Block cache misses."),
 		diskUsage:   d("disk_usage_bytes", "Bytes of every file of the database."),
+		cacheBytes:  d("block_cache_bytes", "Bytes held by the block cache (outside the Go heap)."),
+		memtableBytes: d("memtable_bytes",
+			"Bytes of the memtables, the one being written and those waiting for their flush (outside the Go heap)."),
 	}
 }
 
 func (c *pebbleCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.commits, c.walSyncs, c.walBytes, c.compactions, c.flushCount, c.cacheHits, c.cacheMisses, c.diskUsage} {
+	for _, d := range []*prometheus.Desc{c.commits, c.walSyncs, c.walBytes, c.compactions, c.flushCount, c.cacheHits, c.cacheMisses, c.diskUsage, c.cacheBytes, c.memtableBytes} {
 		ch <- d
 	}
 }
@@ -147,6 +151,8 @@ func (c *pebbleCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.cacheHits, float64(m.BlockCache.Hits))
 	counter(c.cacheMisses, float64(m.BlockCache.Misses))
 	ch <- prometheus.MustNewConstMetric(c.diskUsage, prometheus.GaugeValue, float64(m.DiskSpaceUsage()))
+	ch <- prometheus.MustNewConstMetric(c.cacheBytes, prometheus.GaugeValue, float64(m.BlockCache.Size))
+	ch <- prometheus.MustNewConstMetric(c.memtableBytes, prometheus.GaugeValue, float64(m.MemTable.Size))
 }
 
 // metricsRowCacheHits reads the row cache hit counter (for tests).
