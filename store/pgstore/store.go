@@ -91,6 +91,15 @@ func Open(ctx context.Context, connString string, opts Options) (*Store, error) 
 	// Sent in the startup message: no round trip of their own.
 	cc.RuntimeParams["lock_timeout"] = strconv.FormatInt(opts.LockTimeout.Milliseconds(), 10)
 	cc.RuntimeParams["statement_timeout"] = strconv.FormatInt(opts.StatementTimeout.Milliseconds(), 10)
+	// Every statement is prepared once per connection (pgx's statement
+	// cache), and would by default be planned again on every execution
+	// that the planner thinks a custom plan pays for (an array parameter
+	// makes it think so): planning cost more server CPU than running a
+	// stat's index scan. A generic plan is made once; ANALYZE (autovacuum
+	// as the table grows) invalidates it. docs/STORE.md, "Speed".
+	if cc.RuntimeParams["plan_cache_mode"] == "" {
+		cc.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+	}
 	if cc.RuntimeParams["application_name"] == "" {
 		cc.RuntimeParams["application_name"] = "nimbus"
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strconv"
 	"sync"
@@ -46,12 +47,18 @@ type write struct {
 }
 
 // The statements of a read. A batch of several keys is one statement over
-// an array, the rows joined to their position; locking reads go through
-// nimbus_lock (schema.go), which locks in the order given and locks keys
-// that have no row too.
+// an array; locking reads go through nimbus_lock (schema.go), which locks
+// in the order given and locks keys that have no row too, and returns each
+// row's position. An unlocked batch returns its rows' keys instead, matched
+// to their positions here: `key = ANY($1)` is one index scan that
+// PostgreSQL plans in microseconds, where a join of unnest($1) to the table
+// (the positions coming from WITH ORDINALITY) was planned again on every
+// execution (the planner prefers a custom plan that knows the array's
+// length) and took the server about 2x the CPU per stat (docs/STORE.md,
+// "Speed").
 const (
 	readOne  = "SELECT value FROM nimbus_kv WHERE key = $1"
-	readMany = "SELECT r.ord, t.value FROM unnest($1::bytea[]) WITH ORDINALITY AS r(key, ord) JOIN nimbus_kv t ON t.key = r.key"
+	readMany = "SELECT key, value FROM nimbus_kv WHERE key = ANY($1::bytea[])"
 	lockMany = "SELECT ord, value FROM nimbus_lock($1::bytea[], $2::int8[], $3, $4)"
 )
 
@@ -177,7 +184,7 @@ func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) 
 			if err != nil {
 				return runErr{r, err}
 			}
-			if err := scanRun(rows, r, vals); err != nil {
+			if err := scanRun(rows, r, reqs, vals); err != nil {
 				return runErr{r, err}
 			}
 		}
@@ -301,17 +308,32 @@ func readRun(ctx context.Context, q querier, r run, reqs []store.ReadReq, vals [
 	if err != nil {
 		return err
 	}
-	return scanRun(rows, r, vals)
+	return scanRun(rows, r, reqs, vals)
 }
 
 // scanRun fills vals[r.from:r.to] from a run's rows and closes them.
-func scanRun(rows pgx.Rows, r run, vals [][]byte) error {
+func scanRun(rows pgx.Rows, r run, reqs []store.ReadReq, vals [][]byte) error {
 	defer rows.Close()
 	one := r.one()
+	var pos keyPositions
+	if r.mode == store.ReadCommitted && !one {
+		pos = newKeyPositions(reqs[r.from:r.to])
+	}
 	for rows.Next() {
 		raw := rows.RawValues()
 		if one {
 			vals[r.from] = append([]byte{}, raw[0]...)
+			continue
+		}
+		if r.mode == store.ReadCommitted {
+			found := false
+			for i := range pos.of(raw[0]) {
+				vals[r.from+i] = append([]byte{}, raw[1]...)
+				found = true
+			}
+			if !found {
+				return fmt.Errorf("row of key %s not asked for", store.FormatKey(raw[0]))
+			}
 			continue
 		}
 		if len(raw[0]) != 8 {
@@ -817,4 +839,46 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// keyPositions finds the positions of a returned row's key among a run's
+// requests: by comparing with each of a short run (a path of a few
+// components, the common case), through a map for a long one.
+type keyPositions struct {
+	reqs []store.ReadReq
+	m    map[string][]int
+}
+
+// keyPositionsMap is the run length from which keyPositions builds a map.
+const keyPositionsMap = 32
+
+func newKeyPositions(reqs []store.ReadReq) keyPositions {
+	p := keyPositions{reqs: reqs}
+	if len(reqs) >= keyPositionsMap {
+		p.m = make(map[string][]int, len(reqs))
+		for i, r := range reqs {
+			p.m[string(r.Key)] = append(p.m[string(r.Key)], i)
+		}
+	}
+	return p
+}
+
+// of yields every position in the run whose key is k (a key asked for twice
+// gets its value twice).
+func (p keyPositions) of(k []byte) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		if p.m != nil {
+			for _, i := range p.m[string(k)] {
+				if !yield(i) {
+					return
+				}
+			}
+			return
+		}
+		for i, r := range p.reqs {
+			if bytes.Equal(r.Key, k) && !yield(i) {
+				return
+			}
+		}
+	}
 }

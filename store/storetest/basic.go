@@ -69,6 +69,33 @@ func testReadOrderAndMissing(t *testing.T, h *harness) {
 	// The caller owns the returned values.
 	vals[0][0] = 'X'
 	wantValues(t, get(t, st, "k3"), "v3")
+
+	// Unlocked batches, short and long (a backend may match rows to their
+	// positions differently by length), with repeats and missing keys,
+	// out of order, in a transaction that holds locks and in one that
+	// does not (a backend may read them differently).
+	fresh := begin(t, st)
+	defer fresh.Rollback()
+	for _, c := range []struct {
+		txn store.Txn
+		n   int
+	}{{txn, 3}, {txn, 100}, {fresh, 3}, {fresh, 100}} {
+		n := c.n
+		var keys, want []string
+		for i := n - 1; i >= 0; i-- {
+			k := fmt.Sprintf("k%d", i)
+			keys = append(keys, k, k)
+			switch k {
+			case "k1":
+				want = append(want, "v1", "v1")
+			case "k3":
+				want = append(want, "v3", "v3")
+			default:
+				want = append(want, "", "")
+			}
+		}
+		wantValues(t, read(t, c.txn, store.ReadCommitted, keys...), want...)
+	}
 }
 
 func testReadsSeeCommittedOnly(t *testing.T, h *harness) {

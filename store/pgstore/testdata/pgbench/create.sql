@@ -9,7 +9,7 @@
 -- children's keys; the values written are that directory's row and a file's row as they were).
 -- Run with -M prepared -D paths=N (the rows of that table).
 -- nimbus: BEGIN
--- nimbus: SELECT r.ord, t.value FROM unnest($1::bytea[]) WITH ORDINALITY AS r(key, ord) JOIN nimbus_kv t ON t.key = r.key
+-- nimbus: SELECT key, value FROM nimbus_kv WHERE key = ANY($1::bytea[])
 -- nimbus: SELECT ord, value FROM nimbus_lock($1::bytea[], $2::int8[], $3, $4)
 -- nimbus: INSERT INTO nimbus_kv (key, value) SELECT k, v FROM unnest($1::bytea[], $2::bytea[]) AS u(k, v) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value
 -- nimbus: COMMIT
@@ -17,7 +17,7 @@
 \set f random(1, 2000000000)
 \startpipeline
 BEGIN;
-SELECT r.ord, t.value FROM unnest((SELECT anc FROM nimbus_pgbench_paths WHERE n = :n)) WITH ORDINALITY AS r(key, ord) JOIN nimbus_kv t ON t.key = r.key;
+SELECT key, value FROM nimbus_kv WHERE key = ANY((SELECT anc FROM nimbus_pgbench_paths WHERE n = :n));
 SELECT ord, value FROM nimbus_lock((SELECT ARRAY[dkey, prefix || convert_to('pgbench-' || :f, 'UTF8')] FROM nimbus_pgbench_paths WHERE n = :n), ARRAY[:n, :f]::int8[], true, false);
 \endpipeline
 \startpipeline

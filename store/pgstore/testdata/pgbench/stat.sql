@@ -4,6 +4,6 @@
 -- lines are the statements sent per operation, verbatim; below, $1 is the key array of a random
 -- file of the prepared tree, taken from nimbus_pgbench_paths (which bench-pg.sh fills with the
 -- arrays the logged stats sent). Run with -M prepared -D paths=N (the rows of that table).
--- nimbus: SELECT r.ord, t.value FROM unnest($1::bytea[]) WITH ORDINALITY AS r(key, ord) JOIN nimbus_kv t ON t.key = r.key
+-- nimbus: SELECT key, value FROM nimbus_kv WHERE key = ANY($1::bytea[])
 \set n random(1, :paths)
-SELECT r.ord, t.value FROM unnest((SELECT keys FROM nimbus_pgbench_paths WHERE n = :n)) WITH ORDINALITY AS r(key, ord) JOIN nimbus_kv t ON t.key = r.key;
+SELECT key, value FROM nimbus_kv WHERE key = ANY((SELECT keys FROM nimbus_pgbench_paths WHERE n = :n));
