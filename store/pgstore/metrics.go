@@ -9,12 +9,13 @@ const (
 	kindScan    = "scan"     // a range read (one page)
 	kindBegin   = "begin"    // BEGIN
 	kindWrite   = "write"    // INSERT ... ON CONFLICT or DELETE of buffered writes
+	kindRange   = "range"    // DELETE of a key range (DeleteRange)
 	kindCommit  = "commit"   // COMMIT
 	kindAbort   = "rollback" // ROLLBACK
 	kindCounter = "allocate" // AllocateIDs's UPDATE
 )
 
-var kinds = []string{kindRead, kindLock, kindScan, kindBegin, kindWrite, kindCommit, kindAbort, kindCounter}
+var kinds = []string{kindRead, kindLock, kindScan, kindBegin, kindWrite, kindRange, kindCommit, kindAbort, kindCounter}
 
 type metrics struct {
 	reg           prometheus.Registerer
@@ -35,7 +36,7 @@ func newMetrics() *metrics {
 		}),
 		statementsVec: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "nimbus", Subsystem: "pgstore", Name: "statements_total",
-			Help: "Statements sent to the database, by kind (read, lock, scan, begin, write, commit, rollback, allocate).",
+			Help: "Statements sent to the database, by kind (read, lock, scan, begin, write, range, commit, rollback, allocate).",
 		}, []string{"kind"}),
 		commitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "nimbus", Subsystem: "pgstore", Name: "commit_seconds",

@@ -2,10 +2,12 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/nimbus-fs/nimbus/internal/pgtest"
 	"github.com/nimbus-fs/nimbus/meta"
@@ -63,5 +65,60 @@ func TestNamespaceRoundTrips(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestNamespaceRecursiveDelete: a recursive delete over PostgreSQL removes
+// each directory's entries with one range deletion (DeleteRange), leaves
+// no row of the tree behind (every row of the table is reachable, fsck
+// clean) and keeps what is beside it.
+func TestNamespaceRecursiveDelete(t *testing.T) {
+	st := open(t, pgtest.DB(t), prometheus.NewRegistry())
+	cfg := namespace.DefaultConfig()
+	cfg.Superuser = "root"
+	e, err := namespace.New(st, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	root := meta.User{Name: "root"}
+	const dirs, files = 6, 40
+	for d := range dirs {
+		for f := range files {
+			p := fmt.Sprintf("/tree/d%d/sub/f%d", d, f)
+			if _, err := e.CreateFile(ctx, root, p, meta.CreateOptions{CreateParent: true}, []byte("x")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := e.CreateFile(ctx, root, "/beside/keep", meta.CreateOptions{CreateParent: true}, []byte("y")); err != nil {
+		t.Fatal(err)
+	}
+	rangesBefore := testutil.ToFloat64(st.metrics.statements[kindRange])
+	if err := e.Delete(ctx, root, "/tree", true); err != nil {
+		t.Fatal(err)
+	}
+	ranges := testutil.ToFloat64(st.metrics.statements[kindRange]) - rangesBefore
+	// /tree, each d, each sub: one range each at most, at least one per
+	// directory that had entries.
+	if min := float64(1 + 2*dirs); ranges < min {
+		t.Errorf("%v range deletions for %d directories with entries, want at least %v", ranges, 1+2*dirs, min)
+	}
+	if _, err := e.Stat(ctx, root, "/tree"); !errors.Is(err, meta.ErrNotFound) {
+		t.Fatalf("stat /tree after delete: %v", err)
+	}
+	if _, err := e.Stat(ctx, root, "/beside/keep"); err != nil {
+		t.Fatalf("stat /beside/keep: %v", err)
+	}
+	rep, err := e.Fsck(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Clean() {
+		t.Fatalf("fsck after delete: %v", rep.Problems)
+	}
+	if rep.Files != 1 {
+		t.Errorf("fsck counts %d files, want 1", rep.Files)
 	}
 }

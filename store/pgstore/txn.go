@@ -38,6 +38,9 @@ type txn struct {
 	conn *pgxpool.Conn // nil until the first locking read
 	done bool
 	ops  []write
+	// ranges are the buffered range deletions (DeleteRange), each with the
+	// number of ops buffered before it: those it deletes.
+	ranges []rangeDel
 	// cursorOpen: a long scan's cursor is open on conn (scanCursor).
 	cursorOpen bool
 }
@@ -67,6 +70,9 @@ const (
 	upsertMany = "INSERT INTO nimbus_kv (key, value) SELECT k, v FROM unnest($1::bytea[], $2::bytea[]) AS u(k, v) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
 	deleteOne  = "DELETE FROM nimbus_kv WHERE key = $1"
 	deleteMany = "DELETE FROM nimbus_kv WHERE key = ANY($1::bytea[])"
+	// deleteRange is one range deletion (DeleteRange); several in a
+	// transaction are several statements in its commit's one batch.
+	deleteRange = "DELETE FROM nimbus_kv WHERE key >= $1 AND key < $2"
 
 	scanBounded   = "SELECT key, value FROM nimbus_kv WHERE key >= $1 AND key < $2 ORDER BY key LIMIT $3"
 	scanUnbounded = "SELECT key, value FROM nimbus_kv WHERE key >= $1 ORDER BY key LIMIT $2"
@@ -654,6 +660,56 @@ func (t *txn) Delete(key []byte) {
 	t.ops = append(t.ops, write{key: bytes.Clone(key)})
 }
 
+var _ store.RangeDeleter = (*txn)(nil)
+
+// rangeDel is a buffered DeleteRange: [start, end), after the first
+// before ops.
+type rangeDel struct {
+	start, end []byte
+	before     int
+}
+
+// DeleteRange buffers one DELETE of the key range, sent with the other
+// writes at Commit: one statement however many rows it removes (a
+// directory's entries are one contiguous range of the primary key's
+// B-tree). pgstore caches no rows, so nothing is listed at the call.
+func (t *txn) DeleteRange(ctx context.Context, start, end []byte) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.check("delete range"); err != nil {
+		return err
+	}
+	if bytes.Compare(end, start) <= 0 {
+		return nil
+	}
+	t.ranges = append(t.ranges, rangeDel{start: bytes.Clone(start), end: bytes.Clone(end), before: len(t.ops)})
+	return nil
+}
+
+// dropDeletedByRange removes the buffered writes that a later range
+// deletion covers: the range's statement, sent before the point writes,
+// removes their rows. The writes left were made after every range that
+// covers them, and so are applied after it.
+func (t *txn) dropDeletedByRange() {
+	if len(t.ranges) == 0 {
+		return
+	}
+	kept := t.ops[:0]
+	for i, w := range t.ops {
+		deleted := false
+		for _, r := range t.ranges {
+			if r.before > i && bytes.Compare(w.key, r.start) >= 0 && bytes.Compare(w.key, r.end) < 0 {
+				deleted = true
+				break
+			}
+		}
+		if !deleted {
+			kept = append(kept, w)
+		}
+	}
+	t.ops = kept
+}
+
 // Commit sends the buffered writes and COMMIT (and BEGIN, if no locking read
 // sent it) in one batch: one round trip. PostgreSQL acknowledges COMMIT once
 // its WAL record is flushed (synchronous_commit, checked at Open), and makes
@@ -666,7 +722,7 @@ func (t *txn) Commit(ctx context.Context) error {
 		return err
 	}
 	t.done = true
-	if len(t.ops) == 0 {
+	if len(t.ops) == 0 && len(t.ranges) == 0 {
 		if t.conn == nil {
 			return nil
 		}
@@ -747,6 +803,14 @@ func commitUnknown(err error, failedAt, commitAt int) bool {
 // having locked them take the rows' locks in one order); it returns the
 // first key, for errors.
 func (t *txn) queueWrites(b *pgx.Batch) []byte {
+	t.dropDeletedByRange()
+	for _, r := range t.ranges {
+		b.Queue(deleteRange, r.start, r.end)
+		t.s.metrics.statements[kindRange].Inc()
+	}
+	if len(t.ops) == 0 {
+		return t.ranges[0].start
+	}
 	slices.SortStableFunc(t.ops, func(a, b write) int { return bytes.Compare(a.key, b.key) })
 	var putK, putV, delK [][]byte
 	for i, w := range t.ops {
@@ -814,7 +878,7 @@ func (t *txn) Rollback() {
 		return
 	}
 	t.done = true
-	t.ops = nil
+	t.ops, t.ranges = nil, nil
 	if t.conn == nil {
 		return
 	}

@@ -17,7 +17,7 @@
 \set f random(1, 2000000000)
 \startpipeline
 BEGIN;
-SELECT key, value FROM nimbus_kv WHERE key = ANY((SELECT anc FROM nimbus_pgbench_paths WHERE n = :n));
+SELECT key, value FROM nimbus_kv WHERE key = ANY((SELECT anc FROM nimbus_pgbench_paths WHERE n = :n)::bytea[]);
 SELECT ord, value FROM nimbus_lock((SELECT ARRAY[dkey, prefix || convert_to('pgbench-' || :f, 'UTF8')] FROM nimbus_pgbench_paths WHERE n = :n), ARRAY[:n, :f]::int8[], true, false);
 \endpipeline
 \startpipeline

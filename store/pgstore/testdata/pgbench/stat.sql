@@ -6,4 +6,4 @@
 -- arrays the logged stats sent). Run with -M prepared -D paths=N (the rows of that table).
 -- nimbus: SELECT key, value FROM nimbus_kv WHERE key = ANY($1::bytea[])
 \set n random(1, :paths)
-SELECT key, value FROM nimbus_kv WHERE key = ANY((SELECT keys FROM nimbus_pgbench_paths WHERE n = :n));
+SELECT key, value FROM nimbus_kv WHERE key = ANY((SELECT keys FROM nimbus_pgbench_paths WHERE n = :n)::bytea[]);
