@@ -37,6 +37,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fl.DurationVar(&cfg.Postgres.StatementTimeout, "pg-statement-timeout", cfg.Postgres.StatementTimeout, "with --store postgres: PostgreSQL's statement_timeout; a longer statement is cancelled and its operation fails (0: none)")
 	fl.DurationVar(&cfg.Postgres.LockTimeout, "pg-lock-timeout", cfg.Postgres.LockTimeout, "with --store postgres: PostgreSQL's lock_timeout, the longest wait for one row lock; after it the operation is retried")
 	fl.DurationVar(&cfg.Postgres.ConnectTimeout, "pg-connect-timeout", cfg.Postgres.ConnectTimeout, "with --store postgres: bound on connecting to the database; serve fails at start after it")
+	fl.DurationVar(&cfg.Postgres.DeadPeerTimeout, "pg-dead-peer-timeout", cfg.Postgres.DeadPeerTimeout, "with --store postgres: a connection to a database host that went silent (no answer to TCP keepalives, sent data unacknowledged) is dropped after about this long and the operation fails retryably (0: the kernel's defaults)")
 	fl.StringVar(&cfg.Listen, "listen", cfg.Listen, "HTTP address for the RPC, WebHDFS, /metrics and /readyz (default: NIMBUS_ADDR's host:port when set)")
 	fl.StringVar(&cfg.Advertise, "advertise", "", "base URL put in WebHDFS redirects (default: the address each request came to)")
 	fl.StringVar(&cfg.DebugAddr, "debug-addr", "", "address of a second HTTP listener serving /debug/pprof/ (default: none; the profiler is never on --listen)")

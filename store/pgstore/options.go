@@ -27,6 +27,11 @@ type Options struct {
 	// a locking read that waits longer for one row fails with
 	// store.ErrLockTimeout, which callers retry.
 	LockTimeout time.Duration
+	// DeadPeerTimeout bounds how long a connection to a database host that
+	// vanished without a word (no FIN, no RST) keeps an operation waiting:
+	// TCP keepalive probes and TCP_USER_TIMEOUT (dial.go). 0: the kernel's
+	// defaults (hours for an idle connection).
+	DeadPeerTimeout time.Duration
 	// ScanPage is how many rows one statement of a Scan fetches. A scan that
 	// finds no more than that is one statement; a longer one reads its rows
 	// through a cursor, ScanPage at a time, from one snapshot.
@@ -40,13 +45,14 @@ type Options struct {
 
 // DefaultOptions returns a pool of 32 connections, a 5 s connect timeout, a
 // 60 s statement timeout, a 10 s lock timeout (as pebblestore's lock wait
-// limit) and scan pages of 1,000 rows.
+// limit), a 15 s dead-peer timeout and scan pages of 1,000 rows.
 func DefaultOptions() Options {
 	return Options{
 		PoolSize:         32,
 		ConnectTimeout:   5 * time.Second,
 		StatementTimeout: 60 * time.Second,
 		LockTimeout:      10 * time.Second,
+		DeadPeerTimeout:  15 * time.Second,
 		ScanPage:         1000,
 	}
 }
@@ -69,6 +75,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: LockTimeout = %v, want >= 1ms", ErrOptions, o.LockTimeout)
 	case o.StatementTimeout > 0 && o.StatementTimeout < time.Millisecond:
 		return fmt.Errorf("%w: StatementTimeout = %v, want 0 or >= 1ms", ErrOptions, o.StatementTimeout)
+	case o.DeadPeerTimeout < 0 || (o.DeadPeerTimeout > 0 && o.DeadPeerTimeout < time.Second):
+		return fmt.Errorf("%w: DeadPeerTimeout = %v, want 0 or >= 1s", ErrOptions, o.DeadPeerTimeout)
 	case o.ScanPage < 1:
 		return fmt.Errorf("%w: ScanPage = %d, want >= 1", ErrOptions, o.ScanPage)
 	}

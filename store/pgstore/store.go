@@ -88,6 +88,7 @@ func Open(ctx context.Context, connString string, opts Options) (*Store, error) 
 	pc.MaxConns = int32(opts.PoolSize)
 	pc.MinConns = 0
 	cc.ConnectTimeout = opts.ConnectTimeout
+	cc.DialFunc = dialer(opts.ConnectTimeout, opts.DeadPeerTimeout)
 	// Sent in the startup message: no round trip of their own.
 	cc.RuntimeParams["lock_timeout"] = strconv.FormatInt(opts.LockTimeout.Milliseconds(), 10)
 	cc.RuntimeParams["statement_timeout"] = strconv.FormatInt(opts.StatementTimeout.Milliseconds(), 10)
