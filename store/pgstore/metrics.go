@@ -26,6 +26,7 @@ type metrics struct {
 	retryable     prometheus.Counter
 	connLost      prometheus.Counter
 	commitUnknown prometheus.Counter
+	coalesced     prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -55,6 +56,10 @@ func newMetrics() *metrics {
 			Namespace: "nimbus", Subsystem: "pgstore", Name: "commit_outcome_unknown_total",
 			Help: "Commits whose connection broke after COMMIT was sent: the outcome is unknown and the error is not retryable.",
 		}),
+		coalesced: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "pgstore", Name: "coalesced_reads_total",
+			Help: "Unlocked reads that waited for a statement slot and were sent with the others waiting (ReadConcurrency); the statements that carried them count in statements_total{kind=\"read\"}.",
+		}),
 		statements: map[string]prometheus.Counter{},
 	}
 	for _, k := range kinds {
@@ -64,7 +69,7 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.roundTrips, m.statementsVec, m.commitSeconds, m.retryable, m.connLost, m.commitUnknown}
+	return []prometheus.Collector{m.roundTrips, m.statementsVec, m.commitSeconds, m.retryable, m.connLost, m.commitUnknown, m.coalesced}
 }
 
 // register registers the metrics on reg (nil: none).

@@ -27,6 +27,12 @@ type Options struct {
 	// a locking read that waits longer for one row fails with
 	// store.ErrLockTimeout, which callers retry.
 	LockTimeout time.Duration
+	// ReadConcurrency is the most unlocked reads outside a transaction's
+	// locks (a stat's path, a listing's directory) sent to the database at
+	// once; reads arriving meanwhile wait and then go together, one
+	// statement for all of them (coalesce.go). 0: each read is sent at once
+	// as its own statement.
+	ReadConcurrency int
 	// DeadPeerTimeout bounds how long a connection to a database host that
 	// vanished without a word (no FIN, no RST) keeps an operation waiting:
 	// TCP keepalive probes and TCP_USER_TIMEOUT (dial.go). 0: the kernel's
@@ -45,7 +51,8 @@ type Options struct {
 
 // DefaultOptions returns a pool of 32 connections, a 5 s connect timeout, a
 // 60 s statement timeout, a 10 s lock timeout (as pebblestore's lock wait
-// limit), a 15 s dead-peer timeout and scan pages of 1,000 rows.
+// limit), a 15 s dead-peer timeout, 4 unlocked reads in flight and scan
+// pages of 1,000 rows.
 func DefaultOptions() Options {
 	return Options{
 		PoolSize:         32,
@@ -53,6 +60,7 @@ func DefaultOptions() Options {
 		StatementTimeout: 60 * time.Second,
 		LockTimeout:      10 * time.Second,
 		DeadPeerTimeout:  15 * time.Second,
+		ReadConcurrency:  4,
 		ScanPage:         1000,
 	}
 }
@@ -77,6 +85,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: StatementTimeout = %v, want 0 or >= 1ms", ErrOptions, o.StatementTimeout)
 	case o.DeadPeerTimeout < 0 || (o.DeadPeerTimeout > 0 && o.DeadPeerTimeout < time.Second):
 		return fmt.Errorf("%w: DeadPeerTimeout = %v, want 0 or >= 1s", ErrOptions, o.DeadPeerTimeout)
+	case o.ReadConcurrency < 0:
+		return fmt.Errorf("%w: ReadConcurrency = %d, want >= 0", ErrOptions, o.ReadConcurrency)
 	case o.ScanPage < 1:
 		return fmt.Errorf("%w: ScanPage = %d, want >= 1", ErrOptions, o.ScanPage)
 	}

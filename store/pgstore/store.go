@@ -49,6 +49,7 @@ type Store struct {
 	// them and they for it.
 	ids     *pgxpool.Pool
 	opts    Options
+	reads   *coalescer
 	log     *slog.Logger
 	metrics *metrics
 	target  string // user@host:port/database, for errors (no password)
@@ -123,6 +124,7 @@ func Open(ctx context.Context, connString string, opts Options) (*Store, error) 
 		return nil, fmt.Errorf("pgstore: open %s: %w", target, err)
 	}
 	s := &Store{pool: pool, ids: ids, opts: opts, log: log, metrics: newMetrics(), target: target, held: map[*txn]*pgconn.PgConn{}}
+	s.reads = &coalescer{s: s, limit: opts.ReadConcurrency}
 	if err := s.setup(ctx); err != nil {
 		pool.Close()
 		ids.Close()

@@ -141,12 +141,9 @@ func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) 
 	}
 	vals := make([][]byte, len(reqs))
 	if !locking && t.conn == nil && len(runs) == 1 {
-		// The common case of a stat: one autocommit statement.
-		t.s.count(kindRead)
-		if err := readRun(ctx, t.s.pool, runs[0], reqs, vals); err != nil {
-			return nil, t.s.mapErr(ctx, "read "+store.FormatKey(reqs[0].Key), err, false)
-		}
-		return vals, nil
+		// The common case of a stat: one autocommit statement, perhaps
+		// shared with other reads waiting at the same time.
+		return t.s.reads.read(ctx, reqs)
 	}
 	var q querier = t.s.pool
 	b := &pgx.Batch{}
