@@ -13,7 +13,8 @@
 // With NIMBUS_TEST_ETCD set (comma-separated host:port client endpoints of
 // a running cluster) Endpoints uses that instead. A test is skipped only
 // when neither is possible because etcd is not installed; the skip message
-// says how to get it (scripts/test.sh installs it).
+// says how to get it (scripts/test.sh installs it, and sets EnvRequire so
+// that CI fails rather than skips).
 package etcdtest
 
 import (
@@ -37,6 +38,19 @@ const EnvEndpoints = "NIMBUS_TEST_ETCD"
 
 // EnvBinary names the environment variable of the etcd binary to run.
 const EnvBinary = "NIMBUS_ETCD_BIN"
+
+// EnvRequire, when set (scripts/test.sh sets it, after installing etcd),
+// turns the skip for a missing etcd into a failure, so that CI cannot pass
+// without having run the tests against etcd.
+const EnvRequire = "NIMBUS_REQUIRE_ETCD"
+
+func skip(t testing.TB) {
+	t.Helper()
+	if os.Getenv(EnvRequire) != "" {
+		t.Fatal(SkipMessage + " (" + EnvRequire + " is set: failing instead of skipping)")
+	}
+	t.Skip(SkipMessage)
+}
 
 // SkipMessage is why tests skip when there is no etcd binary.
 const SkipMessage = "etcdtest: etcd is not installed (no etcd on PATH, $" + EnvBinary + " unset): " +
@@ -97,7 +111,7 @@ func Endpoints(t testing.TB) []string {
 		t.Fatalf("etcdtest: %v", shared.err)
 	}
 	if shared.eps == nil {
-		t.Skip(SkipMessage)
+		skip(t)
 	}
 	return shared.eps
 }
@@ -129,7 +143,7 @@ type member struct {
 func NewCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
 	if Binary() == "" {
-		t.Skip(SkipMessage)
+		skip(t)
 	}
 	c, err := start(n)
 	if err != nil {
