@@ -1,6 +1,6 @@
 // Package etcdcoord is the coordinator over etcd's v3 API
-// (go.etcd.io/etcd/client/v3 and its concurrency package), for NameNodes on
-// several machines: `nimbus serve --coordinator etcd://HOST:PORT,...`.
+// (go.etcd.io/etcd/client/v3), for NameNodes on several machines:
+// `nimbus serve --coordinator etcd://HOST:PORT,...`.
 //
 // # Keys
 //
@@ -8,7 +8,7 @@
 //
 //	members/<deployment>/<member id>  -> JSON coordinator.Member, attached to the member's lease
 //	ids/<member id>                   -> "", the same lease (IDs are unique across deployments)
-//	elections/<name>/<lease id, hex>  -> JSON coordinator.Member (concurrency.Election's keys)
+//	elections/<name>/<lease id, hex>  -> JSON coordinator.Member, the member's candidacy, on its lease
 //
 // A member's key and its candidacies live and die with its lease, so an
 // expiry removes the member (watchers see the delete) and hands its
@@ -27,9 +27,20 @@
 // lease behind the client's back (a new etcd leader renews every lease for a
 // full TTL), never shortens it, so the bound survives etcd failovers.
 //
-// concurrency.Election needs a concurrency.Session, which also keeps the
-// lease alive (with the client's KeepAlive stream); that second renewal is
-// harmless (it can only lengthen the lease) and stops with the session.
+// # Elections
+//
+// The layout and the rule of etcd's concurrency.Election (the oldest
+// candidacy by create revision leads; each candidate waits for the delete
+// of the one just older), written here rather than used from the
+// concurrency package, for two reasons met under an etcd leader kill:
+// its Resign forgets the candidacy even when the delete failed, so that a
+// retried Resign returns nil and leaves a ghost leader behind that blocks
+// the election until the session ends; and its Campaign cannot bound its
+// first write apart from its wait, so a write stranded on a follower whose
+// leader died (etcd holds it for its request timeout, about 7 s) stalls
+// the campaign. Here every write is bounded by OpTimeout and retried, a
+// withdrawal or resignation is retried until the key is gone, and waiting
+// is a watch.
 package etcdcoord
 
 import (
@@ -47,7 +58,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
 
 	"github.com/nimbus-fs/nimbus/coordinator"
@@ -207,10 +217,9 @@ func (c *Coordinator) memberKey(m coordinator.Member) string {
 	return c.membersPrefix(m.Deployment) + m.ID
 }
 
-// electionPrefix is the prefix concurrency.NewElection is given (it adds
-// the "/").
+// electionPrefix is the prefix of election name's candidacies.
 func (c *Coordinator) electionPrefix(name string) string {
-	return c.cfg.Prefix + "elections/" + name
+	return c.cfg.Prefix + "elections/" + name + "/"
 }
 
 // opCtx bounds a non-blocking call by OpTimeout.
@@ -278,21 +287,13 @@ func (c *Coordinator) Join(ctx context.Context, m coordinator.Member) (_ coordin
 		}
 		return nil, fail(ctx, "put member "+m.ID, err)
 	}
-	cctx, ccancel := context.WithCancel(c.life)
-	cs, err := concurrency.NewSession(c.cli, concurrency.WithLease(g.ID), concurrency.WithContext(cctx))
-	if err != nil {
-		ccancel()
-		c.revokeSoon(g.ID)
-		return nil, fail(ctx, "session", err)
-	}
-	s := &Session{c: c, member: m, lease: g.ID, ttl: time.Duration(g.TTL) * time.Second, cs: cs, csCancel: ccancel,
+	s := &Session{c: c, member: m, lease: g.ID, ttl: time.Duration(g.TTL) * time.Second,
 		lost: make(chan struct{}), stopRenew: make(chan struct{})}
 	s.mu.deadline = deadline
 	s.mu.campaigns = make(map[string]*leadership)
 	c.mu.Lock()
 	if c.mu.closed {
 		c.mu.Unlock()
-		ccancel()
 		c.revokeSoon(g.ID)
 		return nil, coordinator.ErrClosed
 	}
@@ -383,7 +384,7 @@ func (c *Coordinator) Leader(ctx context.Context, election string) (_ coordinato
 	}
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
-	resp, err := c.cli.Get(octx, c.electionPrefix(election)+"/", clientv3.WithFirstCreate()...)
+	resp, err := c.cli.Get(octx, c.electionPrefix(election), clientv3.WithFirstCreate()...)
 	if err != nil {
 		return coordinator.Member{}, false, fail(ctx, "leader of "+election, err)
 	}

@@ -2,15 +2,12 @@ package etcdcoord
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/nimbus-fs/nimbus/coordinator"
 )
@@ -21,8 +18,6 @@ type Session struct {
 	member    coordinator.Member
 	lease     clientv3.LeaseID
 	ttl       time.Duration // as granted
-	cs        *concurrency.Session
-	csCancel  context.CancelFunc // stops cs's keepalive
 	lost      chan struct{}
 	stopRenew chan struct{} // closed when renewals stop (end, StopRenewal)
 	stopOnce  sync.Once
@@ -33,7 +28,7 @@ type Session struct {
 		timer     *time.Timer
 		ended     bool
 		err       error
-		campaigns map[string]*leadership // by election, from the start of a campaign
+		campaigns map[string]*leadership // by election, from the start of a campaign to a completed resign or withdrawal
 	}
 }
 
@@ -135,7 +130,6 @@ func (s *Session) end(why error, how string) bool {
 func (s *Session) StopRenewal() {
 	s.stopOnce.Do(func() {
 		close(s.stopRenew)
-		s.csCancel()
 	})
 }
 
@@ -145,7 +139,7 @@ func (s *Session) renew() {
 	c := s.c
 	defer c.wg.Done()
 	every := s.ttl / 4
-	retry := min(every/4, 250*time.Millisecond)
+	retry := min(every/8, 250*time.Millisecond)
 	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
@@ -160,8 +154,13 @@ func (s *Session) renew() {
 		if dl.IsZero() {
 			return
 		}
+		// The deadline counts from when the call began, whatever the
+		// client retried inside it; so one call is cut off after an
+		// eighth of the TTL and the next one, timed afresh, tried: the
+		// renewal that ends an etcd election's wait then counts from its
+		// own send, not from the first attempt's.
 		sent := time.Now()
-		ctx, cancel := context.WithDeadline(c.life, dl)
+		ctx, cancel := context.WithDeadline(c.life, minTime(dl, sent.Add(every/2)))
 		resp, err := c.cli.KeepAliveOnce(ctx, s.lease)
 		cancel()
 		select {
@@ -208,111 +207,9 @@ func (s *Session) leave(ctx context.Context) error {
 	return fail(ctx, "revoke the lease of "+s.member.ID, err)
 }
 
-// leadership is a campaign, then a won election.
-type leadership struct {
-	s        *Session
-	election string
-	e        *concurrency.Election
-	done     chan struct{}
-	once     sync.Once
-}
-
-func (l *leadership) finish()               { l.once.Do(func() { close(l.done) }) }
-func (l *leadership) Election() string      { return l.election }
-func (l *leadership) Done() <-chan struct{} { return l.done }
-
-// Campaign blocks until s leads election (concurrency.Election: the oldest
-// candidacy leads).
-func (s *Session) Campaign(ctx context.Context, election string) (_ coordinator.Leadership, err error) {
-	c := s.c
-	defer func(t time.Time) { c.met.Op("campaign", t, err) }(time.Now())
-	if err := coordinator.ValidElection(election); err != nil {
-		return nil, err
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
 	}
-	l := &leadership{s: s, election: election, e: concurrency.NewElection(s.cs, c.electionPrefix(election)), done: make(chan struct{})}
-	s.mu.Lock()
-	if s.mu.ended {
-		s.mu.Unlock()
-		return nil, s.mu.err
-	}
-	if _, ok := s.mu.campaigns[election]; ok {
-		s.mu.Unlock()
-		return nil, fmt.Errorf("%w: %s in %s", coordinator.ErrCampaigning, s.member.ID, election)
-	}
-	s.mu.campaigns[election] = l
-	s.mu.Unlock()
-
-	val, _ := json.Marshal(s.member)
-	cctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(c.life, cancel)
-	go func() {
-		select {
-		case <-s.lost:
-			cancel()
-		case <-cctx.Done():
-		}
-	}()
-	err = l.e.Campaign(cctx, string(val))
-	stop()
-	cancel()
-	if err == nil && !s.valid() {
-		// Won by the server's account, but too late by this process's:
-		// its deadline passed meanwhile, so its lease may be gone.
-		err = coordinator.ErrSessionLost
-	}
-	if err != nil {
-		l.finish()
-		s.withdraw(l)
-		s.mu.Lock()
-		delete(s.mu.campaigns, election)
-		ended, why := s.mu.ended, s.mu.err
-		s.mu.Unlock()
-		switch {
-		case ended:
-			return nil, why
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		case errors.Is(err, coordinator.ErrSessionLost):
-			return nil, err
-		}
-		return nil, fail(ctx, "campaign in "+election, err)
-	}
-	c.met.Won()
-	c.log.Info("elected", "election", election, "member", s.member.ID)
-	return l, nil
-}
-
-// withdraw deletes s's candidacy in l's election, which a failed campaign
-// may leave behind (a Txn that committed although its reply was lost).
-func (s *Session) withdraw(l *leadership) {
-	if s.Err() != nil {
-		return // the lease goes, and its candidacy with it
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.c.cfg.OpTimeout)
-	defer cancel()
-	key := fmt.Sprintf("%s/%x", s.c.electionPrefix(l.election), int64(s.lease))
-	if _, err := s.c.cli.Delete(ctx, key); err != nil {
-		s.c.log.Warn("could not withdraw a failed candidacy; it stays until the session ends",
-			"member", s.member.ID, "election", l.election, "err", err)
-	}
-}
-
-// Resign deletes the candidacy; the next one leads.
-func (l *leadership) Resign(ctx context.Context) (err error) {
-	s := l.s
-	defer func(t time.Time) { s.c.met.Op("resign", t, err) }(time.Now())
-	l.finish()
-	if s.Err() == nil {
-		octx, cancel := s.c.opCtx(ctx)
-		defer cancel()
-		if err := l.e.Resign(octx); err != nil {
-			return fail(ctx, "resign "+l.election, err)
-		}
-	}
-	s.mu.Lock()
-	if s.mu.campaigns[l.election] == l {
-		delete(s.mu.campaigns, l.election)
-	}
-	s.mu.Unlock()
-	return nil
+	return b
 }
