@@ -114,3 +114,53 @@ func TestDeadlineConservative(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 	}
 }
+
+// A watch that must resume from a revision etcd has compacted away gets a
+// new Snapshot, then the changes after it.
+func TestWatchResyncAfterCompaction(t *testing.T) {
+	c := newTest(t, etcdtest.Endpoints(t), 2*time.Second)
+	ctx := t.Context()
+	a, err := c.Join(ctx, coordinator.Member{ID: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v0, err := c.Members(ctx, coordinator.All)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Join(ctx, coordinator.Member{ID: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v1, err := c.Members(ctx, coordinator.All)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.cli.Compact(ctx, v1.Rev); err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan coordinator.Event, 8)
+	c.wg.Add(1)
+	go c.watch(ctx, coordinator.All, v0.Rev, out) // as if it had stopped at v0 and now resumed
+	next := func() coordinator.Event {
+		select {
+		case ev := <-out:
+			return ev
+		case <-time.After(5 * time.Second):
+			t.Fatal("no event")
+		}
+		panic("unreachable")
+	}
+	ev := next()
+	if ev.Kind != coordinator.Snapshot || ev.Rev < v1.Rev || len(ev.Members) != 1 || ev.Members[0].ID != "b" {
+		t.Fatalf("after a compaction: %v %v at %d, want a snapshot of b at %d or later", ev.Kind, ev.Members, ev.Rev, v1.Rev)
+	}
+	if _, err := c.Join(ctx, coordinator.Member{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if ev2 := next(); ev2.Kind != coordinator.Joined || ev2.Member.ID != "c" || ev2.Rev <= ev.Rev {
+		t.Fatalf("after the snapshot: %v %s at %d", ev2.Kind, ev2.Member.ID, ev2.Rev)
+	}
+}
