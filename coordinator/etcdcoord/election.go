@@ -209,17 +209,16 @@ func (s *Session) withdraw(l *leadership) <-chan struct{} {
 	}
 	l.withdrawn = make(chan struct{})
 	s.mu.Unlock()
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		defer func() {
-			s.mu.Lock()
-			if s.mu.campaigns[l.election] == l {
-				delete(s.mu.campaigns, l.election)
-			}
-			s.mu.Unlock()
-			close(l.withdrawn)
-		}()
+	finished := func() {
+		s.mu.Lock()
+		if s.mu.campaigns[l.election] == l {
+			delete(s.mu.campaigns, l.election)
+		}
+		s.mu.Unlock()
+		close(l.withdrawn)
+	}
+	if !c.track(func() {
+		defer finished()
 		wait := 50 * time.Millisecond
 		for s.Err() == nil {
 			ctx, cancel := context.WithTimeout(c.life, c.cfg.OpTimeout)
@@ -238,7 +237,9 @@ func (s *Session) withdraw(l *leadership) <-chan struct{} {
 			}
 			wait = min(2*wait, time.Second)
 		}
-	}()
+	}) {
+		finished() // closing: the session's lease is revoked or expires
+	}
 	return l.withdrawn
 }
 

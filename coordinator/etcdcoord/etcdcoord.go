@@ -160,7 +160,8 @@ type Coordinator struct {
 
 	mu struct {
 		sync.Mutex
-		closed   bool
+		closed   bool // Close began: no new sessions or watches
+		draining bool // Close waits for wg: no new goroutines
 		sessions map[*Session]struct{}
 	}
 }
@@ -298,13 +299,12 @@ func (c *Coordinator) Join(ctx context.Context, m coordinator.Member) (_ coordin
 		return nil, coordinator.ErrClosed
 	}
 	c.mu.sessions[s] = struct{}{}
-	c.wg.Add(1)
 	c.mu.Unlock()
 	s.mu.Lock()
 	s.armLocked(time.Now())
 	s.mu.Unlock()
 	c.met.SessionStarted()
-	go s.renew()
+	c.track(s.renew)
 	c.log.Info("member joined", "member", m.ID, "deployment", m.Deployment, "addr", m.Addr,
 		"lease", fmt.Sprintf("%x", int64(g.ID)), "ttl", s.ttl)
 	return s, nil
@@ -313,13 +313,28 @@ func (c *Coordinator) Join(ctx context.Context, m coordinator.Member) (_ coordin
 // revokeSoon revokes a lease in the background, bounded by OpTimeout (the
 // lease expires by itself if this fails).
 func (c *Coordinator) revokeSoon(id clientv3.LeaseID) {
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
+	c.track(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.OpTimeout)
 		defer cancel()
 		_, _ = c.cli.Revoke(ctx, id)
+	})
+}
+
+// track runs f in a goroutine that Close waits for; once Close waits, it
+// runs nothing and returns false.
+func (c *Coordinator) track(f func()) bool {
+	c.mu.Lock()
+	if c.mu.draining {
+		c.mu.Unlock()
+		return false
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		f()
 	}()
+	return true
 }
 
 // Members lists the membership of deployment at one revision.
@@ -424,6 +439,9 @@ func (c *Coordinator) Close() error {
 	}
 	wg.Wait()
 	c.stop()
+	c.mu.Lock()
+	c.mu.draining = true
+	c.mu.Unlock()
 	c.wg.Wait()
 	return c.cli.Close()
 }

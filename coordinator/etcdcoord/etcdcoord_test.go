@@ -142,8 +142,7 @@ func TestWatchResyncAfterCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := make(chan coordinator.Event, 8)
-	c.wg.Add(1)
-	go c.watch(ctx, coordinator.All, v0.Rev, out) // as if it had stopped at v0 and now resumed
+	c.track(func() { c.watch(ctx, coordinator.All, v0.Rev, out) }) // as if it had stopped at v0 and now resumed
 	next := func() coordinator.Event {
 		select {
 		case ev := <-out:

@@ -137,7 +137,6 @@ func (s *Session) StopRenewal() {
 // package comment for the deadline it computes).
 func (s *Session) renew() {
 	c := s.c
-	defer c.wg.Done()
 	every := s.ttl / 4
 	retry := min(every/8, 250*time.Millisecond)
 	t := time.NewTimer(every)

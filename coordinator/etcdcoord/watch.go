@@ -34,8 +34,9 @@ func (c *Coordinator) Watch(ctx context.Context, deployment int) (_ <-chan coord
 	out := make(chan coordinator.Event, 1)
 	out <- snap
 	c.met.Delivered(coordinator.Snapshot)
-	c.wg.Add(1)
-	go c.watch(ctx, deployment, snap.Rev, out)
+	if !c.track(func() { c.watch(ctx, deployment, snap.Rev, out) }) {
+		close(out)
+	}
 	return out, nil
 }
 
@@ -48,7 +49,6 @@ func (c *Coordinator) snapshot(ctx context.Context, deployment int) (coordinator
 }
 
 func (c *Coordinator) watch(ctx context.Context, deployment int, rev int64, out chan<- coordinator.Event) {
-	defer c.wg.Done()
 	defer close(out)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
