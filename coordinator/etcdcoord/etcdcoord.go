@@ -17,15 +17,16 @@
 // # Lease renewal and the local deadline
 //
 // Each session renews its lease itself with KeepAliveOnce every quarter of
-// the TTL (more often after a failure), timing each renewal from the moment
-// it was sent: the server restarts the TTL when it receives the renewal,
-// later in real time, so sent + TTL is a lower bound on the server's
-// expiry, which is what fencing needs. The local
-// deadline is sent + TTL×(1-Drift) - Margin (Drift bounds how much faster
-// the server's clock may run than ours; Margin covers the time between the
-// deadline and the instance actually refusing). etcd only ever lengthens a
-// lease behind the client's back (a new etcd leader renews every lease for a
-// full TTL), never shortens it, so the bound survives etcd failovers.
+// the TTL (more often after a failure; each call cut off after an eighth),
+// timing each renewal from the moment it was sent: the server restarts the
+// TTL when it receives the renewal, later in real time, so sent + TTL is a
+// lower bound on the server's expiry, which is what fencing needs. The
+// local deadline is sent + TTL×(1-Drift) - Margin (Drift bounds how much
+// faster the server's clock may run than ours; Margin covers the time
+// between the deadline and the instance actually refusing). etcd only ever
+// lengthens a lease behind the client's back (a new etcd leader renews
+// every lease for a full TTL), never shortens it, so the bound survives
+// etcd failovers. docs/ELASTIC.md, "Coordinator", has the argument in full.
 //
 // # Elections
 //
