@@ -157,6 +157,12 @@ func (e *Engine) Close() error {
 // Config returns the engine's configuration.
 func (e *Engine) Config() Config { return e.cfg }
 
+// Instance is the id of this incarnation of the engine, the owner named in
+// the subtree flags it sets (and the coordinator member ID the server
+// registers it under, so that liveness can later be asked of the
+// coordinator instead of the instance table).
+func (e *Engine) Instance() uint64 { return e.instance }
+
 // bootstrap creates the root inode if the store has none.
 func (e *Engine) bootstrap(ctx context.Context) error {
 	txn, err := e.st.Begin(ctx)

@@ -23,7 +23,8 @@
 #
 # Every prerequisite of the chosen stages is checked first, in seconds: Go
 # 1.26+, a C compiler (go test -race needs cgo), the PostgreSQL server
-# (postgresql: the store tests start a cluster as user postgres), python3
+# (postgresql: the store tests start a cluster as user postgres), the etcd
+# server (etcd-server: the coordinator tests start clusters of it), python3
 # with venv, curl, Java 17+ and Maven. Run as root where apt-get exists (CI on a fresh
 # Debian machine), the missing ones are installed; otherwise the script
 # stops at once and says how to install them.
@@ -73,6 +74,12 @@ need_tools() {
   if has "$STAGES" go && ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
     missing+=("the PostgreSQL server for the store tests: apt-get install postgresql"); pkgs+=(postgresql)
   fi
+  # The coordinator tests run against real etcd servers (one member, and a
+  # 3-member cluster that loses one): internal/etcdtest starts them with
+  # the etcd binary (Debian's etcd-server, etcd 3.4).
+  if has "$STAGES" go && ! command -v etcd >/dev/null && [[ -z ${NIMBUS_ETCD_BIN:-} ]]; then
+    missing+=("the etcd server for the coordinator tests: apt-get install etcd-server"); pkgs+=(etcd-server)
+  fi
   if has "$STAGES" bench || has "$STAGES" clients || has "$STAGES" firsthour; then
     command -v python3 >/dev/null || { missing+=("python3: apt-get install python3"); pkgs+=(python3); }
   fi
@@ -112,7 +119,8 @@ stage_go() {
   banner "go vet"
   go vet ./...
   banner "go test -race ./..."
-  go test -race -count=1 -timeout 30m ./...
+  # need_tools installed etcd: its tests must run, not skip.
+  NIMBUS_REQUIRE_ETCD=1 go test -race -count=1 -timeout 30m ./...
 }
 
 stage_fuzz() {

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/nimbus-fs/nimbus/blocks/local"
+	"github.com/nimbus-fs/nimbus/coordinator"
 	"github.com/nimbus-fs/nimbus/namespace"
 	"github.com/nimbus-fs/nimbus/rpc"
 	"github.com/nimbus-fs/nimbus/store"
@@ -64,6 +65,15 @@ type Config struct {
 	FailStopTimeout time.Duration
 	// Limits bound connections, their timeouts and RPC memory (limits.go).
 	Limits Limits
+	// Coordinator chooses the membership service the server registers
+	// with (coordinator.go): "" or "inprocess" (the default: in this
+	// process), or etcd://HOST:PORT[,HOST:PORT...][/PREFIX] for etcd
+	// servers that several servers share. Start fails when etcd cannot be
+	// reached.
+	Coordinator string
+	// CoordinatorTTL is the lease TTL with etcd, whole seconds; 0 means
+	// etcdcoord's default (10 s).
+	CoordinatorTTL time.Duration
 	// Version is shown on the status page.
 	Version string
 }
@@ -97,6 +107,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Namespace.Validate(); err != nil {
+		return err
+	}
+	if err := c.ValidateCoordinator(); err != nil {
 		return err
 	}
 	if c.UsesPostgres() {
@@ -146,6 +159,8 @@ type Server struct {
 	pebble *pebblestore.Store // the embedded store, nil on PostgreSQL
 	blocks *local.Store
 	ns     *namespace.Engine
+	coord  coordinator.Coordinator // from Start; nil before
+	member *membership             // this server's session, from Start
 	rpc    *rpc.Server
 	http   *http.Server
 	ln     net.Listener
@@ -306,9 +321,19 @@ func (s *Server) Start(ctx context.Context) error {
 	s.ln = ln
 	s.start = time.Now()
 	go func() { s.serveErr <- s.http.Serve(ln) }()
+	// Registered once it answers at its address; ready once registered.
+	coord, err := s.openCoordinator(ctx)
+	if err != nil {
+		return err
+	}
+	s.coord = coord
+	if err := s.join(ctx); err != nil {
+		return err
+	}
 	s.ready.Store(true)
 	go s.watchStore()
-	s.log.Info("nimbus serving", "addr", s.Addr(), "data", s.cfg.DataDir)
+	s.log.Info("nimbus serving", "addr", s.Addr(), "data", s.cfg.DataDir, "coordinator", s.coordinatorName(),
+		"member", s.Member().Member().ID)
 	return nil
 }
 
@@ -360,6 +385,10 @@ func (s *Server) Stop(ctx context.Context) error {
 // shutdown closes everything in order, waiting for in-flight requests.
 func (s *Server) shutdown(ctx context.Context) error {
 	var errs []error
+	// Peers see this server leave before it stops answering.
+	if err := s.leave(ctx); err != nil {
+		s.log.Warn("leaving the coordinator", "err", err)
+	}
 	if s.ln != nil {
 		errs = append(errs, s.http.Shutdown(ctx))
 	}
@@ -370,6 +399,9 @@ func (s *Server) shutdown(ctx context.Context) error {
 	errs = append(errs, s.ns.Close())
 	errs = append(errs, s.blocks.Close())
 	errs = append(errs, s.store.Close())
+	if s.coord != nil {
+		errs = append(errs, s.coord.Close())
+	}
 	err := errors.Join(errs...)
 	if s.ln != nil { // a server that never served has nothing to announce
 		s.log.Info("nimbus stopped", "err", err)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/nimbus-fs/nimbus/coordinator"
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/store/pebblestore"
 )
@@ -29,6 +30,7 @@ type statusData struct {
 	Commits         uint64
 	DiskUsage       string
 	RootEntries     string // entries in /, or why they are unknown
+	Coordinator     string // which, and this server's membership
 }
 
 var statusTemplate = template.Must(template.New("status").Parse(`<!doctype html>
@@ -40,6 +42,7 @@ var statusTemplate = template.Must(template.New("status").Parse(`<!doctype html>
 <li>Metadata store: {{.Commits}} committed transactions since start, {{.DiskUsage}} on disk; {{.RootEntries}} in <code>/</code> (<code>nimbus fs count /</code> counts everything, by walking it)</li>
 <li>Files up to {{.InlineThreshold}} bytes are kept in the metadata store beside their inode; larger files are cut into blocks under <code>{{.BlocksDir}}</code>. There is no limit on a file's size.</li>
 <li>Superuser: <code>{{.Superuser}}</code></li>
+<li>Coordinator: {{.Coordinator}}</li>
 </ul>
 <h2>Endpoints</h2>
 <ul>
@@ -67,6 +70,16 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 			root = "1 entry"
 		}
 	}
+	coord := "none"
+	if sess := s.Member(); sess != nil {
+		m := sess.Member()
+		coord = fmt.Sprintf("%s; this server is member %s of deployment %d", s.coordinatorName(), m.ID, m.Deployment)
+		if v, err := s.coord.Members(ctx, coordinator.All); err == nil {
+			coord += fmt.Sprintf(" (%d members in all)", len(v.Members))
+		} else {
+			coord += fmt.Sprintf(" (members unknown: %v)", err)
+		}
+	}
 	d := statusData{
 		Version:         s.cfg.Version,
 		Addr:            s.Addr(),
@@ -79,6 +92,7 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 		Commits:         st.Commits,
 		DiskUsage:       humanBytes(st.DiskUsage),
 		RootEntries:     root,
+		Coordinator:     coord,
 	}
 	if d.Version == "" {
 		d.Version = "(version unknown)"

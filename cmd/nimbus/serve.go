@@ -39,6 +39,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fl.DurationVar(&cfg.Postgres.ConnectTimeout, "pg-connect-timeout", cfg.Postgres.ConnectTimeout, "with --store postgres: bound on connecting to the database; serve fails at start after it")
 	fl.IntVar(&cfg.Postgres.ReadConcurrency, "pg-read-concurrency", cfg.Postgres.ReadConcurrency, "with --store postgres: most unlocked reads (stats, path lookups) sent to the database at once; reads arriving meanwhile go together in one statement (0: each read its own statement at once)")
 	fl.DurationVar(&cfg.Postgres.DeadPeerTimeout, "pg-dead-peer-timeout", cfg.Postgres.DeadPeerTimeout, "with --store postgres: a connection to a database host that went silent (no answer to TCP keepalives, sent data unacknowledged) is dropped after about this long and the operation fails retryably (0: the kernel's defaults)")
+	fl.StringVar(&cfg.Coordinator, "coordinator", server.CoordinatorInProcess, "membership, liveness and election service this server registers with: inprocess, or etcd://HOST:PORT[,HOST:PORT...][/PREFIX] (etcd servers several servers share)")
+	fl.DurationVar(&cfg.CoordinatorTTL, "coordinator-ttl", 0, "with --coordinator etcd://...: the lease TTL, whole seconds; a server cut off from etcd longer stops counting as alive (default 10s)")
 	fl.StringVar(&cfg.Listen, "listen", cfg.Listen, "HTTP address for the RPC, WebHDFS, /metrics and /readyz (default: NIMBUS_ADDR's host:port when set)")
 	fl.StringVar(&cfg.Advertise, "advertise", "", "base URL put in WebHDFS redirects (default: the address each request came to)")
 	fl.StringVar(&cfg.DebugAddr, "debug-addr", "", "address of a second HTTP listener serving /debug/pprof/ (default: none; the profiler is never on --listen)")
@@ -81,6 +83,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	applyLimits()
 	if cfg.StoreURL != "pebble" && !cfg.UsesPostgres() {
 		fmt.Fprintf(stderr, "nimbus serve: bad --store %q: want pebble or postgres://USER@HOST:PORT/DB\n", server.RedactURL(cfg.StoreURL))
+		return 2
+	}
+	if err := cfg.ValidateCoordinator(); err != nil {
+		fmt.Fprintf(stderr, "nimbus serve: bad --coordinator: %v\n", err)
 		return 2
 	}
 	if fl.NArg() != 0 {

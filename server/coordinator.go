@@ -1,0 +1,171 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nimbus-fs/nimbus/coordinator"
+	"github.com/nimbus-fs/nimbus/coordinator/etcdcoord"
+	"github.com/nimbus-fs/nimbus/coordinator/memcoord"
+)
+
+// The server registers itself with the coordinator as a member of
+// deployment 0 under its engine's instance id, with its address. Nothing
+// consumes the membership yet: subtree-flag liveness still reads the
+// instance table in the store (namespace/members.go). Routing and cache
+// coherence will (docs/ELASTIC.md, "Coordinator").
+
+// CoordinatorInProcess is Config.Coordinator's default.
+const CoordinatorInProcess = "inprocess"
+
+// ValidateCoordinator checks Config.Coordinator and CoordinatorTTL.
+func (c *Config) ValidateCoordinator() error {
+	switch {
+	case c.Coordinator == "" || c.Coordinator == CoordinatorInProcess:
+		return nil
+	case strings.HasPrefix(c.Coordinator, "etcd://"):
+		_, err := etcdcoord.ParseURL(c.Coordinator)
+		if err != nil {
+			return fmt.Errorf("server: coordinator: %w", err)
+		}
+		if c.CoordinatorTTL != 0 && (c.CoordinatorTTL < time.Second || c.CoordinatorTTL%time.Second != 0) {
+			return fmt.Errorf("server: coordinator TTL %v: want whole seconds, at least 1 s", c.CoordinatorTTL)
+		}
+		return nil
+	}
+	return fmt.Errorf("server: coordinator %q: want %s or etcd://HOST:PORT,...", c.Coordinator, CoordinatorInProcess)
+}
+
+// openCoordinator builds the coordinator Config.Coordinator names.
+func (s *Server) openCoordinator(ctx context.Context) (coordinator.Coordinator, error) {
+	log := s.log.With("component", "coordinator")
+	if s.cfg.Coordinator == "" || s.cfg.Coordinator == CoordinatorInProcess {
+		mc := memcoord.DefaultConfig()
+		mc.Logger, mc.Registerer = log, s.reg
+		return memcoord.New(mc)
+	}
+	ec, err := etcdcoord.ParseURL(s.cfg.Coordinator)
+	if err != nil {
+		return nil, err
+	}
+	if s.cfg.CoordinatorTTL != 0 {
+		ec.TTL = s.cfg.CoordinatorTTL
+	}
+	ec.Logger, ec.Registerer = log, s.reg
+	c, err := etcdcoord.New(ctx, ec)
+	if err != nil {
+		return nil, fmt.Errorf("server: coordinator %s: %w", s.cfg.Coordinator, err)
+	}
+	return c, nil
+}
+
+// membership keeps this server a member: it joins at Start and, should
+// its session be lost (its lease expired: cut off from etcd for longer
+// than the TTL), joins again as a new incarnation.
+type membership struct {
+	c    coordinator.Coordinator
+	base coordinator.Member
+	stop chan struct{}
+	done chan struct{}
+
+	mu struct {
+		sync.Mutex
+		s           coordinator.Session
+		incarnation int
+	}
+}
+
+// join registers the server (Start).
+func (s *Server) join(ctx context.Context) error {
+	addr := s.cfg.Advertise
+	if addr == "" {
+		addr = s.Addr()
+	}
+	m := &membership{c: s.coord, stop: make(chan struct{}), done: make(chan struct{}),
+		base: coordinator.Member{ID: fmt.Sprintf("%016x", s.ns.Instance()), Deployment: 0, Addr: addr}}
+	sess, err := m.c.Join(ctx, m.base)
+	if err != nil {
+		return fmt.Errorf("server: join the coordinator: %w", err)
+	}
+	m.mu.s = sess
+	m.mu.incarnation = 1
+	s.member = m
+	go s.keepMember(m)
+	return nil
+}
+
+// Member is this server's membership session (nil before Start).
+func (s *Server) Member() coordinator.Session {
+	if s.member == nil {
+		return nil
+	}
+	s.member.mu.Lock()
+	defer s.member.mu.Unlock()
+	return s.member.mu.s
+}
+
+// keepMember joins again when the session is lost, until leave.
+func (s *Server) keepMember(m *membership) {
+	defer close(m.done)
+	for {
+		m.mu.Lock()
+		sess := m.mu.s
+		m.mu.Unlock()
+		select {
+		case <-m.stop:
+			return
+		case <-sess.Lost():
+		}
+		if !errors.Is(sess.Err(), coordinator.ErrSessionLost) {
+			return
+		}
+		s.log.Error("this server's coordinator session was lost (cut off from the coordinator longer than its lease); joining again",
+			"member", sess.Member().ID)
+		for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
+			m.mu.Lock()
+			m.mu.incarnation++
+			next := m.base
+			next.ID = fmt.Sprintf("%s.%d", m.base.ID, m.mu.incarnation)
+			m.mu.Unlock()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ns, err := m.c.Join(ctx, next)
+			cancel()
+			if err == nil {
+				m.mu.Lock()
+				m.mu.s = ns
+				m.mu.Unlock()
+				s.log.Info("joined the coordinator again", "member", next.ID)
+				break
+			}
+			s.log.Warn("joining the coordinator again", "member", next.ID, "err", err)
+			select {
+			case <-m.stop:
+				return
+			case <-time.After(backoff):
+			}
+		}
+	}
+}
+
+// leave ends the membership (Stop): peers see this server leave before it
+// stops answering.
+func (s *Server) leave(ctx context.Context) error {
+	if s.member == nil {
+		return nil
+	}
+	close(s.member.stop)
+	<-s.member.done
+	return s.Member().Leave(ctx)
+}
+
+// coordinatorName is Config.Coordinator for logs and the status page.
+func (s *Server) coordinatorName() string {
+	if s.cfg.Coordinator == "" {
+		return CoordinatorInProcess
+	}
+	return s.cfg.Coordinator
+}
