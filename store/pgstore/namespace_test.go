@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -120,5 +122,63 @@ func TestNamespaceRecursiveDelete(t *testing.T) {
 	}
 	if rep.Files != 1 {
 		t.Errorf("fsck counts %d files, want 1", rep.Files)
+	}
+}
+
+// TestNamespaceMkdirsThenCreate: writers make directories with mkdirs -p
+// whose ancestors the others are making at the same time, and each creates
+// a file in its directory as soon as mkdirs returns: the create must find
+// the directory (a bench prepare once failed here with "does not exist"
+// after its mkdirs had succeeded).
+func TestNamespaceMkdirsThenCreate(t *testing.T) {
+	st := open(t, pgtest.DB(t), prometheus.NewRegistry())
+	cfg := namespace.DefaultConfig()
+	cfg.Superuser = "root"
+	e, err := namespace.New(st, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	root := meta.User{Name: "root"}
+	const writers, dirs = 16, 600
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= dirs {
+					return
+				}
+				d := fmt.Sprintf("/t/a%d/b%d/c%d/d%d", i%3, i%7, i%11, i)
+				if err := e.Mkdirs(ctx, root, d, 0); err != nil {
+					errs <- fmt.Errorf("mkdirs %s: %w", d, err)
+					return
+				}
+				for f := range 3 {
+					p := fmt.Sprintf("%s/f%d", d, f)
+					if _, err := e.CreateFile(ctx, root, p, meta.CreateOptions{}, []byte("x")); err != nil {
+						errs <- fmt.Errorf("create %s after mkdirs: %w", p, err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	rep, err := e.Fsck(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Clean() || rep.Files != 3*dirs {
+		t.Fatalf("fsck: %d files (want %d), problems %v", rep.Files, 3*dirs, rep.Problems)
 	}
 }
