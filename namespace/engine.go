@@ -20,7 +20,8 @@ import (
 )
 
 // Engine is the namespace engine. It implements meta.FileSystem and is safe for
-// concurrent use. It owns no goroutine except the lease monitor.
+// concurrent use. It owns no goroutine except the lease monitor (unless
+// Config.LeaseMonitor is off) and, on a shared store, the heartbeat.
 type Engine struct {
 	cfg     Config
 	st      store.Store
@@ -121,7 +122,11 @@ func New(st store.Store, cfg Config) (*Engine, error) {
 	if err := e.recoverSubtreeOps(context.Background()); err != nil {
 		return nil, err
 	}
-	go e.leaseMonitor()
+	if cfg.LeaseMonitor {
+		go e.leaseMonitor()
+	} else {
+		close(e.done)
+	}
 	if !e.alone {
 		go e.heartbeat()
 	}

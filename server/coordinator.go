@@ -75,8 +75,16 @@ type membership struct {
 	mu struct {
 		sync.Mutex
 		s           coordinator.Session
+		changed     chan struct{} // closed when s is replaced
 		incarnation int
 	}
+}
+
+// current is the session now and a channel closed when it is replaced.
+func (m *membership) current() (coordinator.Session, <-chan struct{}) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.mu.s, m.mu.changed
 }
 
 // join registers the server (Start).
@@ -92,6 +100,7 @@ func (s *Server) join(ctx context.Context) error {
 		return fmt.Errorf("server: join the coordinator: %w", err)
 	}
 	m.mu.s = sess
+	m.mu.changed = make(chan struct{})
 	m.mu.incarnation = 1
 	s.member = m
 	go s.keepMember(m)
@@ -137,6 +146,8 @@ func (s *Server) keepMember(m *membership) {
 			if err == nil {
 				m.mu.Lock()
 				m.mu.s = ns
+				close(m.mu.changed)
+				m.mu.changed = make(chan struct{})
 				m.mu.Unlock()
 				s.log.Info("joined the coordinator again", "member", next.ID)
 				break

@@ -1,0 +1,160 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nimbus-fs/nimbus/internal/etcdtest"
+	"github.com/nimbus-fs/nimbus/internal/pgtest"
+	"github.com/nimbus-fs/nimbus/meta"
+)
+
+// metric reads s's unlabelled gauge or counter name.
+func metric(t *testing.T, s *Server, name string) float64 {
+	t.Helper()
+	mfs, err := s.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			m := mf.GetMetric()[0]
+			if m.GetGauge() != nil {
+				return m.GetGauge().GetValue()
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+func monitorLeader(t *testing.T, s *Server) float64 {
+	return metric(t, s, "nimbus_namespace_lease_monitor_leader")
+}
+
+// waitMonitor waits until exactly the servers in want run the lease monitor
+// among all (hang guard only: the test's own deadline).
+func waitMonitor(t *testing.T, want *Server, all ...*Server) {
+	t.Helper()
+	for {
+		ok := true
+		for _, s := range all {
+			if (monitorLeader(t, s) == 1) != (s == want) {
+				ok = false
+			}
+		}
+		if ok {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestLeaseMonitorElected: two servers on one PostgreSQL database and one
+// etcd: exactly one runs the lease monitor (the first to start); a writer
+// renewing through the other keeps its file; when the monitor's server
+// stops, the other takes the duty over and recovers the file of a writer
+// gone silent. The embedded server alone runs its monitor through the
+// in-process coordinator.
+func TestLeaseMonitorElected(t *testing.T) {
+	eps := etcdtest.Endpoints(t)
+	db := pgtest.DB(t)
+	url := fmt.Sprintf("etcd://%s/test-duties-%d", strings.Join(eps, ","), time.Now().UnixNano())
+	start := func() *Server {
+		cfg := testConfig(t)
+		cfg.StoreURL = db
+		cfg.Coordinator, cfg.CoordinatorTTL = url, 2*time.Second
+		cfg.Namespace.Superuser = "root"
+		cfg.Namespace.LeaseSoftLimit = 300 * time.Millisecond
+		cfg.Namespace.LeaseHardLimit = time.Second
+		cfg.Namespace.LeaseCheckInterval = 50 * time.Millisecond
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Stop(context.Background()) })
+		return s
+	}
+	a := start()
+	waitMonitor(t, a, a)
+	b := start()
+	waitMonitor(t, a, a, b)
+
+	ctx := context.Background()
+	root := meta.User{Name: "root"}
+	fs := b.Engine()
+	if err := fs.Mkdirs(ctx, root, "/w", 0o777); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/w/live", "/w/silent"} {
+		if _, err := fs.Create(ctx, root, p, meta.CreateOptions{Client: p}); err != nil {
+			t.Fatal(err)
+		}
+		if err := fs.Write(ctx, root, p, p, 0, []byte("bytes")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// /w/live's writer renews through b for three hard limits while a
+	// monitors; /w/silent's never does.
+	until := time.Now().Add(3 * time.Second)
+	for time.Now().Before(until) {
+		if err := fs.RenewLease(ctx, root, "/w/live"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for {
+		st, err := fs.Stat(ctx, root, "/w/silent")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !st.UnderConstruction {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st, err := fs.Stat(ctx, root, "/w/live"); err != nil || !st.UnderConstruction {
+		t.Fatalf("/w/live, renewed through b, was recovered by a's monitor: %+v %v", st, err)
+	}
+	if got := metric(t, b, "nimbus_namespace_lease_recoveries_total"); got != 0 {
+		t.Fatalf("b, which does not lead, recovered %v files", got)
+	}
+
+	// a stops: b takes the monitor over and recovers /w/live once its
+	// writer is silent.
+	if err := a.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitMonitor(t, b, b)
+	for {
+		st, err := fs.Stat(ctx, root, "/w/live")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !st.UnderConstruction {
+			if st.Length != 5 {
+				t.Fatalf("/w/live recovered at %d bytes, want 5", st.Length)
+			}
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// The embedded server runs the monitor alone.
+	c, err := New(testConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop(ctx)
+	waitMonitor(t, c, c)
+}
