@@ -9,6 +9,7 @@ import (
 
 	"github.com/nimbus-fs/nimbus/internal/etcdtest"
 	"github.com/nimbus-fs/nimbus/internal/pgtest"
+	"github.com/nimbus-fs/nimbus/internal/testproc"
 	"github.com/nimbus-fs/nimbus/meta"
 )
 
@@ -157,4 +158,10 @@ func TestLeaseMonitorElected(t *testing.T) {
 	}
 	defer c.Stop(ctx)
 	waitMonitor(t, c, c)
+	if _, page := testproc.Get(t, c.Addr()+"/"); !strings.Contains(page, "lease monitor: this server") {
+		t.Errorf("the status page does not say this server runs the lease monitor:\n%s", page)
+	}
+	if _, page := testproc.Get(t, b.Addr()+"/"); !strings.Contains(page, "lease monitor: this server") {
+		t.Errorf("b's status page does not say it runs the lease monitor:\n%s", page)
+	}
 }
