@@ -297,3 +297,59 @@ func TestRemoveOrphanBlocksWaitsForPendingRows(t *testing.T) {
 		}
 	}
 }
+
+// fakeLiveness is a membership that a test sets.
+type fakeLiveness struct {
+	mu      sync.Mutex
+	members map[uint64]bool
+	asked   int
+}
+
+func (f *fakeLiveness) Alive(_ context.Context, id uint64) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asked++
+	return f.members[id], nil
+}
+
+func (f *fakeLiveness) set(id uint64, alive bool) {
+	f.mu.Lock()
+	f.members[id] = alive
+	f.mu.Unlock()
+}
+
+// TestMemberKeepsStalledNameNodeAlive: with a Liveness (the coordinator), a
+// NameNode whose instance row stopped moving is still alive while it is a
+// member: its flag stays, and an operation below waits and gives up busy;
+// once it is no member either, the flag is cleared and the operation goes
+// on.
+func TestMemberKeepsStalledNameNodeAlive(t *testing.T) {
+	a, b, st := twoEngines(t)
+	live := &fakeLiveness{members: map[uint64]bool{a.instance: true, b.instance: true}}
+	b.SetLiveness(live)
+	ctx := context.Background()
+	must(t, a.Mkdirs(ctx, root, "/d/e", 0o755))
+	id := plantFlag(t, a, st, "/d", a.instance)
+	crash(a) // its row stands still, as if its beats stalled on the store
+	b.cfg.SubtreeWait = 3 * b.cfg.GoneAfter
+	_, err := b.Create(ctx, root, "/d/e/f", meta.CreateOptions{Client: "c"})
+	wantKind(t, err, meta.ErrBusy)
+	if flag, row := flagOf(t, st, store.RootID, "d", id); flag != a.instance || !row {
+		t.Fatalf("a member's flag became %x (row %v): b cleared it by the instance table alone", flag, row)
+	}
+	live.mu.Lock()
+	asked := live.asked
+	live.mu.Unlock()
+	if asked == 0 {
+		t.Fatal("the Liveness was never asked")
+	}
+	live.set(a.instance, false) // a's coordinator lease expires
+	b.cfg.SubtreeWait = 30 * time.Second
+	if _, err := b.Create(ctx, root, "/d/e/f", meta.CreateOptions{Client: "c"}); err != nil {
+		t.Fatalf("create below the flag of a NameNode that is no member: %v", err)
+	}
+	if flag, row := flagOf(t, st, store.RootID, "d", id); flag != 0 || row {
+		t.Fatalf("the dead NameNode's flag %x (row %v) is still there", flag, row)
+	}
+	fsckClean(t, b)
+}

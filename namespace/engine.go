@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nimbus-fs/nimbus/blocks"
@@ -48,7 +49,9 @@ type Engine struct {
 	alone bool
 	// members: the other engines on a shared store (members.go); nil alone.
 	members *members
-	groups  struct {
+	// liveness: the second source of the others' liveness (members.go).
+	liveness atomic.Pointer[Liveness]
+	groups   struct {
 		sync.Mutex
 		m map[string]groupEntry
 	}

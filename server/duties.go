@@ -26,6 +26,11 @@ const LeaseMonitorElection = "lease-monitor"
 func (s *Server) startDuties() {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.duties.cancel = cancel
+	if s.pebble == nil && (s.cfg.Coordinator == "" || s.cfg.Coordinator == CoordinatorInProcess) {
+		// Safe (each recovery is conditional in its transaction), only
+		// more work: every such server scans the lease table.
+		s.log.Info("the store is shared but the coordinator is this process's own: this server runs the lease monitor whatever the others do; pass --coordinator etcd://... to elect one")
+	}
 	s.duties.wg.Add(1)
 	go func() {
 		defer s.duties.wg.Done()

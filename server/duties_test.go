@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nimbus-fs/nimbus/coordinator"
+	"github.com/nimbus-fs/nimbus/coordinator/memcoord"
 	"github.com/nimbus-fs/nimbus/internal/etcdtest"
 	"github.com/nimbus-fs/nimbus/internal/pgtest"
 	"github.com/nimbus-fs/nimbus/internal/testproc"
@@ -163,5 +165,30 @@ func TestLeaseMonitorElected(t *testing.T) {
 	}
 	if _, page := testproc.Get(t, b.Addr()+"/"); !strings.Contains(page, "lease monitor: this server") {
 		t.Errorf("b's status page does not say it runs the lease monitor:\n%s", page)
+	}
+}
+
+// TestMemberLiveness: an engine is a member under its instance id, or
+// under an incarnation of it after a lost session; no other is.
+func TestMemberLiveness(t *testing.T) {
+	c, err := memcoord.New(memcoord.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	for _, id := range []string{"00000000000000ab", "00000000000000cd.2", "00000000000000e0f"} {
+		if _, err := c.Join(ctx, coordinator.Member{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := memberLiveness{c}
+	for _, tc := range []struct {
+		id   uint64
+		want bool
+	}{{0xab, true}, {0xcd, true}, {0xe0, false}, {0xe0f, false}, {0xac, false}} {
+		if got, err := l.Alive(ctx, tc.id); err != nil || got != tc.want {
+			t.Errorf("Alive(%016x) = %v, %v; want %v", tc.id, got, err, tc.want)
+		}
 	}
 }

@@ -350,6 +350,9 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.join(ctx); err != nil {
 		return err
 	}
+	if s.cfg.sharedCoordinator() {
+		s.ns.SetLiveness(memberLiveness{coord})
+	}
 	s.startDuties()
 	s.ready.Store(true)
 	go s.watchStore()
