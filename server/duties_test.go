@@ -59,9 +59,10 @@ func waitMonitor(t *testing.T, want *Server, all ...*Server) {
 
 // TestLeaseMonitorElected: two servers on one PostgreSQL database and one
 // etcd: exactly one runs the lease monitor (the first to start); a writer
-// renewing through the other keeps its file; when the monitor's server
-// stops, the other takes the duty over and recovers the file of a writer
-// gone silent. The embedded server alone runs its monitor through the
+// renewing through the other keeps its file for three hard limits, and
+// once it stops renewing the monitor recovers it; when the monitor's
+// server stops, the other takes the duty over and recovers the file of a
+// writer gone silent. The embedded server alone runs its monitor through the
 // in-process coordinator.
 func TestLeaseMonitorElected(t *testing.T) {
 	eps := etcdtest.Endpoints(t)
@@ -105,50 +106,64 @@ func TestLeaseMonitorElected(t *testing.T) {
 		}
 	}
 	// /w/live's writer renews through b for three hard limits while a
-	// monitors; /w/silent's never does.
+	// monitors, and until a has recovered /w/silent, whose writer never
+	// renews; after each renewal /w/live is still open.
 	until := time.Now().Add(3 * time.Second)
-	for time.Now().Before(until) {
+	for {
 		if err := fs.RenewLease(ctx, root, "/w/live"); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	for {
+		if st, err := fs.Stat(ctx, root, "/w/live"); err != nil || !st.UnderConstruction {
+			t.Fatalf("/w/live, renewed through b, was recovered by a's monitor: %+v %v", st, err)
+		}
 		st, err := fs.Stat(ctx, root, "/w/silent")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !st.UnderConstruction {
+		if !st.UnderConstruction && time.Now().After(until) {
 			break
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
 	}
-	if st, err := fs.Stat(ctx, root, "/w/live"); err != nil || !st.UnderConstruction {
-		t.Fatalf("/w/live, renewed through b, was recovered by a's monitor: %+v %v", st, err)
+	// /w/live's writer stops renewing: a, the monitor, recovers it past
+	// the hard limit; b, which saw every renewal, recovers nothing.
+	waitClosed := func(p string) {
+		t.Helper()
+		for {
+			st, err := fs.Stat(ctx, root, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !st.UnderConstruction {
+				if st.Length != 5 {
+					t.Fatalf("%s recovered at %d bytes, want 5", p, st.Length)
+				}
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitClosed("/w/live")
+	if got := metric(t, a, "nimbus_namespace_lease_recoveries_total"); got != 2 {
+		t.Fatalf("a, the monitor, recovered %v files, want 2", got)
 	}
 	if got := metric(t, b, "nimbus_namespace_lease_recoveries_total"); got != 0 {
 		t.Fatalf("b, which does not lead, recovered %v files", got)
 	}
 
-	// a stops: b takes the monitor over and recovers /w/live once its
-	// writer is silent.
+	// a stops: b takes the monitor over and recovers a file whose writer
+	// fell silent.
+	if _, err := fs.Create(ctx, root, "/w/late", meta.CreateOptions{Client: "late"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Write(ctx, root, "/w/late", "late", 0, []byte("bytes")); err != nil {
+		t.Fatal(err)
+	}
 	if err := a.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
 	waitMonitor(t, b, b)
-	for {
-		st, err := fs.Stat(ctx, root, "/w/live")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !st.UnderConstruction {
-			if st.Length != 5 {
-				t.Fatalf("/w/live recovered at %d bytes, want 5", st.Length)
-			}
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitClosed("/w/late")
 
 	// The embedded server runs the monitor alone.
 	c, err := New(testConfig(t))
