@@ -344,6 +344,10 @@ func (t *tx) recoverBlocks(ctx context.Context, op string, r *resolved, n *store
 		b := &rows[i]
 		if !b.Complete {
 			length, gs, err := t.e.recoverReplica(ctx, b)
+			if errors.Is(err, errReplicaElsewhere) {
+				return meta.Errorf(op, r.path, meta.ErrLease,
+					"block %d, the one being written, has no replica on this NameNode's DataNode: the file is being written through another NameNode (close it there), or that NameNode is down and its replica waits for it to return", b.ID)
+			}
 			if err != nil {
 				return err
 			}
@@ -370,8 +374,19 @@ func stamps(b *store.Block) []uint64 {
 	return []uint64{b.GenStamp, b.GenStamp - 1, b.GenStamp + 1}
 }
 
+// errReplicaElsewhere: recovery found no replica of a block on this
+// engine's DataNode, on a store other NameNodes share.
+var errReplicaElsewhere = errors.New("namespace: the replica is not on this NameNode's DataNode")
+
 // recoverReplica recovers the replica of block row b under a new generation
-// stamp. A replica that is gone entirely counts as empty.
+// stamp. A replica that is gone entirely counts as empty on a store that is
+// this engine's alone. On a shared store each NameNode has its DataNode
+// (blocks/local under its --data), and the replica of a file written through
+// another NameNode is on that one's: recovery here would close the file
+// without the bytes its writer synced, so it fails with errReplicaElsewhere
+// (the lease monitor tries again at its next round; the file's own NameNode
+// recovers it when the client completes it there, or at the monitor's round
+// once that NameNode leads).
 func (e *Engine) recoverReplica(ctx context.Context, b *store.Block) (length int64, gs uint64, err error) {
 	for _, g := range stamps(b) {
 		if g == 0 {
@@ -385,6 +400,9 @@ func (e *Engine) recoverReplica(ctx context.Context, b *store.Block) (length int
 		if !errors.Is(err, blocks.ErrNotFound) {
 			return 0, 0, fmt.Errorf("namespace: recovering block %d: %w", b.ID, err)
 		}
+	}
+	if !e.alone {
+		return 0, 0, fmt.Errorf("%w: block %d", errReplicaElsewhere, b.ID)
 	}
 	e.log.Warn("block replica missing at recovery: the block is empty", "block", b.ID)
 	return 0, b.GenStamp, nil
@@ -544,20 +562,93 @@ func (t *tx) truncateBlocks(ctx context.Context, p string, n *store.Inode, size 
 	return nil
 }
 
-// RemoveOrphanBlocks deletes every replica in block storage that no block
-// row refers to (left by a crash between a transaction that dropped rows and
-// the deletion of their replicas, or by a block started and never recorded)
-// and returns how many it removed. Run it before serving: a block being
-// started concurrently has no row yet and would be taken for an orphan.
-func (e *Engine) RemoveOrphanBlocks(ctx context.Context) (int, error) {
+// RemoveOrphanBlocks deletes the replicas in this engine's block storage
+// that no block row refers to (left by a crash between a transaction that
+// dropped rows and the deletion of their replicas, or by a block started
+// and never recorded) and returns how many it removed.
+//
+// A replica is created before the transaction that records its row
+// commits, so a replica without a row may be one whose transaction is
+// still pending; the rule that tells the two apart:
+//
+//   - the replicas are listed first, then the block rows read: a row that
+//     commits before that read keeps its replica, and a replica created
+//     after the listing is not a candidate at all;
+//   - settle runs after that read (nil: none), then the rows are read
+//     again and the replicas listed again: a candidate goes only if no row
+//     referred to its block at either read and it is still there with the
+//     same generation stamp.
+//
+// On a store that is this engine's alone, before it serves (what `nimbus
+// serve` does), nothing can be pending: the previous process is gone, and
+// its store with it, so settle is nil. On a store other NameNodes share,
+// the previous process's last commit may still be landing in the database
+// after it died, and this engine serves meanwhile: settle waits longer
+// than any transaction can stay pending (the server's grace, a minute by
+// default). Replicas of other NameNodes' DataNodes are never touched: each
+// engine reports and deletes only its own (Config.Blocks).
+func (e *Engine) RemoveOrphanBlocks(ctx context.Context, settle func(context.Context) error) (int, error) {
 	if e.blocks == nil {
 		return 0, nil
 	}
-	known := make(map[uint64]bool)
-	txn, err := e.st.Begin(ctx)
+	var listed []blocks.ID
+	if err := e.blocks.Report(ctx, func(r blocks.Replica) error {
+		listed = append(listed, r.ID)
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	known, err := e.blockRowIDs(ctx)
 	if err != nil {
 		return 0, err
 	}
+	var cand []blocks.ID
+	for _, id := range listed {
+		if !known[id.Block] {
+			cand = append(cand, id)
+		}
+	}
+	if len(cand) == 0 {
+		return 0, nil
+	}
+	if settle != nil {
+		e.log.Info("replicas with no block row: waiting before removing them, in case their rows are still being committed", "count", len(cand))
+		if err := settle(ctx); err != nil {
+			return 0, err
+		}
+		if known, err = e.blockRowIDs(ctx); err != nil {
+			return 0, err
+		}
+	}
+	removed := 0
+	for _, id := range cand {
+		if known[id.Block] {
+			continue
+		}
+		r, err := e.blocks.Stat(ctx, id)
+		if errors.Is(err, blocks.ErrNotFound) {
+			continue // deleted meanwhile, or moved on to another stamp
+		}
+		if err != nil {
+			return removed, err
+		}
+		if err := e.blocks.Delete(ctx, id); err != nil {
+			return removed, err
+		}
+		removed++
+		e.log.Info("removed an orphaned block replica", "replica", id.String(), "length", r.Length)
+	}
+	return removed, nil
+}
+
+// blockRowIDs reads the block ids of every block row.
+func (e *Engine) blockRowIDs(ctx context.Context) (map[uint64]bool, error) {
+	known := make(map[uint64]bool)
+	txn, err := e.st.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer txn.Rollback()
 	start, end := store.AllBlocksRange()
 	err = txn.Scan(ctx, start, end, 0, func(k, v []byte) bool {
 		var b store.Block
@@ -566,23 +657,7 @@ func (e *Engine) RemoveOrphanBlocks(ctx context.Context) (int, error) {
 		}
 		return true
 	})
-	txn.Rollback()
-	if err != nil {
-		return 0, err
-	}
-	removed := 0
-	err = e.blocks.Report(ctx, func(r blocks.Replica) error {
-		if known[r.ID.Block] {
-			return nil
-		}
-		if err := e.blocks.Delete(ctx, r.ID); err != nil {
-			return err
-		}
-		removed++
-		e.log.Info("removed an orphaned block replica", "replica", r.ID.String(), "length", r.Length)
-		return nil
-	})
-	return removed, err
+	return known, err
 }
 
 // checkConcatBlocks enforces HDFS's rule for a concat that moves blocks:

@@ -50,6 +50,12 @@ type Config struct {
 	LeaseSoftLimit     time.Duration
 	LeaseHardLimit     time.Duration
 	LeaseCheckInterval time.Duration
+	// LeaseMonitor: the engine runs its own lease monitor from New to
+	// Close. False: it runs none, and its owner calls RunLeaseMonitor
+	// where it should run (`nimbus serve` does, while it leads the
+	// coordinator's "lease-monitor" election, so that one NameNode of those
+	// sharing a store recovers leases).
+	LeaseMonitor bool
 
 	// MaxXAttrsPerInode and MaxXAttrSize are HDFS's
 	// dfs.namenode.fs-limits.max-xattrs-per-inode and max-xattr-size: the
@@ -118,6 +124,7 @@ func DefaultConfig() Config {
 		LeaseSoftLimit:     60 * time.Second,
 		LeaseHardLimit:     20 * time.Minute,
 		LeaseCheckInterval: 2 * time.Second,
+		LeaseMonitor:       true,
 		MaxXAttrsPerInode:  meta.MaxXAttrsPerInode,
 		MaxXAttrSize:       meta.MaxXAttrSize,
 		HintCacheEntries:   1 << 20,
@@ -153,6 +160,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("namespace: ListLimit %d <= 0", c.ListLimit)
 	case c.LeaseSoftLimit <= 0 || c.LeaseHardLimit < c.LeaseSoftLimit:
 		return fmt.Errorf("namespace: lease limits soft %v hard %v", c.LeaseSoftLimit, c.LeaseHardLimit)
+	case c.LeaseCheckInterval <= 0:
+		return fmt.Errorf("namespace: LeaseCheckInterval %v <= 0", c.LeaseCheckInterval)
 	case c.MaxXAttrsPerInode < 0:
 		return fmt.Errorf("namespace: MaxXAttrsPerInode %d < 0", c.MaxXAttrsPerInode)
 	case c.MaxXAttrSize <= 0 || c.MaxXAttrSize > 32768:

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nimbus-fs/nimbus/blocks"
@@ -20,7 +21,8 @@ import (
 )
 
 // Engine is the namespace engine. It implements meta.FileSystem and is safe for
-// concurrent use. It owns no goroutine except the lease monitor.
+// concurrent use. It owns no goroutine except the lease monitor (unless
+// Config.LeaseMonitor is off) and, on a shared store, the heartbeat.
 type Engine struct {
 	cfg     Config
 	st      store.Store
@@ -47,7 +49,9 @@ type Engine struct {
 	alone bool
 	// members: the other engines on a shared store (members.go); nil alone.
 	members *members
-	groups  struct {
+	// liveness: the second source of the others' liveness (members.go).
+	liveness atomic.Pointer[Liveness]
+	groups   struct {
 		sync.Mutex
 		m map[string]groupEntry
 	}
@@ -121,7 +125,11 @@ func New(st store.Store, cfg Config) (*Engine, error) {
 	if err := e.recoverSubtreeOps(context.Background()); err != nil {
 		return nil, err
 	}
-	go e.leaseMonitor()
+	if cfg.LeaseMonitor {
+		go e.leaseMonitor()
+	} else {
+		close(e.done)
+	}
 	if !e.alone {
 		go e.heartbeat()
 	}

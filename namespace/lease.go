@@ -143,14 +143,26 @@ func (e *Engine) renewLease(ctx context.Context, holder string) error {
 // at now: by this engine's memory and, on a shared store, by the renewal
 // row that another NameNode may have written (read in st).
 func (e *Engine) leaseExpired(ctx context.Context, st store.Txn, holder string, limit time.Duration, now time.Time) (bool, error) {
+	return e.leaseExpiredMode(ctx, st, store.ReadReq{Key: store.HolderKey(holder)}, holder, limit, now)
+}
+
+// leaseExpiredLocked is leaseExpired with the renewal row locked shared
+// (NoWait: it comes after the file's lock, out of the key order) until st
+// ends, so that a renewal cannot commit between this judgement and st's
+// commit: lease recovery's check.
+func (e *Engine) leaseExpiredLocked(ctx context.Context, st store.Txn, holder string, limit time.Duration, now time.Time) (bool, error) {
+	return e.leaseExpiredMode(ctx, st, store.ReadReq{Key: store.HolderKey(holder), Mode: store.Shared, NoWait: true}, holder, limit, now)
+}
+
+func (e *Engine) leaseExpiredMode(ctx context.Context, st store.Txn, req store.ReadReq, holder string, limit time.Duration, now time.Time) (bool, error) {
 	if !e.leases.expired(holder, limit, now) {
 		return false, nil
 	}
 	if e.alone {
 		return true, nil
 	}
-	key := store.HolderKey(holder)
-	vals, err := st.Read(ctx, []store.ReadReq{{Key: key}})
+	key := req.Key
+	vals, err := st.Read(ctx, []store.ReadReq{req})
 	if err != nil {
 		return false, err
 	}
@@ -362,20 +374,47 @@ func (e *Engine) RenewLease(ctx context.Context, u meta.User, client string) err
 	return nil
 }
 
-// leaseMonitor recovers files whose writer has not renewed its lease within
-// the hard limit: the file is closed at the length that was written, which is
-// all durable (every Write committed before it returned).
+// leaseMonitor is the engine's own lease monitor (Config.LeaseMonitor),
+// from New until Close.
 func (e *Engine) leaseMonitor() {
 	defer close(e.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-e.stop
+		cancel()
+	}()
+	e.RunLeaseMonitor(ctx)
+	cancel()
+}
+
+// RunLeaseMonitor recovers, every Config.LeaseCheckInterval until ctx is
+// done, the files whose writer has not renewed its lease within the hard
+// limit: each is closed at the length that was written, which is all
+// durable (every Write committed before it returned).
+//
+// On a store that several NameNodes share, one of them runs it: the one
+// that leads the coordinator's "lease-monitor" election, with a ctx that
+// ends when its leadership may have (coordinator.RunDuty). A recovery it
+// began before that can still commit after another NameNode took over: it
+// is harmless, because each recovery checks again, under its file's
+// exclusive lock and with the holder's renewal row locked shared, that the
+// lease is still the one listed and still expired (recoverLease), so it
+// does only what any monitor would do at that moment, and two recoveries
+// of one file serialize on its lock, the second finding it closed.
+func (e *Engine) RunLeaseMonitor(ctx context.Context) {
+	e.metrics.monitorLeader.Set(1)
+	defer e.metrics.monitorLeader.Set(0)
+	e.log.Info("lease monitor running", "check_every", e.cfg.LeaseCheckInterval, "hard_limit", e.cfg.LeaseHardLimit)
+	defer e.log.Info("lease monitor stopped")
 	tick := time.NewTicker(e.cfg.LeaseCheckInterval)
 	defer tick.Stop()
 	for {
 		select {
-		case <-e.stop:
+		case <-ctx.Done():
 			return
 		case <-tick.C:
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			if err := e.RecoverExpiredLeases(ctx); err != nil {
+			rctx, cancel := context.WithTimeout(ctx, time.Minute)
+			if err := e.RecoverExpiredLeases(rctx); err != nil && ctx.Err() == nil {
 				e.log.Warn("lease recovery", "err", err)
 			}
 			cancel()
@@ -418,6 +457,11 @@ func (e *Engine) RecoverExpiredLeases(ctx context.Context) error {
 	// failures are logged and returned together.
 	var errs []error
 	for _, l := range expired {
+		if err := ctx.Err(); err != nil {
+			// The monitor's leadership may have ended: stop before acting.
+			errs = append(errs, err)
+			break
+		}
 		if err := e.recoverLease(ctx, l); err != nil {
 			e.log.Warn("lease recovery failed", "file", l.ID, "path", l.Path, "holder", l.Holder, "err", err)
 			errs = append(errs, err)
@@ -440,6 +484,16 @@ func (e *Engine) recoverLease(ctx context.Context, l store.Lease) error {
 		n := rs[0].last()
 		if n == nil || n.ID != l.ID || n.LeaseHolder != l.Holder {
 			return nil // closed, renamed or deleted meanwhile: its own transaction fixed the lease row
+		}
+		// Still expired, judged again under the file's lock and with the
+		// renewal row locked shared: the list was made earlier, perhaps by
+		// a monitor that has since lost its leadership (RunLeaseMonitor).
+		exp, err := e.leaseExpiredLocked(ctx, t.st, l.Holder, e.cfg.LeaseHardLimit, e.cfg.Now())
+		if err != nil {
+			return err
+		}
+		if !exp {
+			return nil // renewed meanwhile
 		}
 		e.log.Info("recovering lease", "file", l.ID, "path", l.Path, "holder", l.Holder, "written", n.Written)
 		if err := t.recoverFile(ctx, op, rs[0], n); err != nil {

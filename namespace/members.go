@@ -27,6 +27,50 @@ import (
 // runs: every flag that is not this incarnation's is a previous one's, and
 // start clears them all (recoverSubtreeOps).
 
+// Liveness tells whether another engine is alive from a membership service
+// that every engine sharing the store shares (`nimbus serve` implements it
+// over the coordinator when it is etcd: member IDs are instance ids). Set
+// with Engine.SetLiveness; without one, the instance table alone decides.
+//
+// With one, an engine is dead only when both say so: its instance row is
+// gone or stood still for GoneAfter, and it is not a member. So a NameNode
+// whose coordinator lease lives keeps its flags even if its beats stall on
+// the store (dead means its lease expired in the coordinator, never that a
+// write was slow), and one that has not joined the coordinator yet (an
+// engine's start, before its server joins) is kept alive by its row. The
+// verdict of an operation that meets a flag and the reaper use the same
+// rule, so the reaper clears every flag an operation took for a dead
+// owner's. An error asking it counts as alive: flags stay while in doubt.
+type Liveness interface {
+	// Alive reports whether the engine with this instance id is a member.
+	Alive(ctx context.Context, instance uint64) (bool, error)
+}
+
+// SetLiveness makes l the second source of liveness (Liveness). Safe to
+// call while the engine serves; nil removes it.
+func (e *Engine) SetLiveness(l Liveness) {
+	if l == nil {
+		e.liveness.Store(nil)
+		return
+	}
+	e.liveness.Store(&l)
+}
+
+// memberAlive asks the Liveness, if any, about instance id; false without
+// one, true when it cannot tell.
+func (e *Engine) memberAlive(ctx context.Context, id uint64) bool {
+	l := e.liveness.Load()
+	if l == nil {
+		return false
+	}
+	ok, err := (*l).Alive(ctx, id)
+	if err != nil {
+		e.log.Warn("asking the coordinator whether a NameNode is alive; taking it for alive", "instance", fmt.Sprintf("%016x", id), "err", err)
+		return true
+	}
+	return ok
+}
+
 // members is what this engine saw of the others' heartbeats.
 type members struct {
 	mu   sync.Mutex
@@ -101,13 +145,16 @@ func (e *Engine) alive(ctx context.Context, st store.Txn, id uint64) (bool, erro
 		return false, err
 	}
 	if vals[0] == nil {
-		return false, nil
+		return e.memberAlive(ctx, id), nil
 	}
 	var row store.Instance
 	if err := store.DecodeInstance(key, vals[0], &row); err != nil {
 		return false, err
 	}
-	return e.members.judge(id, row.Beat, time.Now(), e.cfg.GoneAfter), nil
+	if e.members.judge(id, row.Beat, time.Now(), e.cfg.GoneAfter) {
+		return true, nil
+	}
+	return e.memberAlive(ctx, id), nil
 }
 
 // verdict is subtree.Check with the owner's liveness asked of the store
@@ -219,11 +266,29 @@ func (e *Engine) reapGone(ctx context.Context) error {
 			gone[in.id] = in.beat
 		}
 	}
+	// Gone by the table and not a member either (Liveness).
+	for id := range gone {
+		if e.memberAlive(ctx, id) {
+			delete(gone, id)
+		}
+	}
 	// The operations of the gone, and of owners without a row (stopped
-	// cleanly with an operation left, or gone and already removed).
+	// cleanly with an operation left, or gone and already removed) that
+	// are not members.
+	member := make(map[uint64]bool)
 	if err := e.recoverSubtreeOpsOf(ctx, func(owner uint64) bool {
-		_, g := gone[owner]
-		return g || (owner != e.instance && !present[owner])
+		if _, g := gone[owner]; g {
+			return true
+		}
+		if owner == e.instance || present[owner] {
+			return false
+		}
+		m, ok := member[owner]
+		if !ok {
+			m = e.memberAlive(ctx, owner)
+			member[owner] = m
+		}
+		return !m
 	}); err != nil {
 		return err
 	}

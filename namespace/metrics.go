@@ -16,6 +16,9 @@ type metrics struct {
 	hintHits   prometheus.Counter
 	hintMisses prometheus.Counter
 	recovered  prometheus.Counter
+	// monitorLeader is 1 while this engine's lease monitor runs (the
+	// elected one, when a server runs it as a duty).
+	monitorLeader prometheus.Gauge
 	// quiesceSeconds: the wait of a subtree operation's quiesce for the
 	// attempts in flight (grace.go), the walk of a shared store not included.
 	quiesceSeconds prometheus.Histogram
@@ -54,6 +57,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "nimbus", Subsystem: "namespace", Name: "lease_recoveries_total",
 			Help: "Files closed by lease recovery after their writer went away.",
 		}),
+		monitorLeader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "nimbus", Subsystem: "namespace", Name: "lease_monitor_leader",
+			Help: "1 while this NameNode runs the lease monitor (on a shared store: while it leads the lease-monitor election), else 0.",
+		}),
 		quiesceSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "nimbus", Subsystem: "namespace", Name: "subtree_quiesce_seconds",
 			Help:    "How long a subtree operation waited for the operations in flight when its flag was set.",
@@ -69,7 +76,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"op"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.ops, m.latency, m.retries, m.hintHits, m.hintMisses, m.recovered, m.subtreePhase, m.subtreeDone, m.quiesceSeconds)
+		reg.MustRegister(m.ops, m.latency, m.retries, m.hintHits, m.hintMisses, m.recovered, m.monitorLeader, m.subtreePhase, m.subtreeDone, m.quiesceSeconds)
 	}
 	return m
 }

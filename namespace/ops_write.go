@@ -78,6 +78,12 @@ func (e *Engine) Write(ctx context.Context, u meta.User, path, client string, of
 		if n.Blocks {
 			bf, fw = n, t.e.writers.get(n.ID)
 			if fw == nil {
+				if !t.e.alone {
+					// Several NameNodes share the store: the stream is in
+					// the process that opened it. No byte is written here.
+					return meta.Errorf(op, p, meta.ErrLease,
+						"this NameNode holds no block stream for the file: its writes go to the NameNode it was created or appended through (send them there); if that NameNode restarted or died, recover the lease and append")
+				}
 				return meta.Errorf(op, p, meta.ErrLease, "the file's block stream is gone (the server restarted); recover the lease and append")
 			}
 			return nil

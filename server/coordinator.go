@@ -14,10 +14,12 @@ import (
 )
 
 // The server registers itself with the coordinator as a member of
-// deployment 0 under its engine's instance id, with its address. Nothing
-// consumes the membership yet: subtree-flag liveness still reads the
-// instance table in the store (namespace/members.go). Routing and cache
-// coherence will (docs/ELASTIC.md, "Coordinator").
+// deployment 0 under its engine's instance id, with its address. The
+// elected duties (duties.go) campaign through that membership; with etcd,
+// subtree-flag liveness also asks it (memberLiveness): a NameNode is dead
+// only when its instance row and its membership both say so
+// (namespace.Liveness). Routing and cache coherence will consume it next
+// (docs/ELASTIC.md, "Coordinator").
 
 // CoordinatorInProcess is Config.Coordinator's default.
 const CoordinatorInProcess = "inprocess"
@@ -63,6 +65,31 @@ func (s *Server) openCoordinator(ctx context.Context) (coordinator.Coordinator, 
 	return c, nil
 }
 
+// memberLiveness answers namespace.Liveness from the membership: the engine
+// with instance id i is alive while a member's ID is i in %016x, or an
+// incarnation of it (%016x.N: the server joined again after losing its
+// session; its engine is the same).
+type memberLiveness struct{ c coordinator.Coordinator }
+
+func (l memberLiveness) Alive(ctx context.Context, instance uint64) (bool, error) {
+	v, err := l.c.Members(ctx, coordinator.All)
+	if err != nil {
+		return false, err
+	}
+	id := fmt.Sprintf("%016x", instance)
+	for _, m := range v.Members {
+		if m.ID == id || strings.HasPrefix(m.ID, id+".") {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// sharedCoordinator reports whether the coordinator is one that other
+// servers share (etcd): an in-process one knows no peer, and must not be
+// asked whether one is alive.
+func (c *Config) sharedCoordinator() bool { return strings.HasPrefix(c.Coordinator, "etcd://") }
+
 // membership keeps this server a member: it joins at Start and, should
 // its session be lost (its lease expired: cut off from etcd for longer
 // than the TTL), joins again as a new incarnation.
@@ -75,8 +102,16 @@ type membership struct {
 	mu struct {
 		sync.Mutex
 		s           coordinator.Session
+		changed     chan struct{} // closed when s is replaced
 		incarnation int
 	}
+}
+
+// current is the session now and a channel closed when it is replaced.
+func (m *membership) current() (coordinator.Session, <-chan struct{}) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.mu.s, m.mu.changed
 }
 
 // join registers the server (Start).
@@ -92,6 +127,7 @@ func (s *Server) join(ctx context.Context) error {
 		return fmt.Errorf("server: join the coordinator: %w", err)
 	}
 	m.mu.s = sess
+	m.mu.changed = make(chan struct{})
 	m.mu.incarnation = 1
 	s.member = m
 	go s.keepMember(m)
@@ -137,6 +173,8 @@ func (s *Server) keepMember(m *membership) {
 			if err == nil {
 				m.mu.Lock()
 				m.mu.s = ns
+				close(m.mu.changed)
+				m.mu.changed = make(chan struct{})
 				m.mu.Unlock()
 				s.log.Info("joined the coordinator again", "member", next.ID)
 				break

@@ -13,10 +13,15 @@ import (
 	"github.com/nimbus-fs/nimbus/coordinator"
 	"github.com/nimbus-fs/nimbus/coordinator/etcdcoord"
 	"github.com/nimbus-fs/nimbus/internal/etcdtest"
+	"github.com/nimbus-fs/nimbus/internal/pgtest"
 	"github.com/nimbus-fs/nimbus/internal/testproc"
 )
 
-func TestMain(m *testing.M) { os.Exit(etcdtest.Main(m)) }
+func TestMain(m *testing.M) {
+	code := etcdtest.Main(m)
+	pgtest.Stop()
+	os.Exit(code)
+}
 
 func testConfig(t *testing.T) Config {
 	cfg := DefaultConfig()

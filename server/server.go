@@ -74,6 +74,12 @@ type Config struct {
 	// CoordinatorTTL is the lease TTL with etcd, whole seconds; 0 means
 	// etcdcoord's default (10 s).
 	CoordinatorTTL time.Duration
+	// OrphanBlockGrace is how long, on a shared store, a block replica
+	// with no row must stay without one before it is removed as an orphan
+	// (duties.go): longer than any transaction that records a block can
+	// stay pending. On the embedded store orphans go before serving, at
+	// once.
+	OrphanBlockGrace time.Duration
 	// Version is shown on the status page.
 	Version string
 }
@@ -87,8 +93,9 @@ func DefaultConfig() Config {
 		Store:     pebblestore.DefaultOptions(),
 		Postgres:  pgstore.DefaultOptions(),
 
-		FailStopTimeout: 5 * time.Second,
-		Limits:          DefaultLimits(),
+		FailStopTimeout:  5 * time.Second,
+		Limits:           DefaultLimits(),
+		OrphanBlockGrace: time.Minute,
 	}
 }
 
@@ -99,6 +106,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Listen == "" {
 		return errors.New("server: Listen is empty")
+	}
+	if c.OrphanBlockGrace < 0 {
+		return fmt.Errorf("server: OrphanBlockGrace = %v, want >= 0", c.OrphanBlockGrace)
 	}
 	if c.FailStopTimeout <= 0 {
 		return fmt.Errorf("server: FailStopTimeout = %v, want > 0", c.FailStopTimeout)
@@ -161,6 +171,10 @@ type Server struct {
 	ns     *namespace.Engine
 	coord  coordinator.Coordinator // from Start; nil before
 	member *membership             // this server's session, from Start
+	duties struct {                // duties.go, from Start
+		cancel context.CancelFunc
+		wg     sync.WaitGroup
+	}
 	rpc    *rpc.Server
 	http   *http.Server
 	ln     net.Listener
@@ -203,6 +217,8 @@ func New(cfg Config) (*Server, error) {
 	nc.Logger = s.log
 	nc.Registerer = s.reg
 	nc.Blocks = bs
+	// The lease monitor runs as an elected duty (duties.go).
+	nc.LeaseMonitor = false
 	ns, err := namespace.New(st, nc)
 	if err != nil {
 		bs.Close()
@@ -210,10 +226,14 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: open namespace: %w", err)
 	}
 	s.ns = ns
-	if n, err := ns.RemoveOrphanBlocks(context.Background()); err != nil {
-		s.log.Warn("looking for orphaned blocks", "err", err)
-	} else if n > 0 {
-		s.log.Info("removed orphaned block replicas", "count", n)
+	if s.pebble != nil {
+		// The store is this process's alone: nothing can be pending, and
+		// nothing is served yet. (On a shared store: duties.go.)
+		if n, err := ns.RemoveOrphanBlocks(context.Background(), nil); err != nil {
+			s.log.Warn("looking for orphaned blocks", "err", err)
+		} else if n > 0 {
+			s.log.Info("removed orphaned block replicas", "count", n)
+		}
 	}
 	lim := cfg.Limits.withDefaults()
 	s.rpc = rpc.NewServer(ns, rpc.ServerOptions{Logger: s.log.With("component", "rpc"), Registerer: s.reg, Fsck: ns.Fsck,
@@ -330,6 +350,10 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.join(ctx); err != nil {
 		return err
 	}
+	if s.cfg.sharedCoordinator() {
+		s.ns.SetLiveness(memberLiveness{coord})
+	}
+	s.startDuties()
 	s.ready.Store(true)
 	go s.watchStore()
 	s.log.Info("nimbus serving", "addr", s.Addr(), "data", s.cfg.DataDir, "coordinator", s.coordinatorName(),
@@ -385,6 +409,8 @@ func (s *Server) Stop(ctx context.Context) error {
 // shutdown closes everything in order, waiting for in-flight requests.
 func (s *Server) shutdown(ctx context.Context) error {
 	var errs []error
+	// Elected duties end (and resign) before the server leaves.
+	s.stopDuties()
 	// Peers see this server leave before it stops answering.
 	if err := s.leave(ctx); err != nil {
 		s.log.Warn("leaving the coordinator", "err", err)

@@ -79,6 +79,16 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 		} else {
 			coord += fmt.Sprintf(" (members unknown: %v)", err)
 		}
+		switch l, ok, err := s.coord.Leader(ctx, LeaseMonitorElection); {
+		case err != nil:
+			coord += fmt.Sprintf("; lease monitor: unknown (%v)", err)
+		case !ok:
+			coord += "; lease monitor: no leader"
+		case l.ID == m.ID:
+			coord += "; lease monitor: this server"
+		default:
+			coord += fmt.Sprintf("; lease monitor: member %s at %s", l.ID, l.Addr)
+		}
 	}
 	d := statusData{
 		Version:         s.cfg.Version,
