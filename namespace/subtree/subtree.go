@@ -141,8 +141,16 @@ type Table struct {
 }
 
 // Begin registers op, refusing it when its path is the path of an operation
-// under way, or above or below one.
+// under way, or above or below one, or when an operation on the same
+// directory is still in the table: one that has committed its work (and
+// cleared its flag) leaves the table only after its commit, so a new
+// operation on that directory, whose path may be another by then (a move
+// just committed), must wait for it, or the first one's End would remove
+// the second's registration.
 func (t *Table) Begin(op Op) (Op, error) {
+	if o, ok := t.ops[op.ID]; ok {
+		return o, ErrOverlap
+	}
 	for _, o := range t.ops {
 		if overlaps(o.Path, op.Path) {
 			return o, ErrOverlap

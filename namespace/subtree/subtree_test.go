@@ -72,6 +72,30 @@ func TestTableRefusesOverlap(t *testing.T) {
 	}
 }
 
+// TestTableRefusesSameDirectoryElsewhere: a move of directory 5 from /p to
+// /q/n has committed (the directory is at /q/n now, unflagged) but not yet
+// left the table; a delete of /q/n, the same directory under its new path,
+// must be refused until it has, or the move's End would remove the
+// delete's registration and leave its flag unguarded (seen in
+// namespace's TestConcurrentMutations: a move of /q went ahead while a
+// delete below it ran, and the delete found its directory gone).
+func TestTableRefusesSameDirectoryElsewhere(t *testing.T) {
+	var tb Table
+	if _, err := tb.Begin(Op{ID: 5, Kind: KindRename, Path: "/p"}); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := tb.Begin(Op{ID: 5, Kind: KindDelete, Path: "/q/n"}); !errors.Is(err, ErrOverlap) || o.Kind != KindRename {
+		t.Fatalf("Begin of the moved directory under its new path = %v, %v; want an overlap with the move", o, err)
+	}
+	tb.End(5)
+	if _, err := tb.Begin(Op{ID: 5, Kind: KindDelete, Path: "/q/n"}); err != nil {
+		t.Fatalf("after the move's End: %v", err)
+	}
+	if _, err := tb.Begin(Op{ID: 6, Kind: KindChmod, Path: "/q"}); !errors.Is(err, ErrOverlap) {
+		t.Fatalf("a move of /q above the delete of /q/n was not refused: %v", err)
+	}
+}
+
 // step is one transition: the event fed and the action expected back.
 type step struct {
 	ev   Event
