@@ -30,7 +30,8 @@ type Cache struct {
 		ids     map[uint64]int32 // inode id → slot
 		pages   []page
 		freePg  int32
-		hand    int // CLOCK hands
+		stack   []int32 // dropLocked's scratch
+		hand    int     // CLOCK hands
 		pgHand  int
 		bytes   int64
 		nEnt    int
@@ -92,7 +93,12 @@ func touch(ref *uint32) {
 
 // lookupLocked returns the slot of (parent, name), or -1. Read lock held.
 func (c *Cache) lookupLocked(parent uint64, name string) int32 {
-	i, ok := c.mu.keys[c.keyHash(parent, name)]
+	return c.lookupHashLocked(c.keyHash(parent, name), parent, name)
+}
+
+// lookupHashLocked is lookupLocked given the key's hash h.
+func (c *Cache) lookupHashLocked(h, parent uint64, name string) int32 {
+	i, ok := c.mu.keys[h]
 	if !ok {
 		return -1
 	}
@@ -109,8 +115,9 @@ func (c *Cache) decodeLocked(e *entry, n *Inode) {
 
 // Get returns the cached row keyed (parent, name).
 func (c *Cache) Get(parent uint64, name string) (n Inode, ok bool) {
+	h := c.keyHash(parent, name)
 	c.mu.RLock()
-	if i := c.lookupLocked(parent, name); i >= 0 {
+	if i := c.lookupHashLocked(h, parent, name); i >= 0 {
 		e := &c.mu.entries[i]
 		touch(&e.ref)
 		c.decodeLocked(e, &n)
@@ -118,9 +125,9 @@ func (c *Cache) Get(parent uint64, name string) (n Inode, ok bool) {
 	}
 	c.mu.RUnlock()
 	if ok {
-		c.m.hitEntry.Inc()
+		c.m.hitEntry.add(h, 1)
 	} else {
-		c.m.missEntry.Inc()
+		c.m.missEntry.add(h, 1)
 	}
 	return n, ok
 }
@@ -137,11 +144,13 @@ func (c *Cache) Resolve(names []string, dst []Inode) []Inode {
 	c.mu.RLock()
 	parent, name := store.RootParentID, ""
 	found := 0
+	var h uint64
 	for k := -1; k < len(names); k++ {
 		if k >= 0 {
 			name = names[k]
 		}
-		i := c.lookupLocked(parent, name)
+		h = c.keyHash(parent, name)
+		i := c.lookupHashLocked(h, parent, name)
 		if i < 0 {
 			break
 		}
@@ -157,9 +166,9 @@ func (c *Cache) Resolve(names []string, dst []Inode) []Inode {
 		parent = e.id
 	}
 	c.mu.RUnlock()
-	c.m.hitEntry.Add(float64(found))
+	c.m.hitEntry.add(h, uint64(found))
 	if found < len(names)+1 && (found == 0 || dst[len(dst)-1].Type == meta.TypeDir) {
-		c.m.missEntry.Inc()
+		c.m.missEntry.add(h, 1)
 	}
 	return dst
 }
@@ -181,9 +190,9 @@ func (c *Cache) Listing(dir uint64, cursor string) ([]byte, bool) {
 	}
 	c.mu.RUnlock()
 	if ok {
-		c.m.hitListing.Inc()
+		c.m.hitListing.add(dir, 1)
 	} else {
-		c.m.missListing.Inc()
+		c.m.missListing.add(dir, 1)
 	}
 	return data, ok
 }
@@ -354,7 +363,8 @@ func (c *Cache) dropLocked(i int32) int {
 		c.mu.entries[e.next].prev = e.prev
 	}
 	n := 0
-	stack := []int32{i}
+	stack := append(c.mu.stack[:0], i)
+	defer func() { c.mu.stack = stack[:0] }()
 	for len(stack) > 0 {
 		j := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]

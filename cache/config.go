@@ -24,7 +24,7 @@ type Config struct {
 	DisableFillCheck bool
 }
 
-// DefaultConfig returns a Config with a 256 MiB budget: about two million
+// DefaultConfig returns a Config with a 256 MiB budget: about 1.4 million
 // cached inodes with names of ordinary length.
 func DefaultConfig() Config {
 	return Config{MaxBytes: 256 << 20}

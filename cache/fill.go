@@ -133,49 +133,13 @@ type Hold struct {
 
 // Hold drops what the targets cover now and refuses fills of it until
 // Release. Call it when the INV arrives; Release when the writer has
-// committed or aborted. Holds of one key may overlap (two writers).
+// committed or aborted. Holds of one key may overlap (two writers). The
+// cache keeps targets until Release.
 func (c *Cache) Hold(targets ...Target) *Hold {
-	h := &Hold{c: c, targets: targets}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	e := c.epoch.Add(1)
-	v := &c.mu.inv
-	for _, t := range targets {
-		switch t.Kind {
-		case KindKey:
-			hk := c.keyHash(t.Parent, t.Name)
-			s := keySlot(hk)
-			v.key[s], v.keyHeld[s] = e, v.keyHeld[s]+1
-			if i := c.lookupLocked(t.Parent, t.Name); i >= 0 {
-				c.dropLocked(i)
-			}
-			c.m.invalidations.WithLabelValues("key").Inc()
-		case KindInode, KindListing:
-			s := idSlot(t.ID)
-			v.id[s], v.idHeld[s] = e, v.idHeld[s]+1
-			if i, ok := c.mu.ids[t.ID]; ok {
-				if t.Kind == KindInode {
-					c.dropLocked(i)
-					c.m.invalidations.WithLabelValues("inode").Inc()
-				} else {
-					c.dropPagesLocked(&c.mu.entries[i])
-				}
-			}
-			if t.Kind == KindListing {
-				c.m.invalidations.WithLabelValues("listing").Inc()
-			}
-		case KindSubtree:
-			s := idSlot(t.ID)
-			v.id[s], v.idHeld[s] = e, v.idHeld[s]+1
-			v.tree = e
-			v.treeHeld[t.ID]++
-			if i, ok := c.mu.ids[t.ID]; ok && c.mu.entries[i].typ == uint8(meta.TypeDir) {
-				c.dropLocked(i)
-			}
-			c.m.invalidations.WithLabelValues("prefix").Inc()
-		}
-	}
-	return h
+	c.holdLocked(targets)
+	c.mu.Unlock()
+	return &Hold{c: c, targets: targets}
 }
 
 // Release ends the hold: fills that begin from now on may install, and
@@ -188,9 +152,62 @@ func (h *Hold) Release() {
 		return
 	}
 	h.released = true
+	c.releaseLocked(h.targets)
+}
+
+// Invalidate drops what the targets cover and refuses every fill begun
+// before it: a Hold released at once.
+func (c *Cache) Invalidate(targets ...Target) {
+	c.mu.Lock()
+	c.holdLocked(targets)
+	c.releaseLocked(targets)
+	c.mu.Unlock()
+}
+
+func (c *Cache) holdLocked(targets []Target) {
 	e := c.epoch.Add(1)
 	v := &c.mu.inv
-	for _, t := range h.targets {
+	for _, t := range targets {
+		switch t.Kind {
+		case KindKey:
+			s := keySlot(c.keyHash(t.Parent, t.Name))
+			v.key[s], v.keyHeld[s] = e, v.keyHeld[s]+1
+			if i := c.lookupLocked(t.Parent, t.Name); i >= 0 {
+				c.dropLocked(i)
+			}
+			c.m.invKey.Inc()
+		case KindInode, KindListing:
+			s := idSlot(t.ID)
+			v.id[s], v.idHeld[s] = e, v.idHeld[s]+1
+			if i, ok := c.mu.ids[t.ID]; ok {
+				if t.Kind == KindInode {
+					c.dropLocked(i)
+				} else {
+					c.dropPagesLocked(&c.mu.entries[i])
+				}
+			}
+			if t.Kind == KindInode {
+				c.m.invInode.Inc()
+			} else {
+				c.m.invListing.Inc()
+			}
+		case KindSubtree:
+			s := idSlot(t.ID)
+			v.id[s], v.idHeld[s] = e, v.idHeld[s]+1
+			v.tree = e
+			v.treeHeld[t.ID]++
+			if i, ok := c.mu.ids[t.ID]; ok && c.mu.entries[i].typ == uint8(meta.TypeDir) {
+				c.dropLocked(i)
+			}
+			c.m.invPrefix.Inc()
+		}
+	}
+}
+
+func (c *Cache) releaseLocked(targets []Target) {
+	e := c.epoch.Add(1)
+	v := &c.mu.inv
+	for _, t := range targets {
 		switch t.Kind {
 		case KindKey:
 			s := keySlot(c.keyHash(t.Parent, t.Name))
@@ -208,7 +225,3 @@ func (h *Hold) Release() {
 		}
 	}
 }
-
-// Invalidate drops what the targets cover and refuses every fill begun
-// before it: a Hold released at once.
-func (c *Cache) Invalidate(targets ...Target) { c.Hold(targets...).Release() }
