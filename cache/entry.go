@@ -141,3 +141,12 @@ type page struct {
 }
 
 func pageCost(p *page) int64 { return PageOverhead + int64(len(p.cursor)) + int64(len(p.data)) }
+
+// ResolutionChanged reports whether a write that turns row old into row new
+// changes what the cache holds of it (FromStore), that is, whether the write
+// must invalidate the row's key. A create, delete or rename in a directory
+// changes the directory's entry count, times and quota usage, not its
+// resolution part: such a write invalidates the directory's listing, and
+// no cached path through it. This is the one place that says which fields
+// are which.
+func ResolutionChanged(old, new *store.Inode) bool { return FromStore(old) != FromStore(new) }

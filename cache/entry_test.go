@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/store"
 )
 
 // FuzzEntry puts a row with arbitrary strings and flags and reads it back:
@@ -55,4 +56,36 @@ func FuzzEntry(f *testing.F) {
 			t.Fatal("found after its invalidation")
 		}
 	})
+}
+
+func TestResolutionChanged(t *testing.T) {
+	base := store.Inode{Parent: 1, Name: "d", ID: 2, Type: meta.TypeDir, Perm: 0o755, Owner: "a", Group: "g",
+		NsQuota: 100, SpaceQuota: -1}
+	for _, tc := range []struct {
+		name    string
+		change  func(n *store.Inode)
+		changed bool
+	}{
+		{"entry count, times, quota usage (a create in it)", func(n *store.Inode) {
+			n.Children++
+			n.Mtime, n.Atime = 5, 5
+			n.NsUsed++
+			n.SpaceUsed += 10
+		}, false},
+		{"length and lease (a write)", func(n *store.Inode) { n.Length, n.Written, n.LeaseHolder = 5, 9, "c" }, false},
+		{"quota limit", func(n *store.Inode) { n.NsQuota = 5 }, false},
+		{"permission", func(n *store.Inode) { n.Perm = 0o700 }, true},
+		{"owner", func(n *store.Inode) { n.Owner = "b" }, true},
+		{"group", func(n *store.Inode) { n.Group = "h" }, true},
+		{"ACL", func(n *store.Inode) { n.ACL = "\x01" }, true},
+		{"subtree flag", func(n *store.Inode) { n.SubtreeOwner = 7 }, true},
+		{"xattrs", func(n *store.Inode) { n.XAttrs = true }, true},
+		{"renamed", func(n *store.Inode) { n.Parent, n.Name = 3, "e" }, true},
+	} {
+		n := base
+		tc.change(&n)
+		if got := ResolutionChanged(&base, &n); got != tc.changed {
+			t.Errorf("%s: changed %v, want %v", tc.name, got, tc.changed)
+		}
+	}
 }
