@@ -37,7 +37,9 @@ type Cache struct {
 		nEnt    int
 		nPages  int
 
-		// Owners and groups are few: an entry keeps their index.
+		// Owners and groups are few: an entry keeps their index. The table
+		// never shrinks and is not counted against the budget: a cluster
+		// has hundreds of users, not millions.
 		users   []string
 		userIdx map[string]uint32
 
