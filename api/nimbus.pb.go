@@ -40,13 +40,16 @@ const (
 	Kind_KIND_PERMISSION       Kind = 6
 	Kind_KIND_INVALID_PATH     Kind = 7
 	Kind_KIND_QUOTA            Kind = 8
-	Kind_KIND_BUSY             Kind = 9
+	Kind_KIND_BUSY             Kind = 9 // not done: safe to send again
 	Kind_KIND_INVALID_ARGUMENT Kind = 10
 	Kind_KIND_LEASE            Kind = 11
 	Kind_KIND_TOO_LARGE        Kind = 12
 	Kind_KIND_UNRESOLVED_LINK  Kind = 13
 	Kind_KIND_UNSUPPORTED      Kind = 14
 	Kind_KIND_INTERNAL         Kind = 15
+	// The operation may or may not have happened (a commit whose answer was
+	// lost and could not be checked): not safe to send again blindly.
+	Kind_KIND_OUTCOME_UNKNOWN Kind = 16
 )
 
 // Enum value maps for Kind.
@@ -68,6 +71,7 @@ var (
 		13: "KIND_UNRESOLVED_LINK",
 		14: "KIND_UNSUPPORTED",
 		15: "KIND_INTERNAL",
+		16: "KIND_OUTCOME_UNKNOWN",
 	}
 	Kind_value = map[string]int32{
 		"KIND_UNKNOWN":          0,
@@ -86,6 +90,7 @@ var (
 		"KIND_UNRESOLVED_LINK":  13,
 		"KIND_UNSUPPORTED":      14,
 		"KIND_INTERNAL":         15,
+		"KIND_OUTCOME_UNKNOWN":  16,
 	}
 )
 
@@ -3713,7 +3718,7 @@ const file_nimbus_proto_rawDesc = "" +
 	"\x18SetOwnerRecursiveRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x12\x14\n" +
-	"\x05group\x18\x03 \x01(\tR\x05group*\xc1\x02\n" +
+	"\x05group\x18\x03 \x01(\tR\x05group*\xdb\x02\n" +
 	"\x04Kind\x12\x10\n" +
 	"\fKIND_UNKNOWN\x10\x00\x12\x12\n" +
 	"\x0eKIND_NOT_FOUND\x10\x01\x12\x0f\n" +
@@ -3733,7 +3738,8 @@ const file_nimbus_proto_rawDesc = "" +
 	"\x0eKIND_TOO_LARGE\x10\f\x12\x18\n" +
 	"\x14KIND_UNRESOLVED_LINK\x10\r\x12\x14\n" +
 	"\x10KIND_UNSUPPORTED\x10\x0e\x12\x11\n" +
-	"\rKIND_INTERNAL\x10\x0fB%Z#github.com/nimbus-fs/nimbus/api;apib\x06proto3"
+	"\rKIND_INTERNAL\x10\x0f\x12\x18\n" +
+	"\x14KIND_OUTCOME_UNKNOWN\x10\x10B%Z#github.com/nimbus-fs/nimbus/api;apib\x06proto3"
 
 var (
 	file_nimbus_proto_rawDescOnce sync.Once

@@ -290,6 +290,10 @@ func (c *Client) redial(s *slot) {
 	}()
 }
 
+// maxResubmits is how often a request in flight on a connection that broke
+// is sent again, on another connection, with its request id unchanged.
+const maxResubmits = 2
+
 // call sends req and returns its response, or an *meta.OpError naming op and
 // path. It applies the retry rules of the package documentation.
 func (c *Client) call(ctx context.Context, m rpc.Method, path string, u meta.User, req *api.Request) (*api.Response, error) {
@@ -325,7 +329,10 @@ func (c *Client) exchange(ctx context.Context, m rpc.Method, path string, u meta
 			req.TimeoutMs = uint32(ms)
 		}
 	}
-	retried := false
+	// sent: the request may have reached the server (a connection broke
+	// with it in flight), so a write's later failure to get an answer
+	// leaves its outcome unknown, where before it is busy (not done).
+	sent := 0
 	busy := int(c.calls.Add(1)) - 1
 	defer c.calls.Add(-1)
 	for attempt := 0; ; attempt++ {
@@ -333,6 +340,10 @@ func (c *Client) exchange(ctx context.Context, m rpc.Method, path string, u meta
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, ErrClosed) {
 				return nil, meta.WrapOp(op, path, err)
+			}
+			if sent > 0 && !m.ReadOnly() {
+				return nil, meta.Errorf(op, path, meta.ErrOutcomeUnknown,
+					"connection lost with the request in flight, and the server at %s cannot be reached to resubmit it: %v", c.addr, err)
 			}
 			return nil, meta.Errorf(op, path, meta.ErrBusy, "cannot reach the server at %s: %v", c.addr, err)
 		}
@@ -358,22 +369,28 @@ func (c *Client) exchange(ctx context.Context, m rpc.Method, path string, u meta
 				return nil, opErr
 			}
 		}
+		unknown := sent > 0 && !m.ReadOnly()
 		switch {
 		case ctx.Err() != nil:
 			return nil, meta.WrapOp(op, path, err)
 		case errors.Is(err, rpc.ErrConnClosed) && attempt < 3:
 			continue // never sent: always safe to send again
-		case errors.Is(err, rpc.ErrConnBroken) && m.ReadOnly() && !retried:
-			retried = true
-			c.log.Debug("client: resubmitting a read after a broken connection", "op", op, "path", path, "err", err)
+		case errors.Is(err, rpc.ErrConnBroken) && sent < maxResubmits:
+			// A read is safe to send again; a write is sent again with
+			// the same request id, which the server answers from its
+			// record of the first if that one was applied (exactly once,
+			// docs/RPC.md).
+			sent++
+			c.log.Debug("client: resubmitting after a broken connection", "op", op, "path", path, "id", req.RequestId, "err", err)
 			continue
+		case errors.Is(err, rpc.ErrConnBroken) && m.ReadOnly():
+			return nil, meta.Errorf(op, path, meta.ErrBusy, "connection lost %d times with the request in flight: %v", sent+1, err)
 		case errors.Is(err, rpc.ErrConnBroken):
-			if m.ReadOnly() {
-				return nil, meta.Errorf(op, path, meta.ErrBusy, "connection lost twice: %v", err)
-			}
-			return nil, meta.Errorf(op, path, meta.ErrBusy, "connection lost with the request in flight; the outcome is unknown: %v", err)
+			return nil, meta.Errorf(op, path, meta.ErrOutcomeUnknown, "connection lost %d times with the request in flight: %v", sent+1, err)
 		case errors.Is(err, rpc.ErrFrameTooLarge):
 			return nil, meta.Errorf(op, path, meta.ErrTooLarge, "%v", err)
+		case unknown:
+			return nil, meta.Errorf(op, path, meta.ErrOutcomeUnknown, "%v", err)
 		default:
 			return nil, meta.Errorf(op, path, meta.ErrBusy, "%v", err)
 		}

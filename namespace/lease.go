@@ -369,10 +369,18 @@ func (e *Engine) leaseMonitor() {
 	defer close(e.done)
 	tick := time.NewTicker(e.cfg.LeaseCheckInterval)
 	defer tick.Stop()
+	var sweep <-chan time.Time // the request records' (once.go)
+	if e.cfg.RequestTTL > 0 {
+		st := time.NewTicker(e.cfg.RequestSweep)
+		defer st.Stop()
+		sweep = st.C
+	}
 	for {
 		select {
 		case <-e.stop:
 			return
+		case <-sweep:
+			e.sweepRequests()
 		case <-tick.C:
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			if err := e.RecoverExpiredLeases(ctx); err != nil {

@@ -19,7 +19,7 @@ func (e *Engine) Append(ctx context.Context, u meta.User, path, client string) (
 		return nil, err
 	}
 	var out *meta.FileStatus
-	err = e.run(ctx, op, p, u, func(t *tx) error {
+	err = e.runOnceStatus(ctx, op, p, u, &out, func(t *tx) error {
 		r, n, err := t.regularFile(ctx, op, p, store.Exclusive, permW)
 		if err != nil {
 			return err
@@ -52,6 +52,7 @@ func (e *Engine) Append(ctx context.Context, u meta.User, path, client string) (
 		t.putLease(n, p)
 		t.renewLease(holder)
 		out = status(p, n)
+		t.answer(out)
 		return nil
 	})
 	return out, err
@@ -265,7 +266,7 @@ func (e *Engine) Complete(ctx context.Context, u meta.User, path, client string)
 		return nil, err
 	}
 	var out *meta.FileStatus
-	err = e.run(ctx, op, p, u, func(t *tx) error {
+	err = e.runOnceStatus(ctx, op, p, u, &out, func(t *tx) error {
 		r, n, err := t.writerFile(ctx, op, p, client)
 		if err != nil {
 			return err
@@ -281,6 +282,7 @@ func (e *Engine) Complete(ctx context.Context, u meta.User, path, client string)
 		}
 		t.closeFile(n)
 		out = status(r.path, n)
+		t.answer(out)
 		return nil
 	})
 	return out, err
@@ -294,7 +296,7 @@ func (e *Engine) Truncate(ctx context.Context, u meta.User, path string, newLeng
 	if err != nil {
 		return err
 	}
-	return e.run(ctx, op, p, u, func(t *tx) error {
+	_, err = e.runOnce(ctx, op, p, u, func(t *tx) error {
 		r, n, err := t.regularFile(ctx, op, p, store.Exclusive, permW)
 		if err != nil {
 			return err
@@ -324,6 +326,7 @@ func (e *Engine) Truncate(ctx context.Context, u meta.User, path string, newLeng
 		t.put(n)
 		return nil
 	})
+	return err
 }
 
 // Concat implements meta.FileSystem.
@@ -355,7 +358,7 @@ func (e *Engine) Concat(ctx context.Context, u meta.User, target string, srcs []
 		}
 		wants = append(wants, want{path: sp, last: store.Exclusive, parent: store.Exclusive})
 	}
-	return e.run(ctx, op, p, u, func(t *tx) error {
+	_, err = e.runOnce(ctx, op, p, u, func(t *tx) error {
 		rs, err := t.resolve(ctx, wants...)
 		if err != nil {
 			return err
@@ -445,6 +448,7 @@ func (e *Engine) Concat(ctx context.Context, u meta.User, target string, srcs []
 		t.put(parent)
 		return nil
 	})
+	return err
 }
 
 // chunk returns a content chunk as this transaction sees it: its own writes

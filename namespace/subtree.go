@@ -216,13 +216,19 @@ func stepEvent(err error, done subtree.Event, failed error) (subtree.Event, erro
 // whose commit clears the flag.
 func (e *Engine) oneTxn(ctx context.Context, opName, path string, u meta.User, body func(t *tx) error) func(f flagRef) error {
 	return func(f flagRef) error {
-		return e.run(ctx, opName, path, u, func(t *tx) error {
+		dup, err := e.runOnce(ctx, opName, path, u, func(t *tx) error {
 			t.op.own = f.id
 			if err := body(t); err != nil {
 				return err
 			}
 			return t.dropFlag(f)
 		})
+		if dup != nil {
+			// Another submission of the same request did it: clear the
+			// flag, and the plain operation answers from the record.
+			return errPlain
+		}
+		return err
 	}
 }
 

@@ -1,0 +1,216 @@
+package namespace
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/store"
+)
+
+// Exactly once (docs/NAMESPACE.md, "Exactly once").
+//
+// A write that arrives with a request id (meta.Request in its context: the
+// RPC server puts the client's name and the request's id there) is run by
+// runOnce. Every attempt of it locks its record's key ('r' id client, store/
+// request.go) exclusive before anything else, and reads it:
+//
+//   - found: the write was applied already, by an earlier submission of the
+//     same request to this or another NameNode on the store. The attempt
+//     changes nothing and the operation answers what the record says.
+//   - missing: the attempt runs the operation, and if it commits a change,
+//     the record goes into the same transaction. So the record exists
+//     exactly when the write's effect does.
+//
+// The record's lock is taken first, before any inode's, and only
+// transactions of the same request (and the sweep, which holds no other
+// lock) ever ask for it, so it adds no deadlock. A resubmission that
+// arrives while the first submission is still under way waits at that lock
+// for the first's transaction to end, and then finds the record (or, if
+// the first failed, runs the write itself). An operation that takes several
+// transactions (a recursive delete or chmod in batches, a subtree
+// operation's flag and work) reads the record in each of them, and writes
+// it in the one that finishes the operation: until then a resubmission
+// meets the operation's subtree flag, waits, and reads the record after.
+//
+// A commit whose answer was lost (store.ErrCommitUnknown, a database
+// connection broken after COMMIT was sent) is settled the same way: the
+// attempt is run again, its lock waits until the database has ended the
+// first transaction one way or the other, and the record says which.
+
+// errAnswered ends an attempt that found its request's record: the
+// operation answers from the record (recState.dup).
+var errAnswered = errors.New("namespace: answered from the request record")
+
+// recState is what an operation run by runOnce keeps across its attempts.
+type recState struct {
+	key  []byte // the record's key
+	name string // the operation's name, kept in the record
+	path string // the operation's path, for errors
+	// dup is the record found, when the write was applied already.
+	dup *store.RequestRecord
+	// inDoubt: the last attempt's commit, which carried the record, has an
+	// unknown outcome; after holds what that attempt would have run once
+	// committed, run if the next attempt finds the record.
+	inDoubt bool
+	after   []func()
+}
+
+// requestKey returns the key of the record of the request ctx carries, or
+// nil when there is none or duplicate detection is off.
+func (e *Engine) requestKey(ctx context.Context) []byte {
+	if e.cfg.RequestTTL <= 0 {
+		return nil
+	}
+	r, ok := meta.RequestFrom(ctx)
+	if !ok {
+		return nil
+	}
+	return store.RequestKey(r.ID, r.Client)
+}
+
+// runOnce runs fn as run does, as (one transaction of) the write that the
+// request in ctx names: see the comment at the top of this file. It returns
+// the request's record when the write had been applied already (the caller
+// answers from it, and fn did not run to a commit); the error is then nil.
+// Without a request in ctx it is run.
+func (e *Engine) runOnce(ctx context.Context, opName, path string, u meta.User, fn func(t *tx) error) (*store.RequestRecord, error) {
+	key := e.requestKey(ctx)
+	if key == nil {
+		return nil, e.run(ctx, opName, path, u, fn)
+	}
+	rec := &recState{key: key, name: opName, path: path}
+	err := e.runOp(ctx, opName, path, u, rec, fn)
+	if rec.dup != nil {
+		return rec.dup, nil
+	}
+	return nil, err
+}
+
+// runOnceStatus is runOnce for an operation that answers a FileStatus: fn sets
+// *st (and records it with t.answer); a write answered from its record
+// answers the recorded status.
+func (e *Engine) runOnceStatus(ctx context.Context, opName, path string, u meta.User, st **meta.FileStatus, fn func(t *tx) error) error {
+	dup, err := e.runOnce(ctx, opName, path, u, fn)
+	if dup != nil {
+		*st = dup.Status
+	}
+	return err
+}
+
+// checkRecord is the first read of an attempt of a recorded write: it locks
+// the record's key exclusive and reads it. A record found ends the attempt
+// with errAnswered (or, for a record of another operation, an invalid
+// argument: a client that reuses ids).
+func (t *tx) checkRecord(ctx context.Context) error {
+	rec := t.op.rec
+	vals, err := t.st.Read(ctx, []store.ReadReq{{Key: rec.key, Mode: store.Exclusive}})
+	if err != nil {
+		return err
+	}
+	if vals[0] == nil {
+		return nil
+	}
+	var r store.RequestRecord
+	if err := store.DecodeRequest(rec.key, vals[0], &r); err != nil {
+		return err
+	}
+	if r.Op != rec.name {
+		id, client, _ := store.DecodeRequestKey(rec.key)
+		return meta.Errorf(rec.name, rec.path, meta.ErrInvalidArgument,
+			"request id %#x of client %q was used already by a %s: a resubmission must repeat the same call", id, client, r.Op)
+	}
+	rec.dup = &r
+	return errAnswered
+}
+
+// answer sets the FileStatus that the record of this transaction's write
+// keeps, for a resubmission to answer with.
+func (t *tx) answer(st *meta.FileStatus) { t.status = st }
+
+// unfinished marks a transaction of a recorded write that does not finish
+// the operation (a batch of a recursive delete or chmod with more to do):
+// it commits without the record.
+func (t *tx) unfinished() { t.partial = true }
+
+// putRecord adds the record of the write to the transaction about to
+// commit, when it is a recorded write's and finishes the operation.
+func (t *tx) putRecord() bool {
+	rec := t.op.rec
+	if rec == nil || t.partial {
+		return false
+	}
+	r := store.RequestRecord{At: t.now, Op: rec.name, Status: t.status}
+	t.st.Put(rec.key, store.EncodeRequest(nil, &r))
+	return true
+}
+
+// SweepRequests deletes the request records older than Config.RequestTTL,
+// a page at a time, each page in a transaction of its own, and returns how
+// many it kept and deleted. The lease monitor runs it every
+// Config.RequestSweep; every NameNode on a shared store does (a record
+// deleted twice is deleted).
+func (e *Engine) SweepRequests(ctx context.Context) (kept, deleted int, err error) {
+	if e.cfg.RequestTTL <= 0 {
+		return 0, 0, nil
+	}
+	const page = 1024
+	cutoff := e.cfg.Now().Add(-e.cfg.RequestTTL).UnixMilli()
+	start, end := store.AllRequestsRange()
+	for {
+		txn, err := e.st.Begin(ctx)
+		if err != nil {
+			return kept, deleted, err
+		}
+		var expired [][]byte
+		var last []byte
+		n := 0
+		var derr error
+		err = txn.Scan(ctx, start, end, page, func(k, v []byte) bool {
+			n++
+			last = append(last[:0], k...)
+			at, err := store.DecodeRequestAt(k, v)
+			if err != nil {
+				derr = err
+				return false
+			}
+			if at < cutoff {
+				expired = append(expired, append([]byte(nil), k...))
+			} else {
+				kept++
+			}
+			return true
+		})
+		if err == nil {
+			err = derr
+		}
+		if err != nil {
+			txn.Rollback()
+			return kept, deleted, err
+		}
+		for _, k := range expired {
+			txn.Delete(k)
+		}
+		if err := txn.Commit(ctx); err != nil {
+			txn.Rollback()
+			return kept, deleted, err
+		}
+		deleted += len(expired)
+		e.metrics.requestsExpired.Add(float64(len(expired)))
+		if n < page {
+			e.metrics.requestsKept.Set(float64(kept))
+			return kept, deleted, nil
+		}
+		start = append(append([]byte(nil), last...), 0) // the smallest key after the last one seen
+	}
+}
+
+// sweepRequests is the lease monitor's call of SweepRequests.
+func (e *Engine) sweepRequests() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, _, err := e.SweepRequests(ctx); err != nil {
+		e.log.Warn("request record sweep", "err", err)
+	}
+}
