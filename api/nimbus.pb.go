@@ -239,8 +239,10 @@ func (XAttrRequest_Op) EnumDescriptor() ([]byte, []int) {
 
 // Request is what a client sends. request_id is unique per client (a random
 // client tag in the high bits and a sequence number in the low bits) and is
-// carried unchanged when a request is resubmitted, so that the server can later
-// make retries exactly-once without a change to this format.
+// carried unchanged when a request is resubmitted: the server records every
+// write it applies under (client_name, request_id) and answers a resubmission
+// from that record instead of applying it again (docs/NAMESPACE.md, "Exactly
+// once").
 type Request struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	RequestId  uint64                 `protobuf:"varint,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`

@@ -146,6 +146,24 @@ func (t *tx) putRecord() bool {
 	return true
 }
 
+// rewritten reports whether a write of n bytes at offset, on a file whose
+// writer has written written bytes, is a resubmission of the write that
+// ended there, to be answered as done without writing again. A write is
+// not recorded (a block file's bytes go to its stream outside any
+// transaction); it is idempotent by its offset instead: the lease holder's
+// writes are sequential, so the one write that started at offset and
+// ended exactly at written is the one the client is sending again after a
+// lost reply. Only a write that carries a request id (from a client that
+// resubmits) is judged so, with duplicate detection on; the bytes are not
+// compared.
+func (e *Engine) rewritten(ctx context.Context, offset int64, n int, written int64) bool {
+	if n == 0 || offset+int64(n) != written || e.cfg.RequestTTL <= 0 {
+		return false
+	}
+	_, ok := meta.RequestFrom(ctx)
+	return ok
+}
+
 // SweepRequests deletes the request records older than Config.RequestTTL,
 // a page at a time, each page in a transaction of its own, and returns how
 // many it kept and deleted. The lease monitor runs it every

@@ -83,6 +83,9 @@ func (e *Engine) Write(ctx context.Context, u meta.User, path, client string, of
 			}
 			return nil
 		}
+		if t.e.rewritten(ctx, offset, len(data), n.Written) {
+			return nil // a resubmission of the write that ended there (once.go)
+		}
 		if offset != n.Written {
 			return meta.Errorf(op, p, meta.ErrInvalidArgument,
 				"writes are sequential: offset %d, but %d bytes are written", offset, n.Written)

@@ -152,6 +152,10 @@ func (e *Engine) runOp(ctx context.Context, opName, path string, u meta.User, re
 		e.metrics.observe(opName, nil, time.Since(start))
 		return nil
 	}
+	if err != nil && rec != nil && rec.inDoubt {
+		// The record could not be read again: the write may have happened.
+		err = meta.Errorf(opName, path, meta.ErrOutcomeUnknown, "the store lost the answer to the commit, and its record could not be read again: %v", err)
+	}
 	if errors.Is(err, errRetry) || store.IsRetryable(err) {
 		err = meta.Errorf(opName, path, meta.ErrBusy, "gave up after %d attempts: %v", e.cfg.MaxAttempts, err)
 	}
@@ -188,10 +192,12 @@ func (e *Engine) attempt(ctx context.Context, op *opState, user string, groups [
 		now: e.cfg.Now().UnixMilli()}
 	if op.rec != nil {
 		err = t.checkRecord(ctx)
-		if op.rec.inDoubt {
+		if op.rec.inDoubt && (err == nil || errors.Is(err, errAnswered)) {
 			// The last attempt's commit carried the record: found, it
-			// committed, and what it would have done after is done now.
-			if errors.Is(err, errAnswered) {
+			// committed, and what it would have done after is done now;
+			// missing (read under its lock, which waited for that
+			// transaction's end), it did not.
+			if err != nil {
 				for _, f := range op.rec.after {
 					f()
 				}
