@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -395,4 +396,43 @@ func TestResubmittedWriteIsIdempotent(t *testing.T) {
 	if string(got) != "abcde" {
 		t.Fatalf("read %q, want abcde", got)
 	}
+}
+
+// TestResumedDeleteWritesRecord: a recursive delete that stopped half done
+// (its goroutine gone in the middle of a commit, as in a crash) is
+// finished by the next start, which writes the request's record with the
+// last batch (the subtree operation row carries the request): the
+// client's resubmission then answers success, not "not found".
+func TestResumedDeleteWritesRecord(t *testing.T) {
+	dir := t.TempDir()
+	e, st, err := openEngineDir(dir)
+	must(t, err)
+	ctx := context.Background()
+	must(t, e.Mkdirs(ctx, root, "/q/top", 0o755))
+	buildTree(t, e, "/q/top", 8, 150)
+	e.cfg.SubtreeDeleteBatch = 200
+	var commits atomic.Int32
+	e.testHookCommit = func() {
+		if commits.Add(1) == 3 { // the flag, then two batches
+			runtime.Goexit()
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = e.Delete(reqCtx(77), root, "/q/top", true)
+		t.Error("the delete returned")
+	}()
+	<-done
+	e.testHookCommit = nil
+	must(t, e.Close())
+	must(t, st.Close())
+
+	e, _ = openEngine(t, dir)
+	if _, err := e.Stat(ctx, root, "/q/top"); meta.KindOf(err) != meta.KindNotFound {
+		t.Fatalf("stat /q/top after the restart: %v, want not found (the delete finished)", err)
+	}
+	must(t, e.Delete(reqCtx(77), root, "/q/top", true))
+	wantKind(t, e.Delete(reqCtx(78), root, "/q/top", true), meta.ErrNotFound)
+	fsckClean(t, e)
 }

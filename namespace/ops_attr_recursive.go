@@ -533,6 +533,7 @@ func (e *Engine) resumeAttrs(ctx context.Context, f flagRef) (ok bool, err error
 	e.log.Info("finishing a recursive "+c.op+" left by a restart", "path", f.path)
 	args := store.SubtreeOp{Kind: row.Kind, SetPerm: row.SetPerm, SetUser: row.SetUser, SetGroup: row.SetGroup}
 	f.owner = e.instance
+	ctx = meta.WithRequest(ctx, meta.Request{Client: row.ReqClient, ID: row.ReqID})
 	err = e.changeAttrs(ctx, f.path, meta.User{Name: e.cfg.Superuser}, f, c, args)
 	var kf *keepFlag
 	if errors.As(err, &kf) {

@@ -60,6 +60,13 @@ func AllRequestsRange() (start, end []byte) {
 
 // EncodeRequest appends the encoded value of r to dst.
 func EncodeRequest(dst []byte, r *RequestRecord) []byte {
+	if dst == nil { // one allocation: a record is written on every write
+		n := 16 + len(r.Op)
+		if s := r.Status; s != nil {
+			n += 80 + len(s.Path) + len(s.Owner) + len(s.Group) + len(s.Symlink)
+		}
+		dst = make([]byte, 0, n)
+	}
 	dst = append(dst, requestFormatV1)
 	dst = binary.AppendVarint(dst, r.At)
 	dst = appendString(dst, r.Op)
