@@ -249,6 +249,11 @@ type Request struct {
 	ClientName string                 `protobuf:"bytes,2,opt,name=client_name,json=clientName,proto3" json:"client_name,omitempty"` // lease holder name of the calling client
 	User       string                 `protobuf:"bytes,3,opt,name=user,proto3" json:"user,omitempty"`                               // the caller (HDFS simple authentication)
 	TimeoutMs  uint32                 `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`   // 0: none; else the server gives up after this long
+	// resubmitted: this request was sent before (same request_id) and its
+	// reply was lost. Only then does the server look for the record of a
+	// write it applied; a first submission cannot have one, and skips the
+	// look-up.
+	Resubmitted bool `protobuf:"varint,5,opt,name=resubmitted,proto3" json:"resubmitted,omitempty"`
 	// Types that are valid to be assigned to Body:
 	//
 	//	*Request_Mkdirs
@@ -339,6 +344,13 @@ func (x *Request) GetTimeoutMs() uint32 {
 		return x.TimeoutMs
 	}
 	return 0
+}
+
+func (x *Request) GetResubmitted() bool {
+	if x != nil {
+		return x.Resubmitted
+	}
+	return false
 }
 
 func (x *Request) GetBody() isRequest_Body {
@@ -3459,7 +3471,7 @@ var File_nimbus_proto protoreflect.FileDescriptor
 
 const file_nimbus_proto_rawDesc = "" +
 	"\n" +
-	"\fnimbus.proto\x12\rnimbus.api.v1\"\xa6\x0e\n" +
+	"\fnimbus.proto\x12\rnimbus.api.v1\"\xc8\x0e\n" +
 	"\aRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12\x1f\n" +
@@ -3467,7 +3479,8 @@ const file_nimbus_proto_rawDesc = "" +
 	"clientName\x12\x12\n" +
 	"\x04user\x18\x03 \x01(\tR\x04user\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x04 \x01(\rR\ttimeoutMs\x126\n" +
+	"timeout_ms\x18\x04 \x01(\rR\ttimeoutMs\x12 \n" +
+	"\vresubmitted\x18\x05 \x01(\bR\vresubmitted\x126\n" +
 	"\x06mkdirs\x18\n" +
 	" \x01(\v2\x1c.nimbus.api.v1.MkdirsRequestH\x00R\x06mkdirs\x126\n" +
 	"\x06create\x18\v \x01(\v2\x1c.nimbus.api.v1.CreateRequestH\x00R\x06create\x126\n" +

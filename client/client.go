@@ -381,6 +381,7 @@ func (c *Client) exchange(ctx context.Context, m rpc.Method, path string, u meta
 			// record of the first if that one was applied (exactly once,
 			// docs/RPC.md).
 			sent++
+			req.Resubmitted = true
 			c.log.Debug("client: resubmitting after a broken connection", "op", op, "path", path, "id", req.RequestId, "err", err)
 			continue
 		case errors.Is(err, rpc.ErrConnBroken) && m.ReadOnly():

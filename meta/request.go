@@ -11,6 +11,11 @@ import "context"
 type Request struct {
 	Client string // the client's name, unique per client (client.ClientName)
 	ID     uint64 // unique among the client's calls; 0 is no id
+	// Resubmitted says that the call was sent before with this id and its
+	// reply lost. A file system looks for the record of the call only
+	// then: a first submission has none (unless the client reused an id,
+	// which the contract forbids), and skips the look-up.
+	Resubmitted bool
 }
 
 // IsZero reports whether r names no call.

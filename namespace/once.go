@@ -48,6 +48,9 @@ type recState struct {
 	key  []byte // the record's key
 	name string // the operation's name, kept in the record
 	path string // the operation's path, for errors
+	// resubmitted: the client sent the request before (meta.Request):
+	// only then can a record exist, and only then is it read.
+	resubmitted bool
 	// dup is the record found, when the write was applied already.
 	dup *store.RequestRecord
 	// inDoubt: the last attempt's commit, which carried the record, has an
@@ -57,17 +60,13 @@ type recState struct {
 	after   []func()
 }
 
-// requestKey returns the key of the record of the request ctx carries, or
-// nil when there is none or duplicate detection is off.
-func (e *Engine) requestKey(ctx context.Context) []byte {
+// request returns the request ctx carries, and false when there is none
+// or duplicate detection is off.
+func (e *Engine) request(ctx context.Context) (meta.Request, bool) {
 	if e.cfg.RequestTTL <= 0 {
-		return nil
+		return meta.Request{}, false
 	}
-	r, ok := meta.RequestFrom(ctx)
-	if !ok {
-		return nil
-	}
-	return store.RequestKey(r.ID, r.Client)
+	return meta.RequestFrom(ctx)
 }
 
 // runOnce runs fn as run does, as (one transaction of) the write that the
@@ -76,11 +75,11 @@ func (e *Engine) requestKey(ctx context.Context) []byte {
 // answers from it, and fn did not run to a commit); the error is then nil.
 // Without a request in ctx it is run.
 func (e *Engine) runOnce(ctx context.Context, opName, path string, u meta.User, fn func(t *tx) error) (*store.RequestRecord, error) {
-	key := e.requestKey(ctx)
-	if key == nil {
+	r, ok := e.request(ctx)
+	if !ok {
 		return nil, e.run(ctx, opName, path, u, fn)
 	}
-	rec := &recState{key: key, name: opName, path: path}
+	rec := &recState{key: store.RequestKey(r.ID, r.Client), name: opName, path: path, resubmitted: r.Resubmitted}
 	err := e.runOp(ctx, opName, path, u, rec, fn)
 	if rec.dup != nil {
 		return rec.dup, nil
@@ -102,14 +101,19 @@ func (e *Engine) runOnceStatus(ctx context.Context, opName, path string, u meta.
 // checkRecord is the first read of an attempt of a recorded write: it locks
 // the record's key exclusive and reads it. A record found ends the attempt
 // with errAnswered (or, for a record of another operation, an invalid
-// argument: a client that reuses ids).
+// argument: a client that reuses ids). A first submission cannot have a
+// record: it takes the lock only (store.ReadReq.LockOnly: on Pebble no
+// read at all), which still makes a resubmission that arrives meanwhile
+// wait for it. An attempt after a commit in doubt reads, as a resubmission
+// does.
 func (t *tx) checkRecord(ctx context.Context) error {
 	rec := t.op.rec
-	vals, err := t.st.Read(ctx, []store.ReadReq{{Key: rec.key, Mode: store.Exclusive}})
+	read := rec.resubmitted || rec.inDoubt
+	vals, err := t.st.Read(ctx, []store.ReadReq{{Key: rec.key, Mode: store.Exclusive, LockOnly: !read}})
 	if err != nil {
 		return err
 	}
-	if vals[0] == nil {
+	if !read || vals[0] == nil {
 		return nil
 	}
 	var r store.RequestRecord
@@ -157,11 +161,11 @@ func (t *tx) putRecord() bool {
 // resubmits) is judged so, with duplicate detection on; the bytes are not
 // compared.
 func (e *Engine) rewritten(ctx context.Context, offset int64, n int, written int64) bool {
-	if n == 0 || offset+int64(n) != written || e.cfg.RequestTTL <= 0 {
+	if n == 0 || offset+int64(n) != written {
 		return false
 	}
-	_, ok := meta.RequestFrom(ctx)
-	return ok
+	r, ok := e.request(ctx)
+	return ok && r.Resubmitted
 }
 
 // SweepRequests deletes the request records older than Config.RequestTTL,

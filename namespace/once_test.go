@@ -16,10 +16,15 @@ import (
 	"github.com/nimbus-fs/nimbus/store/pebblestore"
 )
 
-// reqCtx is a context carrying request id of client "c" (as the RPC
-// server builds it for a write).
+// reqCtx is a context carrying request id of client "nimbus-test", first
+// submitted (as the RPC server builds it for a write).
 func reqCtx(id uint64) context.Context {
 	return meta.WithRequest(context.Background(), meta.Request{Client: "nimbus-test", ID: id})
+}
+
+// resub is reqCtx for the same request sent again after a lost reply.
+func resub(id uint64) context.Context {
+	return meta.WithRequest(context.Background(), meta.Request{Client: "nimbus-test", ID: id, Resubmitted: true})
 }
 
 // onceEngine opens an engine on a fresh Pebble store with set applied to
@@ -148,10 +153,9 @@ func TestResubmittedWriteAnswersFirstResult(t *testing.T) {
 				if r.prep != nil {
 					r.prep(t, e)
 				}
-				ctx := reqCtx(uint64(100 + i))
-				st1, err := r.call(ctx, e)
+				st1, err := r.call(reqCtx(uint64(100+i)), e)
 				must(t, err)
-				st2, err := r.call(ctx, e)
+				st2, err := r.call(resub(uint64(100+i)), e)
 				if !on {
 					if r.again != nil && !errors.Is(err, r.again) {
 						t.Fatalf("without detection the resubmission answered %v, want %v", err, r.again)
@@ -177,7 +181,7 @@ func TestResubmissionAcrossEngines(t *testing.T) {
 	ctx := context.Background()
 	st1, err := a.Create(reqCtx(1), root, "/f", meta.CreateOptions{Client: "c1"})
 	must(t, err)
-	st2, err := b.Create(reqCtx(1), root, "/f", meta.CreateOptions{Client: "c1"})
+	st2, err := b.Create(resub(1), root, "/f", meta.CreateOptions{Client: "c1"})
 	must(t, err)
 	if *st1 != *st2 {
 		t.Fatalf("b answered %+v, a %+v", st2, st1)
@@ -185,13 +189,13 @@ func TestResubmissionAcrossEngines(t *testing.T) {
 	_, err = a.Complete(reqCtx(2), root, "/f", "c1")
 	must(t, err)
 	must(t, a.Rename(reqCtx(3), root, "/f", "/g", meta.RenameOptions{}))
-	must(t, b.Rename(reqCtx(3), root, "/f", "/g", meta.RenameOptions{}))
+	must(t, b.Rename(resub(3), root, "/f", "/g", meta.RenameOptions{}))
 	for i := range 3 {
 		must(t, a.Mkdirs(ctx, root, fmt.Sprintf("/d/s%d", i), 0))
 		writeFile(t, a, root, fmt.Sprintf("/d/s%d/f", i), nil)
 	}
 	must(t, a.Delete(reqCtx(4), root, "/d", true))
-	must(t, b.Delete(reqCtx(4), root, "/d", true))
+	must(t, b.Delete(resub(4), root, "/d", true))
 	// A new id is a new write.
 	wantKind(t, b.Delete(reqCtx(5), root, "/d", true), meta.ErrNotFound)
 	if _, err := b.Stat(ctx, root, "/g"); err != nil {
@@ -229,9 +233,9 @@ func TestRequestRecordsExpire(t *testing.T) {
 	if kept != 1 || deleted != 3 {
 		t.Fatalf("sweep kept %d, deleted %d; want 1, 3", kept, deleted)
 	}
-	_, err = e.Create(reqCtx(10), root, "/f0", meta.CreateOptions{Client: "c1"})
+	_, err = e.Create(resub(10), root, "/f0", meta.CreateOptions{Client: "c1"})
 	wantKind(t, err, meta.ErrExists) // no record: applied again
-	_, err = e.Create(reqCtx(20), root, "/late", meta.CreateOptions{Client: "c1"})
+	_, err = e.Create(resub(20), root, "/late", meta.CreateOptions{Client: "c1"})
 	must(t, err) // still recorded
 }
 
@@ -259,7 +263,7 @@ func TestResubmissionWhileFirstRuns(t *testing.T) {
 	}()
 	<-inCommit
 	go func() {
-		st, err := e.Create(reqCtx(7), root, "/f", meta.CreateOptions{Client: "c1"})
+		st, err := e.Create(resub(7), root, "/f", meta.CreateOptions{Client: "c1"})
 		second <- answer{st, err}
 	}()
 	select {
@@ -281,7 +285,7 @@ func TestResubmissionWhileFirstRuns(t *testing.T) {
 func TestRequestIDReusedForAnotherOp(t *testing.T) {
 	e := onceEngine(t, func(*Config) {})
 	must(t, e.Mkdirs(reqCtx(5), root, "/x", 0))
-	err := e.Delete(reqCtx(5), root, "/x", false)
+	err := e.Delete(resub(5), root, "/x", false)
 	wantKind(t, err, meta.ErrInvalidArgument)
 }
 
@@ -385,8 +389,9 @@ func TestResubmittedWriteIsIdempotent(t *testing.T) {
 	_, err := e.Create(ctx, root, "/f", meta.CreateOptions{Client: "c1"})
 	must(t, err)
 	must(t, e.Write(reqCtx(1), root, "/f", "c1", 0, []byte("abc")))
-	must(t, e.Write(reqCtx(1), root, "/f", "c1", 0, []byte("abc")))
+	must(t, e.Write(resub(1), root, "/f", "c1", 0, []byte("abc")))
 	wantKind(t, e.Write(ctx, root, "/f", "c1", 0, []byte("abc")), meta.ErrInvalidArgument)
+	wantKind(t, e.Write(reqCtx(4), root, "/f", "c1", 0, []byte("abc")), meta.ErrInvalidArgument) // not sent before
 	must(t, e.Write(reqCtx(2), root, "/f", "c1", 3, []byte("de")))
 	wantKind(t, e.Write(reqCtx(3), root, "/f", "c1", 0, []byte("abc")), meta.ErrInvalidArgument)
 	_, err = e.Complete(ctx, root, "/f", "c1")
@@ -432,7 +437,7 @@ func TestResumedDeleteWritesRecord(t *testing.T) {
 	if _, err := e.Stat(ctx, root, "/q/top"); meta.KindOf(err) != meta.KindNotFound {
 		t.Fatalf("stat /q/top after the restart: %v, want not found (the delete finished)", err)
 	}
-	must(t, e.Delete(reqCtx(77), root, "/q/top", true))
-	wantKind(t, e.Delete(reqCtx(78), root, "/q/top", true), meta.ErrNotFound)
+	must(t, e.Delete(resub(77), root, "/q/top", true))
+	wantKind(t, e.Delete(resub(78), root, "/q/top", true), meta.ErrNotFound)
 	fsckClean(t, e)
 }

@@ -18,7 +18,7 @@ func (s *Server) dispatch(ctx context.Context, req *api.Request, m Method, path 
 		// it applied and answers a resubmission from the record
 		// (namespace/once.go): the engine sees it in the context, never
 		// the wire type.
-		ctx = meta.WithRequest(ctx, meta.Request{Client: req.GetClientName(), ID: req.GetRequestId()})
+		ctx = meta.WithRequest(ctx, meta.Request{Client: req.GetClientName(), ID: req.GetRequestId(), Resubmitted: req.GetResubmitted()})
 	}
 	fs := s.fs
 	var err error

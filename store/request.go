@@ -22,6 +22,12 @@ import (
 // coincide. The key is not ordered by time, so the sweep reads the whole
 // table; it holds only the last few minutes of writes.
 
+// RowCacheable reports whether a store's row cache gains by keeping the
+// row of key k. A request record is not worth it: it is written once per
+// write, and read again only if the client resubmits, so each one would
+// evict a row that path resolution reads on every operation.
+func RowCacheable(k []byte) bool { return len(k) == 0 || k[0] != tableRequest }
+
 // RequestRecord is the record of one applied write.
 type RequestRecord struct {
 	At int64  // Unix ms at which the write committed, by the writer's clock

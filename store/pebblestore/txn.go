@@ -30,6 +30,18 @@ type txn struct {
 	mustSync bool
 }
 
+// lockOnly reports whether every request of a batch asks for its lock
+// only (store.ReadReq.LockOnly): such a batch reads nothing (a batch that
+// mixes them reads every key, which the seam allows).
+func lockOnly(reqs []store.ReadReq) bool {
+	for i := range reqs {
+		if !reqs[i].LockOnly || reqs[i].Mode == store.ReadCommitted {
+			return false
+		}
+	}
+	return len(reqs) > 0
+}
+
 func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) {
 	if t.done {
 		return nil, store.ErrTxnDone
@@ -58,11 +70,14 @@ func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	vals := make([][]byte, len(reqs))
+	if lockOnly(reqs) {
+		return vals, nil // locked: nothing to read
+	}
 	if err := t.s.acquire(); err != nil {
 		return nil, err
 	}
 	defer t.s.release()
-	vals := make([][]byte, len(reqs))
 	defer t.noteUnsynced(reqs)
 	if t.s.rows != nil {
 		return vals, t.readCached(ctx, reqs, vals)
@@ -194,7 +209,7 @@ func (t *txn) Put(key, value []byte) {
 		t.batch = t.s.db.NewBatch()
 	}
 	_ = t.batch.Set(key, value, nil) // copies; a batch Set only fails on a closed batch
-	keep := t.s.rows != nil && len(value) <= maxCachedValue
+	keep := t.s.rows != nil && len(value) <= maxCachedValue && store.RowCacheable(key)
 	if !keep {
 		value = nil // the key only: never installed
 	}

@@ -55,6 +55,7 @@ func TestResubmissionToAnotherServer(t *testing.T) {
 				if e := ra.GetError(); e != nil {
 					t.Fatalf("first submission: %v", rpc.ErrorFromProto(e))
 				}
+				body.Resubmitted = true
 				if rb, err = cb.Call(ctx, body); err != nil {
 					t.Fatal(err)
 				}
