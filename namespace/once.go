@@ -98,26 +98,74 @@ func (e *Engine) runOnceStatus(ctx context.Context, opName, path string, u meta.
 	return err
 }
 
-// checkRecord is the first read of an attempt of a recorded write: it locks
-// the record's key exclusive and reads it. A record found ends the attempt
-// with errAnswered (or, for a record of another operation, an invalid
-// argument: a client that reuses ids). A first submission cannot have a
-// record: it takes the lock only (store.ReadReq.LockOnly: on Pebble no
-// read at all), which still makes a resubmission that arrives meanwhile
-// wait for it. An attempt after a commit in doubt reads, as a resubmission
-// does.
-func (t *tx) checkRecord(ctx context.Context) error {
+// recordReq is the request for the record's key of an attempt of a
+// recorded write: its lock, exclusive, and for a resubmission (or an
+// attempt after a commit in doubt) its value. A first submission cannot
+// have a record: it takes the lock only (store.ReadReq.LockOnly: on Pebble
+// no read at all), which still makes a resubmission that arrives meanwhile
+// wait for it.
+func (t *tx) recordReq() store.ReadReq {
 	rec := t.op.rec
-	read := rec.resubmitted || rec.inDoubt
-	vals, err := t.st.Read(ctx, []store.ReadReq{{Key: rec.key, Mode: store.Exclusive, LockOnly: !read}})
+	return store.ReadReq{Key: rec.key, Mode: store.Exclusive, LockOnly: !rec.resubmitted && !rec.inDoubt}
+}
+
+// readWithRecord is the attempt's first locked batch read (resolve's), with
+// the record's request put first: one batch, one round trip on PostgreSQL.
+// First, not in key order: the key is locked by the transactions of one
+// request only, each of which asks for it before any other lock, so no two
+// of them wait for each other in a cycle; and on PostgreSQL a lock-only
+// request first leaves the batch's missing inode keys last, where they
+// need no second read (pgstore's rereadMissing). An attempt that never
+// resolves takes it with checkRecord before it commits.
+func (t *tx) readWithRecord(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) {
+	all := make([]store.ReadReq, 0, len(reqs)+1)
+	all = append(append(all, t.recordReq()), reqs...)
+	vals, err := t.st.Read(ctx, all)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.recordRead(vals[0]); err != nil {
+		return nil, err
+	}
+	return vals[1:], nil
+}
+
+// checkRecord takes the record's lock (and reads it) on its own: for an
+// attempt that never resolved a path.
+func (t *tx) checkRecord(ctx context.Context) error {
+	vals, err := t.st.Read(ctx, []store.ReadReq{t.recordReq()})
 	if err != nil {
 		return err
 	}
-	if !read || vals[0] == nil {
+	return t.recordRead(vals[0])
+}
+
+// recordRead judges the record's value as the attempt read it under its
+// lock. A record found ends the attempt with errAnswered (or, for a record
+// of another operation, an invalid argument: a client that reuses ids).
+// After a commit in doubt, the record found says that it committed (and
+// what that attempt would have done after its commit is done now); none
+// read under the lock, which waited for that transaction's end, says that
+// it did not.
+func (t *tx) recordRead(v []byte) error {
+	t.recPending = false
+	rec := t.op.rec
+	if t.recordReq().LockOnly {
+		return nil
+	}
+	if rec.inDoubt {
+		if v != nil {
+			for _, f := range rec.after {
+				f()
+			}
+		}
+		rec.inDoubt, rec.after = false, nil
+	}
+	if v == nil {
 		return nil
 	}
 	var r store.RequestRecord
-	if err := store.DecodeRequest(rec.key, vals[0], &r); err != nil {
+	if err := store.DecodeRequest(rec.key, v, &r); err != nil {
 		return err
 	}
 	if r.Op != rec.name {

@@ -67,8 +67,10 @@ type tx struct {
 	commitUnknown bool
 	// partial: a recorded write's transaction that does not finish it
 	// (once.go); status: what the record of one that does keeps.
-	partial bool
-	status  *meta.FileStatus
+	// recPending: its record's lock is still to be taken.
+	partial    bool
+	recPending bool
+	status     *meta.FileStatus
 }
 
 // run executes fn as one transaction, restarting it when it asks for a retry
@@ -190,34 +192,23 @@ func (e *Engine) attempt(ctx context.Context, op *opState, user string, groups [
 	defer st.Rollback()
 	t := &tx{e: e, st: st, op: op, user: user, groups: groups, super: super,
 		now: e.cfg.Now().UnixMilli()}
-	if op.rec != nil {
-		err = t.checkRecord(ctx)
-		if op.rec.inDoubt && (err == nil || errors.Is(err, errAnswered)) {
-			// The last attempt's commit carried the record: found, it
-			// committed, and what it would have done after is done now;
-			// missing (read under its lock, which waited for that
-			// transaction's end), it did not.
-			if err != nil {
-				for _, f := range op.rec.after {
-					f()
-				}
-			}
-			op.rec.inDoubt, op.rec.after = false, nil
-		}
-		if errors.Is(err, errAnswered) {
-			// The answer rests on the record: wait for its durability,
-			// as any read's answer does (see the empty commit below).
-			if cerr := st.Commit(ctx); cerr != nil {
-				return cerr
-			}
-		}
-		if err != nil {
-			return err
+	// The request record's lock (and read) joins the attempt's first
+	// resolve (once.go); one that never resolved takes it here.
+	t.recPending = op.rec != nil
+	err = fn(t)
+	if t.recPending && (err == nil || !errors.Is(err, errRetry) && !store.IsRetryable(err)) {
+		if cerr := t.checkRecord(ctx); cerr != nil {
+			err = cerr
 		}
 	}
-	err = fn(t)
 	recorded := false
 	switch {
+	case errors.Is(err, errAnswered):
+		// The answer rests on the record: wait for its durability, as
+		// any read's answer does (see the empty commit below).
+		if cerr := st.Commit(ctx); cerr != nil {
+			err = cerr
+		}
 	case err == nil && (len(t.dirty) > 0 || t.raw):
 		recorded = t.putRecord()
 		if err = t.flush(); err == nil {
@@ -428,7 +419,13 @@ func (t *tx) resolve(ctx context.Context, wants ...want) ([]*resolved, error) {
 		reqs = append(reqs, ks[i].req)
 	}
 	sc.ks, sc.reqs = ks, reqs // kept for the next resolve, grown or not
-	vals, err := t.st.Read(ctx, reqs)
+	var vals [][]byte
+	var err error
+	if t.recPending {
+		vals, err = t.readWithRecord(ctx, reqs)
+	} else {
+		vals, err = t.st.Read(ctx, reqs)
+	}
 	if err != nil {
 		return nil, err
 	}

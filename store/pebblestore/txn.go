@@ -30,16 +30,26 @@ type txn struct {
 	mustSync bool
 }
 
-// lockOnly reports whether every request of a batch asks for its lock
-// only (store.ReadReq.LockOnly): such a batch reads nothing (a batch that
-// mixes them reads every key, which the seam allows).
-func lockOnly(reqs []store.ReadReq) bool {
+// lockOnly returns the requests of a batch that ask for their value (all
+// but the store.ReadReq.LockOnly ones, which are locked, not read), with
+// their positions in reqs; idx is nil when that is all of them.
+func lockOnly(reqs []store.ReadReq) (read []store.ReadReq, idx []int) {
+	n := 0
 	for i := range reqs {
-		if !reqs[i].LockOnly || reqs[i].Mode == store.ReadCommitted {
-			return false
+		if reqs[i].LockOnly && reqs[i].Mode != store.ReadCommitted {
+			n++
 		}
 	}
-	return len(reqs) > 0
+	if n == 0 {
+		return reqs, nil
+	}
+	read, idx = make([]store.ReadReq, 0, len(reqs)-n), make([]int, 0, len(reqs)-n)
+	for i := range reqs {
+		if !reqs[i].LockOnly || reqs[i].Mode == store.ReadCommitted {
+			read, idx = append(read, reqs[i]), append(idx, i)
+		}
+	}
+	return read, idx
 }
 
 func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) {
@@ -71,8 +81,19 @@ func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) 
 		return nil, err
 	}
 	vals := make([][]byte, len(reqs))
-	if lockOnly(reqs) {
-		return vals, nil // locked: nothing to read
+	if read, idx := lockOnly(reqs); idx != nil {
+		// Locked; only the others are read.
+		if len(read) == 0 {
+			return vals, nil
+		}
+		got, err := t.Read(ctx, read) // the locks are held: they are not taken twice
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range idx {
+			vals[i] = got[j]
+		}
+		return vals, nil
 	}
 	if err := t.s.acquire(); err != nil {
 		return nil, err
