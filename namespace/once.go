@@ -45,7 +45,8 @@ var errAnswered = errors.New("namespace: answered from the request record")
 
 // recState is what an operation run by runOnce keeps across its attempts.
 type recState struct {
-	key  []byte // the record's key
+	key  []byte // the record's key, in buf when it fits
+	buf  [48]byte
 	name string // the operation's name, kept in the record
 	path string // the operation's path, for errors
 	// resubmitted: the client sent the request before (meta.Request):
@@ -79,7 +80,8 @@ func (e *Engine) runOnce(ctx context.Context, opName, path string, u meta.User, 
 	if !ok {
 		return nil, e.run(ctx, opName, path, u, fn)
 	}
-	rec := &recState{key: store.RequestKey(r.ID, r.Client), name: opName, path: path, resubmitted: r.Resubmitted}
+	rec := &recState{name: opName, path: path, resubmitted: r.Resubmitted}
+	rec.key = store.AppendRequestKey(rec.buf[:0], r.ID, r.Client)
 	err := e.runOp(ctx, opName, path, u, rec, fn)
 	if rec.dup != nil {
 		return rec.dup, nil
@@ -109,26 +111,14 @@ func (t *tx) recordReq() store.ReadReq {
 	return store.ReadReq{Key: rec.key, Mode: store.Exclusive, LockOnly: !rec.resubmitted && !rec.inDoubt}
 }
 
-// readWithRecord is the attempt's first locked batch read (resolve's), with
-// the record's request put first: one batch, one round trip on PostgreSQL.
-// First, not in key order: the key is locked by the transactions of one
-// request only, each of which asks for it before any other lock, so no two
-// of them wait for each other in a cycle; and on PostgreSQL a lock-only
-// request first leaves the batch's missing inode keys last, where they
-// need no second read (pgstore's rereadMissing). An attempt that never
-// resolves takes it with checkRecord before it commits.
-func (t *tx) readWithRecord(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) {
-	all := make([]store.ReadReq, 0, len(reqs)+1)
-	all = append(append(all, t.recordReq()), reqs...)
-	vals, err := t.st.Read(ctx, all)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.recordRead(vals[0]); err != nil {
-		return nil, err
-	}
-	return vals[1:], nil
-}
+// The record's request goes first in the attempt's first locked batch read
+// (resolve's): one batch, one round trip on PostgreSQL. First, not in key
+// order: the key is locked by the transactions of one request only, each
+// of which asks for it before any other lock, so no two of them wait for
+// each other in a cycle; and on PostgreSQL a lock-only request first
+// leaves the batch's missing inode keys last, where they need no second
+// read (pgstore's rereadMissing). An attempt that never resolves takes it
+// with checkRecord before it commits.
 
 // checkRecord takes the record's lock (and reads it) on its own: for an
 // attempt that never resolved a path.

@@ -415,19 +415,24 @@ func (t *tx) resolve(ctx context.Context, wants ...want) ([]*resolved, error) {
 	})
 	ks = slices.CompactFunc(ks, func(a, b keyed) bool { return bytes.Equal(a.req.Key, b.req.Key) })
 	reqs := sc.reqs[:0]
+	rec := t.recPending
+	if rec {
+		// The request record's lock (and read), first (once.go).
+		reqs = append(reqs, t.recordReq())
+	}
 	for i := range ks {
 		reqs = append(reqs, ks[i].req)
 	}
 	sc.ks, sc.reqs = ks, reqs // kept for the next resolve, grown or not
-	var vals [][]byte
-	var err error
-	if t.recPending {
-		vals, err = t.readWithRecord(ctx, reqs)
-	} else {
-		vals, err = t.st.Read(ctx, reqs)
-	}
+	vals, err := t.st.Read(ctx, reqs)
 	if err != nil {
 		return nil, err
+	}
+	if rec {
+		if err := t.recordRead(vals[0]); err != nil {
+			return nil, err
+		}
+		vals = vals[1:]
 	}
 	t.reserveInodes(len(ks))
 	for i, k := range ks {

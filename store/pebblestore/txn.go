@@ -30,26 +30,18 @@ type txn struct {
 	mustSync bool
 }
 
-// lockOnly returns the requests of a batch that ask for their value (all
-// but the store.ReadReq.LockOnly ones, which are locked, not read), with
-// their positions in reqs; idx is nil when that is all of them.
-func lockOnly(reqs []store.ReadReq) (read []store.ReadReq, idx []int) {
-	n := 0
+// lockOnly reports whether r asks for its lock only (store.ReadReq.LockOnly):
+// it is locked, not read, and its value is nil.
+func lockOnly(r *store.ReadReq) bool { return r.LockOnly && r.Mode != store.ReadCommitted }
+
+// allLockOnly reports whether a batch reads nothing.
+func allLockOnly(reqs []store.ReadReq) bool {
 	for i := range reqs {
-		if reqs[i].LockOnly && reqs[i].Mode != store.ReadCommitted {
-			n++
+		if !lockOnly(&reqs[i]) {
+			return false
 		}
 	}
-	if n == 0 {
-		return reqs, nil
-	}
-	read, idx = make([]store.ReadReq, 0, len(reqs)-n), make([]int, 0, len(reqs)-n)
-	for i := range reqs {
-		if !reqs[i].LockOnly || reqs[i].Mode == store.ReadCommitted {
-			read, idx = append(read, reqs[i]), append(idx, i)
-		}
-	}
-	return read, idx
+	return true
 }
 
 func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) {
@@ -81,19 +73,8 @@ func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) 
 		return nil, err
 	}
 	vals := make([][]byte, len(reqs))
-	if read, idx := lockOnly(reqs); idx != nil {
-		// Locked; only the others are read.
-		if len(read) == 0 {
-			return vals, nil
-		}
-		got, err := t.Read(ctx, read) // the locks are held: they are not taken twice
-		if err != nil {
-			return nil, err
-		}
-		for j, i := range idx {
-			vals[i] = got[j]
-		}
-		return vals, nil
+	if allLockOnly(reqs) {
+		return vals, nil // locked: nothing to read
 	}
 	if err := t.s.acquire(); err != nil {
 		return nil, err
@@ -108,6 +89,9 @@ func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) 
 	}
 	var slab []byte
 	for i := range reqs {
+		if lockOnly(&reqs[i]) {
+			continue
+		}
 		v, closer, err := t.s.db.Get(reqs[i].Key)
 		if err == pebble.ErrNotFound {
 			continue
@@ -518,9 +502,14 @@ func (t *txn) finish() {
 // iterator costs far less than one Get per key, and the values come from one
 // consistent view of the store.
 func (t *txn) readBatch(ctx context.Context, reqs []store.ReadReq, vals [][]byte) error {
-	order := make([]int, len(reqs))
-	for i := range order {
-		order[i] = i
+	order := make([]int, 0, len(reqs))
+	for i := range reqs {
+		if !lockOnly(&reqs[i]) {
+			order = append(order, i)
+		}
+	}
+	if len(order) == 0 {
+		return nil
 	}
 	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(reqs[a].Key, reqs[b].Key) })
 	lo, hi := reqs[order[0]].Key, reqs[order[len(order)-1]].Key
@@ -563,7 +552,12 @@ func (t *txn) readCached(ctx context.Context, reqs []store.ReadReq, vals [][]byt
 	var missReqs []store.ReadReq
 	var missIdx []int
 	var gens []uint64
+	locked := 0 // lock-only requests: neither hits nor misses
 	for i := range reqs {
+		if lockOnly(&reqs[i]) {
+			locked++
+			continue
+		}
 		row, hit, gen := t.s.rows.get(reqs[i].Key)
 		if hit {
 			if row.present {
@@ -576,10 +570,10 @@ func (t *txn) readCached(ctx context.Context, reqs []store.ReadReq, vals [][]byt
 		gens = append(gens, gen)
 	}
 	if len(missReqs) == 0 {
-		t.s.metrics.rowCacheHits.Add(float64(len(reqs)))
+		t.s.metrics.rowCacheHits.Add(float64(len(reqs) - locked))
 		return nil
 	}
-	t.s.metrics.rowCacheHits.Add(float64(len(reqs) - len(missReqs)))
+	t.s.metrics.rowCacheHits.Add(float64(len(reqs) - locked - len(missReqs)))
 	t.s.metrics.rowCacheMisses.Add(float64(len(missReqs)))
 	got := make([][]byte, len(missReqs))
 	if len(missReqs) > 1 {
