@@ -39,6 +39,11 @@ import (
 // attempt is run again, its lock waits until the database has ended the
 // first transaction one way or the other, and the record says which.
 
+// settleWait bounds how long a write whose commit is in doubt keeps trying
+// to read its record while the store is unreachable, before it answers
+// meta.ErrOutcomeUnknown: a database restart or failover takes seconds.
+const settleWait = 30 * time.Second
+
 // errAnswered ends an attempt that found its request's record: the
 // operation answers from the record (recState.dup).
 var errAnswered = errors.New("namespace: answered from the request record")

@@ -295,9 +295,15 @@ func TestRequestIDReusedForAnotherOp(t *testing.T) {
 type commitLost struct {
 	store.Store
 	armed atomic.Bool
+	// down: after the lost commit, this many Begins fail unavailable, as
+	// while a database restarts.
+	down, downAfter atomic.Int32
 }
 
 func (s *commitLost) Begin(ctx context.Context) (store.Txn, error) {
+	if s.down.Load() > 0 && s.down.Add(-1) >= 0 {
+		return nil, fmt.Errorf("test: %w: the database is restarting", store.ErrUnavailable)
+	}
 	txn, err := s.Store.Begin(ctx)
 	if err != nil {
 		return nil, err
@@ -327,6 +333,7 @@ func (t *commitLostTxn) Commit(ctx context.Context) error {
 		return err
 	}
 	if t.inodes && t.s.armed.CompareAndSwap(true, false) {
+		t.s.down.Store(t.s.downAfter.Load())
 		return fmt.Errorf("test: %w: the answer to COMMIT was lost", store.ErrCommitUnknown)
 	}
 	return nil
@@ -341,11 +348,14 @@ func TestCommitInDoubtSettledByRecord(t *testing.T) {
 		name string
 		ctx  context.Context
 		ttl  time.Duration
+		down int32 // Begins that fail unavailable after the lost commit
 		want error
 	}{
-		{"recorded", reqCtx(9), 5 * time.Minute, nil},
-		{"no request id", context.Background(), 5 * time.Minute, meta.ErrOutcomeUnknown},
-		{"detection off", reqCtx(9), 0, meta.ErrOutcomeUnknown},
+		{"recorded", reqCtx(9), 5 * time.Minute, 0, nil},
+		// More failures than MaxAttempts: settling waits for the store.
+		{"recorded, store down a while", reqCtx(9), 5 * time.Minute, 100, nil},
+		{"no request id", context.Background(), 5 * time.Minute, 0, meta.ErrOutcomeUnknown},
+		{"detection off", reqCtx(9), 0, 0, meta.ErrOutcomeUnknown},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ps, err := pebblestore.Open(filepath.Join(t.TempDir(), "meta"), pebblestore.DefaultOptions())
@@ -360,6 +370,7 @@ func TestCommitInDoubtSettledByRecord(t *testing.T) {
 				e.Close()
 				ps.Close()
 			})
+			st.downAfter.Store(c.down)
 			st.armed.Store(true)
 			_, err = e.Create(c.ctx, root, "/f", meta.CreateOptions{Client: "c1"})
 			if c.want == nil {

@@ -95,6 +95,8 @@ func (e *Engine) runOp(ctx context.Context, opName, path string, u meta.User, re
 	var err error
 	var flagSince time.Time // the first meeting of a live subtree flag
 	flagWaits := 0
+	var settleSince time.Time // the first failed attempt to settle a commit in doubt
+	settleWaits := 0
 	for attempt := 0; attempt < e.cfg.MaxAttempts; attempt++ {
 		if attempt > 0 {
 			e.metrics.retries.WithLabelValues(opName).Inc()
@@ -139,6 +141,24 @@ func (e *Engine) runOp(ctx context.Context, opName, path string, u meta.User, re
 			}
 			e.log.Info("cleared a stale subtree flag", "path", op.late.flag.path)
 			continue
+		}
+		if rec != nil && rec.inDoubt && store.IsRetryable(err) {
+			// Settling a commit in doubt, and the store is unreachable
+			// (a database restarting or failing over): wait for it
+			// longer than attempts allow, since giving up now answers
+			// "outcome unknown".
+			if settleSince.IsZero() {
+				settleSince = time.Now()
+			}
+			if time.Since(settleSince) < settleWait {
+				if err = flagWait(ctx, settleWaits); err != nil {
+					attempt = e.cfg.MaxAttempts
+					continue
+				}
+				settleWaits++
+				attempt--
+				continue
+			}
 		}
 		if errors.Is(err, errRetry) || store.IsRetryable(err) {
 			continue
