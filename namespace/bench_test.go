@@ -59,6 +59,8 @@ func benchCreate(b *testing.B, ctxFor func(int64) context.Context) {
 	b.ReportAllocs()
 	b.SetParallelism(16) // 16 x GOMAXPROCS goroutines
 	b.ResetTimer()
+	cpu0 := processCPU(b)
+	defer func() { reportCPU(b, processCPU(b)-cpu0) }()
 	b.RunParallel(func(pb *testing.PB) {
 		w := next.Add(1) % 32
 		i := 0
@@ -92,6 +94,8 @@ func benchMkdir(b *testing.B, ctxFor func(int64) context.Context) {
 	b.ReportAllocs()
 	b.SetParallelism(16)
 	b.ResetTimer()
+	cpu0 := processCPU(b)
+	defer func() { reportCPU(b, processCPU(b)-cpu0) }()
 	b.RunParallel(func(pb *testing.PB) {
 		w := next.Add(1) % 32
 		for pb.Next() {

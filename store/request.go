@@ -33,7 +33,8 @@ type RequestRecord struct {
 	At int64  // Unix ms at which the write committed, by the writer's clock
 	Op string // the operation's name ("create", "rename", ...): a resubmission must name the same
 	// Status is the FileStatus the write answered with (create, append,
-	// complete), or nil when it answers only success.
+	// complete), or nil when it answers only success. The engine leaves
+	// its Path empty when it is the operation's path.
 	Status *meta.FileStatus
 }
 
