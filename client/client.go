@@ -67,11 +67,16 @@ type Options struct {
 	// LeaseRenewInterval is how often an open writer renews its lease; 0
 	// means 10s.
 	LeaseRenewInterval time.Duration
+	// Resubmits is how often a call in flight on a connection that broke is
+	// sent again on another, with its request id unchanged (a write is
+	// answered from the server's record of it if it was applied); 0 means
+	// 2. After that a write fails meta.ErrOutcomeUnknown, a read busy.
+	Resubmits int
 }
 
 // DefaultOptions returns the options with every default filled in.
 func DefaultOptions() Options {
-	return Options{Conns: 4, DialTimeout: 5 * time.Second, MaxFrameSize: rpc.DefaultMaxFrameSize, LeaseRenewInterval: 10 * time.Second}
+	return Options{Conns: 4, DialTimeout: 5 * time.Second, MaxFrameSize: rpc.DefaultMaxFrameSize, LeaseRenewInterval: 10 * time.Second, Resubmits: 2}
 }
 
 // Validate reports options that cannot work.
@@ -81,8 +86,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("client: Conns %d is negative", o.Conns)
 	case o.Conns > 1024:
 		return fmt.Errorf("client: Conns %d is more than 1024", o.Conns)
-	case o.DialTimeout < 0 || o.LeaseRenewInterval < 0 || o.MaxFrameSize < 0:
-		return errors.New("client: negative DialTimeout, LeaseRenewInterval or MaxFrameSize")
+	case o.DialTimeout < 0 || o.LeaseRenewInterval < 0 || o.MaxFrameSize < 0 || o.Resubmits < 0:
+		return errors.New("client: negative DialTimeout, LeaseRenewInterval, MaxFrameSize or Resubmits")
 	}
 	return nil
 }
@@ -100,6 +105,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.LeaseRenewInterval == 0 {
 		o.LeaseRenewInterval = d.LeaseRenewInterval
+	}
+	if o.Resubmits == 0 {
+		o.Resubmits = d.Resubmits
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -290,10 +298,6 @@ func (c *Client) redial(s *slot) {
 	}()
 }
 
-// maxResubmits is how often a request in flight on a connection that broke
-// is sent again, on another connection, with its request id unchanged.
-const maxResubmits = 2
-
 // call sends req and returns its response, or an *meta.OpError naming op and
 // path. It applies the retry rules of the package documentation.
 func (c *Client) call(ctx context.Context, m rpc.Method, path string, u meta.User, req *api.Request) (*api.Response, error) {
@@ -375,7 +379,7 @@ func (c *Client) exchange(ctx context.Context, m rpc.Method, path string, u meta
 			return nil, meta.WrapOp(op, path, err)
 		case errors.Is(err, rpc.ErrConnClosed) && attempt < 3:
 			continue // never sent: always safe to send again
-		case errors.Is(err, rpc.ErrConnBroken) && sent < maxResubmits:
+		case errors.Is(err, rpc.ErrConnBroken) && sent < c.opts.Resubmits:
 			// A read is safe to send again; a write is sent again with
 			// the same request id, which the server answers from its
 			// record of the first if that one was applied (exactly once,

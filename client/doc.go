@@ -19,7 +19,7 @@
 // errors.Is(err, meta.ErrNotFound) works as it does in process. When a
 // connection breaks, the client reconnects on the next call. A call in
 // flight on the broken connection is resubmitted on another connection, up
-// to twice, with its request id unchanged: a read is safe to run again, and
+// to twice (Options.Resubmits), with its request id unchanged: a read is safe to run again, and
 // a write is answered by the server from its record of the first
 // submission if that one was applied (the server keeps the record for a few
 // minutes; exactly once, docs/RPC.md). A call that gets no answer even so
