@@ -40,13 +40,16 @@ const (
 	Kind_KIND_PERMISSION       Kind = 6
 	Kind_KIND_INVALID_PATH     Kind = 7
 	Kind_KIND_QUOTA            Kind = 8
-	Kind_KIND_BUSY             Kind = 9
+	Kind_KIND_BUSY             Kind = 9 // not done: safe to send again
 	Kind_KIND_INVALID_ARGUMENT Kind = 10
 	Kind_KIND_LEASE            Kind = 11
 	Kind_KIND_TOO_LARGE        Kind = 12
 	Kind_KIND_UNRESOLVED_LINK  Kind = 13
 	Kind_KIND_UNSUPPORTED      Kind = 14
 	Kind_KIND_INTERNAL         Kind = 15
+	// The operation may or may not have happened (a commit whose answer was
+	// lost and could not be checked): not safe to send again blindly.
+	Kind_KIND_OUTCOME_UNKNOWN Kind = 16
 )
 
 // Enum value maps for Kind.
@@ -68,6 +71,7 @@ var (
 		13: "KIND_UNRESOLVED_LINK",
 		14: "KIND_UNSUPPORTED",
 		15: "KIND_INTERNAL",
+		16: "KIND_OUTCOME_UNKNOWN",
 	}
 	Kind_value = map[string]int32{
 		"KIND_UNKNOWN":          0,
@@ -86,6 +90,7 @@ var (
 		"KIND_UNRESOLVED_LINK":  13,
 		"KIND_UNSUPPORTED":      14,
 		"KIND_INTERNAL":         15,
+		"KIND_OUTCOME_UNKNOWN":  16,
 	}
 )
 
@@ -234,14 +239,21 @@ func (XAttrRequest_Op) EnumDescriptor() ([]byte, []int) {
 
 // Request is what a client sends. request_id is unique per client (a random
 // client tag in the high bits and a sequence number in the low bits) and is
-// carried unchanged when a request is resubmitted, so that the server can later
-// make retries exactly-once without a change to this format.
+// carried unchanged when a request is resubmitted: the server records every
+// write it applies under (client_name, request_id) and answers a resubmission
+// from that record instead of applying it again (docs/NAMESPACE.md, "Exactly
+// once").
 type Request struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	RequestId  uint64                 `protobuf:"varint,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	ClientName string                 `protobuf:"bytes,2,opt,name=client_name,json=clientName,proto3" json:"client_name,omitempty"` // lease holder name of the calling client
 	User       string                 `protobuf:"bytes,3,opt,name=user,proto3" json:"user,omitempty"`                               // the caller (HDFS simple authentication)
 	TimeoutMs  uint32                 `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`   // 0: none; else the server gives up after this long
+	// resubmitted: this request was sent before (same request_id) and its
+	// reply was lost. Only then does the server look for the record of a
+	// write it applied; a first submission cannot have one, and skips the
+	// look-up.
+	Resubmitted bool `protobuf:"varint,5,opt,name=resubmitted,proto3" json:"resubmitted,omitempty"`
 	// Types that are valid to be assigned to Body:
 	//
 	//	*Request_Mkdirs
@@ -332,6 +344,13 @@ func (x *Request) GetTimeoutMs() uint32 {
 		return x.TimeoutMs
 	}
 	return 0
+}
+
+func (x *Request) GetResubmitted() bool {
+	if x != nil {
+		return x.Resubmitted
+	}
+	return false
 }
 
 func (x *Request) GetBody() isRequest_Body {
@@ -3452,7 +3471,7 @@ var File_nimbus_proto protoreflect.FileDescriptor
 
 const file_nimbus_proto_rawDesc = "" +
 	"\n" +
-	"\fnimbus.proto\x12\rnimbus.api.v1\"\xa6\x0e\n" +
+	"\fnimbus.proto\x12\rnimbus.api.v1\"\xc8\x0e\n" +
 	"\aRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12\x1f\n" +
@@ -3460,7 +3479,8 @@ const file_nimbus_proto_rawDesc = "" +
 	"clientName\x12\x12\n" +
 	"\x04user\x18\x03 \x01(\tR\x04user\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x04 \x01(\rR\ttimeoutMs\x126\n" +
+	"timeout_ms\x18\x04 \x01(\rR\ttimeoutMs\x12 \n" +
+	"\vresubmitted\x18\x05 \x01(\bR\vresubmitted\x126\n" +
 	"\x06mkdirs\x18\n" +
 	" \x01(\v2\x1c.nimbus.api.v1.MkdirsRequestH\x00R\x06mkdirs\x126\n" +
 	"\x06create\x18\v \x01(\v2\x1c.nimbus.api.v1.CreateRequestH\x00R\x06create\x126\n" +
@@ -3713,7 +3733,7 @@ const file_nimbus_proto_rawDesc = "" +
 	"\x18SetOwnerRecursiveRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x12\x14\n" +
-	"\x05group\x18\x03 \x01(\tR\x05group*\xc1\x02\n" +
+	"\x05group\x18\x03 \x01(\tR\x05group*\xdb\x02\n" +
 	"\x04Kind\x12\x10\n" +
 	"\fKIND_UNKNOWN\x10\x00\x12\x12\n" +
 	"\x0eKIND_NOT_FOUND\x10\x01\x12\x0f\n" +
@@ -3733,7 +3753,8 @@ const file_nimbus_proto_rawDesc = "" +
 	"\x0eKIND_TOO_LARGE\x10\f\x12\x18\n" +
 	"\x14KIND_UNRESOLVED_LINK\x10\r\x12\x14\n" +
 	"\x10KIND_UNSUPPORTED\x10\x0e\x12\x11\n" +
-	"\rKIND_INTERNAL\x10\x0fB%Z#github.com/nimbus-fs/nimbus/api;apib\x06proto3"
+	"\rKIND_INTERNAL\x10\x0f\x12\x18\n" +
+	"\x14KIND_OUTCOME_UNKNOWN\x10\x10B%Z#github.com/nimbus-fs/nimbus/api;apib\x06proto3"
 
 var (
 	file_nimbus_proto_rawDescOnce sync.Once

@@ -59,6 +59,16 @@ func (m *Request) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		}
 		i -= size
 	}
+	if m.Resubmitted {
+		i--
+		if m.Resubmitted {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x28
+	}
 	if m.TimeoutMs != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.TimeoutMs))
 		i--
@@ -3110,6 +3120,9 @@ func (m *Request) SizeVT() (n int) {
 	if m.TimeoutMs != 0 {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.TimeoutMs))
 	}
+	if m.Resubmitted {
+		n += 2
+	}
 	if vtmsg, ok := m.Body.(interface{ SizeVT() int }); ok {
 		n += vtmsg.SizeVT()
 	}
@@ -4564,6 +4577,26 @@ func (m *Request) UnmarshalVT(dAtA []byte) error {
 					break
 				}
 			}
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Resubmitted", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.Resubmitted = bool(v != 0)
 		case 10:
 			if wireType != 2 {
 				return fmt.Errorf("proto: wrong wireType = %d for field Mkdirs", wireType)
@@ -11604,6 +11637,26 @@ func (m *Request) UnmarshalVTUnsafe(dAtA []byte) error {
 					break
 				}
 			}
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Resubmitted", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.Resubmitted = bool(v != 0)
 		case 10:
 			if wireType != 2 {
 				return fmt.Errorf("proto: wrong wireType = %d for field Mkdirs", wireType)

@@ -67,11 +67,16 @@ type Options struct {
 	// LeaseRenewInterval is how often an open writer renews its lease; 0
 	// means 10s.
 	LeaseRenewInterval time.Duration
+	// Resubmits is how often a call in flight on a connection that broke is
+	// sent again on another, with its request id unchanged (a write is
+	// answered from the server's record of it if it was applied); 0 means
+	// 2. After that a write fails meta.ErrOutcomeUnknown, a read busy.
+	Resubmits int
 }
 
 // DefaultOptions returns the options with every default filled in.
 func DefaultOptions() Options {
-	return Options{Conns: 4, DialTimeout: 5 * time.Second, MaxFrameSize: rpc.DefaultMaxFrameSize, LeaseRenewInterval: 10 * time.Second}
+	return Options{Conns: 4, DialTimeout: 5 * time.Second, MaxFrameSize: rpc.DefaultMaxFrameSize, LeaseRenewInterval: 10 * time.Second, Resubmits: 2}
 }
 
 // Validate reports options that cannot work.
@@ -81,8 +86,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("client: Conns %d is negative", o.Conns)
 	case o.Conns > 1024:
 		return fmt.Errorf("client: Conns %d is more than 1024", o.Conns)
-	case o.DialTimeout < 0 || o.LeaseRenewInterval < 0 || o.MaxFrameSize < 0:
-		return errors.New("client: negative DialTimeout, LeaseRenewInterval or MaxFrameSize")
+	case o.DialTimeout < 0 || o.LeaseRenewInterval < 0 || o.MaxFrameSize < 0 || o.Resubmits < 0:
+		return errors.New("client: negative DialTimeout, LeaseRenewInterval, MaxFrameSize or Resubmits")
 	}
 	return nil
 }
@@ -100,6 +105,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.LeaseRenewInterval == 0 {
 		o.LeaseRenewInterval = d.LeaseRenewInterval
+	}
+	if o.Resubmits == 0 {
+		o.Resubmits = d.Resubmits
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -325,7 +333,10 @@ func (c *Client) exchange(ctx context.Context, m rpc.Method, path string, u meta
 			req.TimeoutMs = uint32(ms)
 		}
 	}
-	retried := false
+	// sent: the request may have reached the server (a connection broke
+	// with it in flight), so a write's later failure to get an answer
+	// leaves its outcome unknown, where before it is busy (not done).
+	sent := 0
 	busy := int(c.calls.Add(1)) - 1
 	defer c.calls.Add(-1)
 	for attempt := 0; ; attempt++ {
@@ -333,6 +344,10 @@ func (c *Client) exchange(ctx context.Context, m rpc.Method, path string, u meta
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, ErrClosed) {
 				return nil, meta.WrapOp(op, path, err)
+			}
+			if sent > 0 && !m.ReadOnly() {
+				return nil, meta.Errorf(op, path, meta.ErrOutcomeUnknown,
+					"connection lost with the request in flight, and the server at %s cannot be reached to resubmit it: %v", c.addr, err)
 			}
 			return nil, meta.Errorf(op, path, meta.ErrBusy, "cannot reach the server at %s: %v", c.addr, err)
 		}
@@ -358,22 +373,29 @@ func (c *Client) exchange(ctx context.Context, m rpc.Method, path string, u meta
 				return nil, opErr
 			}
 		}
+		unknown := sent > 0 && !m.ReadOnly()
 		switch {
 		case ctx.Err() != nil:
 			return nil, meta.WrapOp(op, path, err)
 		case errors.Is(err, rpc.ErrConnClosed) && attempt < 3:
 			continue // never sent: always safe to send again
-		case errors.Is(err, rpc.ErrConnBroken) && m.ReadOnly() && !retried:
-			retried = true
-			c.log.Debug("client: resubmitting a read after a broken connection", "op", op, "path", path, "err", err)
+		case errors.Is(err, rpc.ErrConnBroken) && sent < c.opts.Resubmits:
+			// A read is safe to send again; a write is sent again with
+			// the same request id, which the server answers from its
+			// record of the first if that one was applied (exactly once,
+			// docs/RPC.md).
+			sent++
+			req.Resubmitted = true
+			c.log.Debug("client: resubmitting after a broken connection", "op", op, "path", path, "id", req.RequestId, "err", err)
 			continue
+		case errors.Is(err, rpc.ErrConnBroken) && m.ReadOnly():
+			return nil, meta.Errorf(op, path, meta.ErrBusy, "connection lost %d times with the request in flight: %v", sent+1, err)
 		case errors.Is(err, rpc.ErrConnBroken):
-			if m.ReadOnly() {
-				return nil, meta.Errorf(op, path, meta.ErrBusy, "connection lost twice: %v", err)
-			}
-			return nil, meta.Errorf(op, path, meta.ErrBusy, "connection lost with the request in flight; the outcome is unknown: %v", err)
+			return nil, meta.Errorf(op, path, meta.ErrOutcomeUnknown, "connection lost %d times with the request in flight: %v", sent+1, err)
 		case errors.Is(err, rpc.ErrFrameTooLarge):
 			return nil, meta.Errorf(op, path, meta.ErrTooLarge, "%v", err)
+		case unknown:
+			return nil, meta.Errorf(op, path, meta.ErrOutcomeUnknown, "%v", err)
 		default:
 			return nil, meta.Errorf(op, path, meta.ErrBusy, "%v", err)
 		}

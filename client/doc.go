@@ -17,11 +17,16 @@
 //
 // Errors are *meta.OpError values wrapping the sentinel of their kind, so
 // errors.Is(err, meta.ErrNotFound) works as it does in process. When a
-// connection breaks, the client reconnects on the next call. A read-only call
-// in flight on the broken connection is resubmitted once on another
-// connection; a write in flight fails with a meta.ErrBusy-kind error whose
-// detail says that its outcome is unknown (every request carries a request id
-// so that a later server can make such resubmissions exactly-once).
+// connection breaks, the client reconnects on the next call. A call in
+// flight on the broken connection is resubmitted on another connection, up
+// to twice (Options.Resubmits), with its request id unchanged: a read is safe to run again, and
+// a write is answered by the server from its record of the first
+// submission if that one was applied (the server keeps the record for a few
+// minutes; exactly once, docs/RPC.md). A call that gets no answer even so
+// fails with meta.ErrOutcomeUnknown when it is a write (it may or may not
+// have happened: look before running it again, or send it again with the
+// same id) and with meta.ErrBusy when it is a read or was never sent (not
+// done: safe to run again).
 //
 // Streaming helpers (CreateWriter, AppendWriter, OpenReader, ReadFile,
 // WriteFile, Walk) move file contents and walk trees in constant memory.

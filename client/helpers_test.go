@@ -38,6 +38,12 @@ func serve(t testing.TB, fs meta.FileSystem, fsck func(context.Context) (*meta.F
 // engine opens the real store and namespace engine in a temporary directory.
 func engine(t testing.TB) *namespace.Engine {
 	t.Helper()
+	return engineWith(t, func(*namespace.Config) {})
+}
+
+// engineWith is engine with its Config changed by set.
+func engineWith(t testing.TB, set func(*namespace.Config)) *namespace.Engine {
+	t.Helper()
 	opts := pebblestore.DefaultOptions()
 	opts.CacheSize = 8 << 20
 	opts.MemTableSize = 4 << 20
@@ -48,6 +54,7 @@ func engine(t testing.TB) *namespace.Engine {
 	cfg := namespace.DefaultConfig()
 	cfg.Superuser = "root"
 	cfg.Groups = func(string) []string { return nil }
+	set(&cfg)
 	e, err := namespace.New(st, cfg)
 	if err != nil {
 		st.Close()
@@ -76,6 +83,10 @@ type proxy struct {
 	mu      sync.Mutex
 	conns   []net.Conn
 	up      []*atomic.Int64
+	// dropReply, when set, makes the next bytes a backend sends on any
+	// connection close that connection instead of reaching the client:
+	// the request was executed, its reply is lost.
+	dropReply atomic.Bool
 }
 
 // sent returns, per accepted connection, the bytes it has carried to the
@@ -136,7 +147,28 @@ func (p *proxy) accept() {
 		p.up = append(p.up, up)
 		p.mu.Unlock()
 		go func() { io.Copy(countingWriter{out, up}, in); out.Close() }()
-		go func() { io.Copy(in, out); in.Close() }()
+		go func() { p.down(in, out); in.Close() }()
+	}
+}
+
+// down copies what the backend sends to the client, until either side
+// closes or a reply is to be dropped (dropReply).
+func (p *proxy) down(in, out net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := out.Read(buf)
+		if n > 0 {
+			if p.dropReply.CompareAndSwap(true, false) {
+				out.Close()
+				return
+			}
+			if _, werr := in.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
 	}
 }
 

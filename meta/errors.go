@@ -22,13 +22,19 @@ const (
 	KindPermission      Kind = 6
 	KindInvalidPath     Kind = 7
 	KindQuota           Kind = 8
-	KindBusy            Kind = 9  // transient: the caller may retry
+	KindBusy            Kind = 9  // not done, nothing changed: the caller may send it again
 	KindInvalidArgument Kind = 10 // a parameter other than the path is wrong
 	KindLease           Kind = 11 // the file is being written by another client
 	KindTooLarge        Kind = 12 // the file would exceed a size limit
 	KindUnresolvedLink  Kind = 13 // a path component is a symbolic link
 	KindUnsupported     Kind = 14
 	KindInternal        Kind = 15 // a bug or a corrupt store: never the caller's fault
+	// KindOutcomeUnknown: the operation may or may not have happened (its
+	// commit was sent and the answer lost, and nobody could check which).
+	// Unlike KindBusy, not safe to send again blindly: only with the same
+	// request id (which the server answers from its record of the first), or
+	// after looking.
+	KindOutcomeUnknown Kind = 16
 )
 
 var kindNames = [...]string{
@@ -48,6 +54,7 @@ var kindNames = [...]string{
 	KindUnresolvedLink:  "path goes through a symbolic link",
 	KindUnsupported:     "operation not supported",
 	KindInternal:        "internal error",
+	KindOutcomeUnknown:  "outcome unknown",
 }
 
 func (k Kind) String() string {
@@ -75,6 +82,7 @@ var (
 	ErrUnresolvedLink  = &kindError{KindUnresolvedLink}
 	ErrUnsupported     = &kindError{KindUnsupported}
 	ErrInternal        = &kindError{KindInternal}
+	ErrOutcomeUnknown  = &kindError{KindOutcomeUnknown}
 )
 
 var sentinels = [...]error{
@@ -94,6 +102,7 @@ var sentinels = [...]error{
 	KindUnresolvedLink:  ErrUnresolvedLink,
 	KindUnsupported:     ErrUnsupported,
 	KindInternal:        ErrInternal,
+	KindOutcomeUnknown:  ErrOutcomeUnknown,
 }
 
 type kindError struct{ kind Kind }

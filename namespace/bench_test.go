@@ -43,8 +43,15 @@ func BenchmarkStatDepth7(b *testing.B) {
 // (create + complete, each a committed transaction), 32 concurrent creators
 // in their own directories so that group commit can share fsyncs.
 func BenchmarkCreateDepth7(b *testing.B) {
+	benchCreate(b, func(int64) context.Context { return context.Background() })
+}
+
+// benchCreate is BenchmarkCreateDepth7 with each create and complete run
+// under the context ctxFor gives for a fresh number.
+func benchCreate(b *testing.B, ctxFor func(int64) context.Context) {
 	e := benchEngine(b)
 	ctx := context.Background()
+	var ids atomic.Int64
 	for w := 0; w < 32; w++ {
 		must(b, e.Mkdirs(ctx, root, fmt.Sprintf("%s/w%02d", depth7[:len(depth7)-9], w), 0))
 	}
@@ -52,16 +59,48 @@ func BenchmarkCreateDepth7(b *testing.B) {
 	b.ReportAllocs()
 	b.SetParallelism(16) // 16 x GOMAXPROCS goroutines
 	b.ResetTimer()
+	cpu0 := processCPU(b)
+	defer func() { reportCPU(b, processCPU(b)-cpu0) }()
 	b.RunParallel(func(pb *testing.PB) {
 		w := next.Add(1) % 32
 		i := 0
 		for pb.Next() {
 			p := fmt.Sprintf("%s/w%02d/f%d-%d", depth7[:len(depth7)-9], w, next.Add(1), i)
 			i++
-			if _, err := e.Create(ctx, root, p, meta.CreateOptions{Client: "bench"}); err != nil {
+			if _, err := e.Create(ctxFor(ids.Add(1)), root, p, meta.CreateOptions{Client: "bench"}); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := e.Complete(ctx, root, p, "bench"); err != nil {
+			if _, err := e.Complete(ctxFor(ids.Add(1)), root, p, "bench"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkMkdirDepth7 measures durable mkdirs of new directories at depth
+// 7, as BenchmarkCreateDepth7 creates files.
+func BenchmarkMkdirDepth7(b *testing.B) {
+	benchMkdir(b, func(int64) context.Context { return context.Background() })
+}
+
+func benchMkdir(b *testing.B, ctxFor func(int64) context.Context) {
+	e := benchEngine(b)
+	ctx := context.Background()
+	var ids atomic.Int64
+	for w := 0; w < 32; w++ {
+		must(b, e.Mkdirs(ctx, root, fmt.Sprintf("%s/w%02d", depth7[:len(depth7)-9], w), 0))
+	}
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(16)
+	b.ResetTimer()
+	cpu0 := processCPU(b)
+	defer func() { reportCPU(b, processCPU(b)-cpu0) }()
+	b.RunParallel(func(pb *testing.PB) {
+		w := next.Add(1) % 32
+		for pb.Next() {
+			p := fmt.Sprintf("%s/w%02d/d%d", depth7[:len(depth7)-9], w, next.Add(1))
+			if err := e.Mkdirs(ctxFor(ids.Add(1)), root, p, 0); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -203,6 +203,9 @@ func (e *Engine) writeBlocks(ctx context.Context, u meta.User, p string, n *stor
 	if fw.dead != nil {
 		return meta.Errorf(op, p, meta.ErrLease, "the file's block stream failed: %v", fw.dead)
 	}
+	if e.rewritten(ctx, offset, len(data), fw.written) {
+		return nil // a resubmission of the write that ended there (once.go)
+	}
 	if offset != fw.written {
 		return meta.Errorf(op, p, meta.ErrInvalidArgument, "writes are sequential: offset %d, but %d bytes are written", offset, fw.written)
 	}

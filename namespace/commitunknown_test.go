@@ -54,7 +54,7 @@ func (t *lostAnswerTxn) Commit(ctx context.Context) error {
 }
 
 // TestCommitUnknownKeepsBlock: a write that moves a file to blocks, whose
-// commit happened but whose answer was lost, fails with an internal error
+// commit happened but whose answer was lost, fails with outcome unknown (it carried no request id whose record could settle it)
 // and leaves the new block's replica in place: the committed rows point at
 // it, and the file reads back what they say (an undo that aborted the
 // replica would leave a committed file pointing at nothing).
@@ -84,8 +84,8 @@ func TestCommitUnknownKeepsBlock(t *testing.T) {
 	must(t, e.Write(ctx, root, "/f", "w", 0, head))
 	st.armed.Store(true)
 	err = e.Write(ctx, root, "/f", "w", 800, randomBytes(700, 2)) // past the inline threshold: to blocks
-	if err == nil || meta.KindOf(err) != meta.KindInternal {
-		t.Fatalf("write whose commit answer was lost: %v, want an internal error", err)
+	if err == nil || meta.KindOf(err) != meta.KindOutcomeUnknown {
+		t.Fatalf("write whose commit answer was lost: %v, want outcome unknown", err)
 	}
 	if st.armed.Load() {
 		t.Fatal("the write never committed a block row: the test did not reach the case")

@@ -88,6 +88,18 @@ type Config struct {
 	// IDBatch is how many inode ids are reserved from the store at a time.
 	IDBatch uint64
 
+	// RequestTTL is how long the record of a write sent with a request id
+	// (meta.Request, from the context) is kept in the store at least: a
+	// resubmission of the write within it, to any NameNode on the store,
+	// is answered from the record instead of being applied again
+	// (once.go). 0 switches duplicate detection off (no record is read or
+	// written: a resubmitted write is applied again, as in the λFS
+	// prototype). RequestSweep is how often the expired records are
+	// deleted, so a record lives between RequestTTL and RequestTTL +
+	// RequestSweep.
+	RequestTTL   time.Duration
+	RequestSweep time.Duration
+
 	// Blocks keeps the content of files larger than InlineThreshold (nil:
 	// such files are refused). The engine owns the block rows; Blocks the
 	// bytes. SyncEvery is how many bytes a block writer takes between
@@ -134,6 +146,8 @@ func DefaultConfig() Config {
 		GoneAfter:          10 * time.Second,
 		SubtreeDeleteBatch: 8192,
 		IDBatch:            1024,
+		RequestTTL:         5 * time.Minute,
+		RequestSweep:       time.Minute,
 		SyncEvery:          8 << 20,
 		Now:                time.Now,
 	}
@@ -176,6 +190,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("namespace: Beat %v and GoneAfter %v: want Beat > 0 and GoneAfter at least 3 beats", c.Beat, c.GoneAfter)
 	case c.IDBatch == 0:
 		return errors.New("namespace: IDBatch is 0")
+	case c.RequestTTL < 0 || (c.RequestTTL > 0 && c.RequestSweep <= 0):
+		return fmt.Errorf("namespace: RequestTTL %v and RequestSweep %v: want RequestTTL >= 0 and, when on, RequestSweep > 0", c.RequestTTL, c.RequestSweep)
 	case c.Now == nil:
 		return errors.New("namespace: Now is nil")
 	}

@@ -32,6 +32,14 @@
 // any other user are refused (ErrPermission), the superuser's too, since
 // client names are the clients' to choose.
 //
+// A write whose context carries a meta.Request (the RPC server puts the
+// client's name and request id there) is recorded in the store in its own
+// transaction, for Config.RequestTTL: the same request sent again after a
+// lost reply, to this engine or another on the same store, is answered from
+// the record instead of being applied again (once.go). meta.ErrBusy means
+// the operation did not happen; meta.ErrOutcomeUnknown that it may have (a
+// commit whose answer the store lost, not settled by a record).
+//
 // Every operation needs a user name: an empty one is refused (ErrPermission).
 // Config.MinBlockSize and Config.MaxBlocksPerFile are HDFS's fs-limits on
 // block size and blocks per file.

@@ -408,10 +408,18 @@ func (e *Engine) RunLeaseMonitor(ctx context.Context) {
 	defer e.log.Info("lease monitor stopped")
 	tick := time.NewTicker(e.cfg.LeaseCheckInterval)
 	defer tick.Stop()
+	var sweep <-chan time.Time // the request records' (once.go)
+	if e.cfg.RequestTTL > 0 {
+		st := time.NewTicker(e.cfg.RequestSweep)
+		defer st.Stop()
+		sweep = st.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-sweep:
+			e.sweepRequests()
 		case <-tick.C:
 			rctx, cancel := context.WithTimeout(ctx, time.Minute)
 			if err := e.RecoverExpiredLeases(rctx); err != nil && ctx.Err() == nil {

@@ -28,6 +28,12 @@ type metrics struct {
 	// the crash test) can follow a long one.
 	subtreePhase *prometheus.GaugeVec   // phase
 	subtreeDone  *prometheus.CounterVec // op
+
+	// Request records (once.go).
+	requestsAnswered *prometheus.CounterVec // op
+	requestsInDoubt  prometheus.Counter
+	requestsKept     prometheus.Gauge
+	requestsExpired  prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -74,9 +80,26 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "nimbus", Subsystem: "namespace", Name: "subtree_entries_done_total",
 			Help: "Inodes the work phase of subtree operations has committed (a recursive delete counts each inode it removed, batch by batch).",
 		}, []string{"op"}),
+		requestsAnswered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "namespace", Name: "request_duplicates_total",
+			Help: "Writes resubmitted with the request id of one already applied, answered from its record instead of applied again.",
+		}, []string{"op"}),
+		requestsInDoubt: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "namespace", Name: "request_commits_in_doubt_total",
+			Help: "Commits of recorded writes whose answer the store lost (commit outcome unknown), settled by reading the record again.",
+		}),
+		requestsKept: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "nimbus", Subsystem: "namespace", Name: "request_records",
+			Help: "Request records in the store younger than the TTL, as the last sweep counted them.",
+		}),
+		requestsExpired: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "namespace", Name: "request_records_expired_total",
+			Help: "Request records deleted by the sweep once older than the TTL.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.ops, m.latency, m.retries, m.hintHits, m.hintMisses, m.recovered, m.monitorLeader, m.subtreePhase, m.subtreeDone, m.quiesceSeconds)
+		reg.MustRegister(m.ops, m.latency, m.retries, m.hintHits, m.hintMisses, m.recovered, m.monitorLeader, m.subtreePhase, m.subtreeDone, m.quiesceSeconds,
+			m.requestsAnswered, m.requestsInDoubt, m.requestsKept, m.requestsExpired)
 	}
 	return m
 }

@@ -42,7 +42,7 @@ func (e *Engine) updateKind(ctx context.Context, op, path string, u meta.User, k
 		t.put(n)
 		return nil
 	}
-	plain := func() error { return e.run(ctx, op, p, u, body) }
+	plain := func() error { _, err := e.runOnce(ctx, op, p, u, body); return err }
 	for {
 		err := plain()
 		if !errors.Is(err, errNeedSubtree) {

@@ -89,7 +89,7 @@ func (e *Engine) updateRecursive(ctx context.Context, path string, u meta.User, 
 		t.put(n)
 		return nil
 	}
-	plain := func() error { return e.run(ctx, c.op, p, u, body) }
+	plain := func() error { _, err := e.runOnce(ctx, c.op, p, u, body); return err }
 	for {
 		err := plain()
 		if !errors.Is(err, errNeedSubtree) {
@@ -339,7 +339,8 @@ func (e *Engine) changeAttrs(ctx context.Context, root string, u meta.User, f fl
 	if failed != nil {
 		return &keepFlag{meta.Errorf(c.op, root, meta.ErrInternal, "changing the subtree: %v", failed)}
 	}
-	err = e.run(ctx, c.op, root, u, func(t *tx) error {
+	var dup *store.RequestRecord
+	dup, err = e.runOnce(ctx, c.op, root, u, func(t *tx) error {
 		t.op.own = f.id
 		rs, err := t.resolve(ctx, want{path: root, last: store.Exclusive})
 		if err != nil {
@@ -356,6 +357,9 @@ func (e *Engine) changeAttrs(ctx context.Context, root string, u meta.User, f fl
 		t.put(n)
 		return t.dropFlag(f)
 	})
+	if dup != nil {
+		return errPlain // another submission did it: see oneTxn
+	}
 	if err != nil {
 		return &keepFlag{err}
 	}
@@ -529,6 +533,7 @@ func (e *Engine) resumeAttrs(ctx context.Context, f flagRef) (ok bool, err error
 	e.log.Info("finishing a recursive "+c.op+" left by a restart", "path", f.path)
 	args := store.SubtreeOp{Kind: row.Kind, SetPerm: row.SetPerm, SetUser: row.SetUser, SetGroup: row.SetGroup}
 	f.owner = e.instance
+	ctx = meta.WithRequest(ctx, meta.Request{Client: row.ReqClient, ID: row.ReqID})
 	err = e.changeAttrs(ctx, f.path, meta.User{Name: e.cfg.Superuser}, f, c, args)
 	var kf *keepFlag
 	if errors.As(err, &kf) {

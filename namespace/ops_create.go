@@ -41,7 +41,7 @@ func (e *Engine) mkdirs(ctx context.Context, u meta.User, dir string, m modes) e
 	if err := checkModes(op, p, m); err != nil {
 		return err
 	}
-	return e.run(ctx, op, p, u, func(t *tx) error {
+	_, err = e.runOnce(ctx, op, p, u, func(t *tx) error {
 		rs, err := t.resolve(ctx, want{path: p, last: store.Shared, parent: store.Exclusive})
 		if err != nil {
 			return err
@@ -59,6 +59,7 @@ func (e *Engine) mkdirs(ctx context.Context, u meta.User, dir string, m modes) e
 		_, err = t.makeParents(ctx, op, r, r.depth(), m)
 		return err
 	})
+	return err
 }
 
 // checkModes refuses a mode with bits beyond PermMask, the unmasked one
@@ -218,7 +219,7 @@ func (e *Engine) create(ctx context.Context, op string, u meta.User, path string
 			"specified block size %d is less than configured minimum value %d (the server's --min-block-size)", bs, e.cfg.MinBlockSize)
 	}
 	var out *meta.FileStatus
-	err = e.run(ctx, op, p, u, func(t *tx) error {
+	err = e.runOnceStatus(ctx, op, p, u, &out, func(t *tx) error {
 		rs, err := t.resolve(ctx, want{path: p, last: store.Exclusive, parent: store.Exclusive})
 		if err != nil {
 			return err
@@ -290,6 +291,7 @@ func (e *Engine) create(ctx context.Context, op string, u meta.User, path string
 			t.renewLease(n.LeaseHolder)
 		}
 		out = status(p, n)
+		t.answer(out)
 		return nil
 	})
 	return out, err
@@ -331,7 +333,7 @@ func (e *Engine) CreateSymlink(ctx context.Context, u meta.User, target, link st
 	if p == meta.RootPath {
 		return meta.Errorf(op, p, meta.ErrExists, "")
 	}
-	return e.run(ctx, op, p, u, func(t *tx) error {
+	_, err = e.runOnce(ctx, op, p, u, func(t *tx) error {
 		rs, err := t.resolve(ctx, want{path: p, last: store.Exclusive, parent: store.Exclusive})
 		if err != nil {
 			return err
@@ -359,4 +361,5 @@ func (e *Engine) CreateSymlink(ctx context.Context, u meta.User, target, link st
 			Symlink: target, NsQuota: -1, SpaceQuota: -1})
 		return nil
 	})
+	return err
 }

@@ -65,7 +65,7 @@ func (e *Engine) Delete(ctx context.Context, u meta.User, path string, recursive
 		t.put(parent)
 		return nil
 	}
-	plain := func() error { return e.run(ctx, op, p, u, body) }
+	plain := func() error { _, err := e.runOnce(ctx, op, p, u, body); return err }
 	for {
 		err := plain()
 		if !errors.Is(err, errNeedSubtree) {
@@ -122,15 +122,23 @@ func (e *Engine) deleteSubtree(ctx context.Context, op, root string, u meta.User
 	started := false
 	for gone := false; !gone; {
 		var removed int64
-		err := e.run(ctx, op, root, u, func(t *tx) error {
+		// Each batch reads the request's record; the last one, which
+		// removes the root, writes it (once.go).
+		dup, err := e.runOnce(ctx, op, root, u, func(t *tx) error {
 			t.op.own = f.id
 			d := &deleter{t: t, op: op, budget: e.cfg.SubtreeDeleteBatch}
 			d.rd, _ = t.st.(store.RangeDeleter)
 			var err error
 			gone, err = d.batch(ctx, root, f)
 			removed = d.removed
+			if !gone {
+				t.unfinished()
+			}
 			return err
 		})
+		if dup != nil {
+			return errPlain // another submission did it: see oneTxn
+		}
 		if err != nil {
 			if started {
 				return &keepFlag{err}

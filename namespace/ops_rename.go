@@ -148,7 +148,7 @@ func (e *Engine) Rename(ctx context.Context, u meta.User, src, dst string, opts 
 		t.put(dParent)
 		return nil
 	}
-	plain := func() error { return e.run(ctx, op, sp, u, rename) }
+	plain := func() error { _, err := e.runOnce(ctx, op, sp, u, rename); return err }
 	for {
 		err := plain()
 		if !errors.Is(err, errNeedSubtree) {

@@ -25,8 +25,9 @@ func (e *Engine) CompleteAt(ctx context.Context, u meta.User, path, client strin
 	// A block file's stream is finished first, in a transaction of its own
 	// that keeps the file open (its length, what readers see, unchanged):
 	// the cut below reads the block rows, and a transaction does not read
-	// its own writes.
-	err = e.run(ctx, op, p, u, func(t *tx) error {
+	// its own writes. Both read the request's record; the second writes it.
+	dup, err := e.runOnce(ctx, op, p, u, func(t *tx) error {
+		t.unfinished()
 		r, n, err := t.writerFile(ctx, op, p, client)
 		if err != nil || !n.Blocks {
 			return err
@@ -48,11 +49,14 @@ func (e *Engine) CompleteAt(ctx context.Context, u meta.User, path, client strin
 		t.put(n)
 		return nil
 	})
+	if dup != nil {
+		return dup.Status, nil
+	}
 	if err != nil {
 		return nil, err
 	}
 	var out *meta.FileStatus
-	err = e.run(ctx, op, p, u, func(t *tx) error {
+	err = e.runOnceStatus(ctx, op, p, u, &out, func(t *tx) error {
 		r, n, err := t.writerFile(ctx, op, p, client)
 		if err != nil {
 			return err
@@ -78,6 +82,7 @@ func (e *Engine) CompleteAt(ctx context.Context, u meta.User, path, client strin
 		}
 		t.closeFile(n)
 		out = status(r.path, n)
+		t.answer(out)
 		return nil
 	})
 	return out, err

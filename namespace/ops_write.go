@@ -19,7 +19,7 @@ func (e *Engine) Append(ctx context.Context, u meta.User, path, client string) (
 		return nil, err
 	}
 	var out *meta.FileStatus
-	err = e.run(ctx, op, p, u, func(t *tx) error {
+	err = e.runOnceStatus(ctx, op, p, u, &out, func(t *tx) error {
 		r, n, err := t.regularFile(ctx, op, p, store.Exclusive, permW)
 		if err != nil {
 			return err
@@ -52,6 +52,7 @@ func (e *Engine) Append(ctx context.Context, u meta.User, path, client string) (
 		t.putLease(n, p)
 		t.renewLease(holder)
 		out = status(p, n)
+		t.answer(out)
 		return nil
 	})
 	return out, err
@@ -87,6 +88,9 @@ func (e *Engine) Write(ctx context.Context, u meta.User, path, client string, of
 				return meta.Errorf(op, p, meta.ErrLease, "the file's block stream is gone (the server restarted); recover the lease and append")
 			}
 			return nil
+		}
+		if t.e.rewritten(ctx, offset, len(data), n.Written) {
+			return nil // a resubmission of the write that ended there (once.go)
 		}
 		if offset != n.Written {
 			return meta.Errorf(op, p, meta.ErrInvalidArgument,
@@ -271,7 +275,7 @@ func (e *Engine) Complete(ctx context.Context, u meta.User, path, client string)
 		return nil, err
 	}
 	var out *meta.FileStatus
-	err = e.run(ctx, op, p, u, func(t *tx) error {
+	err = e.runOnceStatus(ctx, op, p, u, &out, func(t *tx) error {
 		r, n, err := t.writerFile(ctx, op, p, client)
 		if err != nil {
 			return err
@@ -287,6 +291,7 @@ func (e *Engine) Complete(ctx context.Context, u meta.User, path, client string)
 		}
 		t.closeFile(n)
 		out = status(r.path, n)
+		t.answer(out)
 		return nil
 	})
 	return out, err
@@ -300,7 +305,7 @@ func (e *Engine) Truncate(ctx context.Context, u meta.User, path string, newLeng
 	if err != nil {
 		return err
 	}
-	return e.run(ctx, op, p, u, func(t *tx) error {
+	_, err = e.runOnce(ctx, op, p, u, func(t *tx) error {
 		r, n, err := t.regularFile(ctx, op, p, store.Exclusive, permW)
 		if err != nil {
 			return err
@@ -330,6 +335,7 @@ func (e *Engine) Truncate(ctx context.Context, u meta.User, path string, newLeng
 		t.put(n)
 		return nil
 	})
+	return err
 }
 
 // Concat implements meta.FileSystem.
@@ -361,7 +367,7 @@ func (e *Engine) Concat(ctx context.Context, u meta.User, target string, srcs []
 		}
 		wants = append(wants, want{path: sp, last: store.Exclusive, parent: store.Exclusive})
 	}
-	return e.run(ctx, op, p, u, func(t *tx) error {
+	_, err = e.runOnce(ctx, op, p, u, func(t *tx) error {
 		rs, err := t.resolve(ctx, wants...)
 		if err != nil {
 			return err
@@ -451,6 +457,7 @@ func (e *Engine) Concat(ctx context.Context, u meta.User, target string, srcs []
 		t.put(parent)
 		return nil
 	})
+	return err
 }
 
 // chunk returns a content chunk as this transaction sees it: its own writes

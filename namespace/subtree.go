@@ -216,13 +216,19 @@ func stepEvent(err error, done subtree.Event, failed error) (subtree.Event, erro
 // whose commit clears the flag.
 func (e *Engine) oneTxn(ctx context.Context, opName, path string, u meta.User, body func(t *tx) error) func(f flagRef) error {
 	return func(f flagRef) error {
-		return e.run(ctx, opName, path, u, func(t *tx) error {
+		dup, err := e.runOnce(ctx, opName, path, u, func(t *tx) error {
 			t.op.own = f.id
 			if err := body(t); err != nil {
 				return err
 			}
 			return t.dropFlag(f)
 		})
+		if dup != nil {
+			// Another submission of the same request did it: clear the
+			// flag, and the plain operation answers from the record.
+			return errPlain
+		}
+		return err
 	}
 }
 
@@ -269,6 +275,14 @@ func (e *Engine) setFlag(ctx context.Context, opName, path string, u meta.User, 
 		flagged.SubtreeOwner = e.instance
 		t.put(&flagged)
 		row := store.SubtreeOp{Owner: e.instance, Kind: uint8(kind), Parent: n.Parent, Name: n.Name, Path: path, Started: started}
+		if kind == subtree.KindDelete || kind == subtree.KindChmod || kind == subtree.KindChown {
+			// The kinds a restart finishes (a recursive chmod or chown
+			// starts as its plain kind): whoever finishes writes the
+			// request's record (once.go).
+			if r, ok := meta.RequestFrom(ctx); ok && e.cfg.RequestTTL > 0 {
+				row.ReqClient, row.ReqID = r.Client, r.ID
+			}
+		}
 		t.putRaw(store.SubtreeOpKey(n.ID), store.EncodeSubtreeOp(nil, &row))
 		f = flagRef{n.Parent, n.Name, n.ID, path, e.instance}
 		return nil
@@ -655,5 +669,6 @@ func (e *Engine) resumeDelete(ctx context.Context, f flagRef) error {
 	}
 	e.log.Info("finishing a recursive delete left by a restart", "path", f.path)
 	f.owner = e.instance
+	ctx = meta.WithRequest(ctx, meta.Request{Client: row.ReqClient, ID: row.ReqID})
 	return e.deleteSubtree(ctx, "delete", f.path, meta.User{Name: e.cfg.Superuser}, f, false)
 }

@@ -24,6 +24,7 @@ type opState struct {
 	late    *lateNeeds // nil until an attempt finds it needs more
 	movedTo string     // where a file being written is now (see writerFile)
 	own     uint64     // the directory whose subtree flag this operation owns (subtree.go)
+	rec     *recState  // nil unless a write recorded for its request id (once.go)
 }
 
 // lateNeeds are what an attempt learnt too late, for the next attempts to
@@ -64,21 +65,38 @@ type tx struct {
 	// commitUnknown: the commit's outcome is unknown (store.ErrCommitUnknown):
 	// an undo must not destroy what the commit may have kept.
 	commitUnknown bool
+	// partial: a recorded write's transaction that does not finish it
+	// (once.go); status: what the record of one that does keeps.
+	// recPending: its record's lock is still to be taken.
+	partial    bool
+	recPending bool
+	status     *meta.FileStatus
 }
 
 // run executes fn as one transaction, restarting it when it asks for a retry
 // or a lock could not be had, and commits when fn returns nil.
 func (e *Engine) run(ctx context.Context, opName, path string, u meta.User, fn func(t *tx) error) error {
+	return e.runOp(ctx, opName, path, u, nil, fn)
+}
+
+// runOp is run, for a write recorded under its request id when rec is not
+// nil (once.go): each attempt first reads the record, and the attempt
+// that commits the write writes it. An attempt whose commit carried the
+// record and has an unknown outcome is run again: the record says whether
+// it committed.
+func (e *Engine) runOp(ctx context.Context, opName, path string, u meta.User, rec *recState, fn func(t *tx) error) error {
 	start := time.Now()
 	if err := checkUser(opName, path, u); err != nil {
 		e.metrics.observe(opName, err, time.Since(start))
 		return err
 	}
 	groups, super := e.identity(u.Name)
-	op := &opState{}
+	op := &opState{rec: rec}
 	var err error
 	var flagSince time.Time // the first meeting of a live subtree flag
 	flagWaits := 0
+	var settleSince time.Time // the first failed attempt to settle a commit in doubt
+	settleWaits := 0
 	for attempt := 0; attempt < e.cfg.MaxAttempts; attempt++ {
 		if attempt > 0 {
 			e.metrics.retries.WithLabelValues(opName).Inc()
@@ -124,10 +142,41 @@ func (e *Engine) run(ctx context.Context, opName, path string, u meta.User, fn f
 			e.log.Info("cleared a stale subtree flag", "path", op.late.flag.path)
 			continue
 		}
+		if rec != nil && rec.inDoubt && store.IsRetryable(err) {
+			// Settling a commit in doubt, and the store is unreachable
+			// (a database restarting or failing over): wait for it
+			// longer than attempts allow, since giving up now answers
+			// "outcome unknown".
+			if settleSince.IsZero() {
+				settleSince = time.Now()
+			}
+			if time.Since(settleSince) < settleWait {
+				if err = flagWait(ctx, settleWaits); err != nil {
+					attempt = e.cfg.MaxAttempts
+					continue
+				}
+				settleWaits++
+				attempt--
+				continue
+			}
+		}
 		if errors.Is(err, errRetry) || store.IsRetryable(err) {
 			continue
 		}
+		if rec != nil && rec.inDoubt && errors.Is(err, store.ErrCommitUnknown) {
+			e.metrics.requestsInDoubt.Inc()
+			continue // the next attempt's read of the record settles it
+		}
 		break
+	}
+	if errors.Is(err, errAnswered) {
+		e.metrics.requestsAnswered.WithLabelValues(opName).Inc()
+		e.metrics.observe(opName, nil, time.Since(start))
+		return nil
+	}
+	if err != nil && rec != nil && rec.inDoubt {
+		// The record could not be read again: the write may have happened.
+		err = meta.Errorf(opName, path, meta.ErrOutcomeUnknown, "the store lost the answer to the commit, and its record could not be read again: %v", err)
 	}
 	if errors.Is(err, errRetry) || store.IsRetryable(err) {
 		err = meta.Errorf(opName, path, meta.ErrBusy, "gave up after %d attempts: %v", e.cfg.MaxAttempts, err)
@@ -163,9 +212,25 @@ func (e *Engine) attempt(ctx context.Context, op *opState, user string, groups [
 	defer st.Rollback()
 	t := &tx{e: e, st: st, op: op, user: user, groups: groups, super: super,
 		now: e.cfg.Now().UnixMilli()}
+	// The request record's lock (and read) joins the attempt's first
+	// resolve (once.go); one that never resolved takes it here.
+	t.recPending = op.rec != nil
 	err = fn(t)
+	if t.recPending && (err == nil || !errors.Is(err, errRetry) && !store.IsRetryable(err)) {
+		if cerr := t.checkRecord(ctx); cerr != nil {
+			err = cerr
+		}
+	}
+	recorded := false
 	switch {
+	case errors.Is(err, errAnswered):
+		// The answer rests on the record: wait for its durability, as
+		// any read's answer does (see the empty commit below).
+		if cerr := st.Commit(ctx); cerr != nil {
+			err = cerr
+		}
 	case err == nil && (len(t.dirty) > 0 || t.raw):
+		recorded = t.putRecord()
 		if err = t.flush(); err == nil {
 			if e.testHookCommit != nil {
 				e.testHookCommit()
@@ -188,6 +253,9 @@ func (e *Engine) attempt(ctx context.Context, op *opState, user string, groups [
 		for _, f := range t.undo {
 			f()
 		}
+		if t.commitUnknown && recorded {
+			op.rec.inDoubt, op.rec.after = true, t.after
+		}
 		return err
 	}
 	for _, f := range t.after {
@@ -206,6 +274,10 @@ func (e *Engine) finish(opName, path string, err error) error {
 		return err
 	}
 	switch {
+	case errors.Is(err, store.ErrCommitUnknown):
+		// Before the context errors: a commit cut off by its deadline
+		// may have happened all the same.
+		return meta.Errorf(opName, path, meta.ErrOutcomeUnknown, "%v", err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return &meta.OpError{Op: opName, Path: path, Err: err}
 	case errors.Is(err, store.ErrCorrupt):
@@ -363,6 +435,11 @@ func (t *tx) resolve(ctx context.Context, wants ...want) ([]*resolved, error) {
 	})
 	ks = slices.CompactFunc(ks, func(a, b keyed) bool { return bytes.Equal(a.req.Key, b.req.Key) })
 	reqs := sc.reqs[:0]
+	rec := t.recPending
+	if rec {
+		// The request record's lock (and read), first (once.go).
+		reqs = append(reqs, t.recordReq())
+	}
 	for i := range ks {
 		reqs = append(reqs, ks[i].req)
 	}
@@ -370,6 +447,12 @@ func (t *tx) resolve(ctx context.Context, wants ...want) ([]*resolved, error) {
 	vals, err := t.st.Read(ctx, reqs)
 	if err != nil {
 		return nil, err
+	}
+	if rec {
+		if err := t.recordRead(vals[0]); err != nil {
+			return nil, err
+		}
+		vals = vals[1:]
 	}
 	t.reserveInodes(len(ks))
 	for i, k := range ks {

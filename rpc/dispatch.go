@@ -13,6 +13,13 @@ import (
 func (s *Server) dispatch(ctx context.Context, req *api.Request, m Method, path string) *api.Response {
 	resp := &api.Response{RequestId: req.GetRequestId()}
 	u := meta.User{Name: req.GetUser()}
+	if !m.ReadOnly() {
+		// Which call this is, for a file system that records the writes
+		// it applied and answers a resubmission from the record
+		// (namespace/once.go): the engine sees it in the context, never
+		// the wire type.
+		ctx = meta.WithRequest(ctx, meta.Request{Client: req.GetClientName(), ID: req.GetRequestId(), Resubmitted: req.GetResubmitted()})
+	}
 	fs := s.fs
 	var err error
 	switch b := req.GetBody().(type) {

@@ -20,6 +20,12 @@
 // maximum size, or one that does not decode, is a protocol error: the server
 // answers with an Error whose request_id is 0 and closes the connection.
 //
+// The server hands every method that is not read-only the request's client
+// name, request id and resubmitted flag in its context (meta.WithRequest),
+// so that a file system that records the writes it applied (the namespace
+// engine) answers a resubmission from its record instead of applying it
+// again: exactly once, with no wire type in the engine.
+//
 // A connection holds bounded resources (ServerOptions): the bytes of the
 // requests it has read and not answered plus the answers not yet written
 // (MaxConnBytes, and MaxServerBytes across connections) and the number of

@@ -58,8 +58,10 @@ func (m Method) String() string {
 	return "unknown"
 }
 
-// ReadOnly reports whether the method changes nothing, so that resubmitting
-// it after a lost connection is safe.
+// ReadOnly reports whether the method changes nothing: running it twice is
+// running it once. A write is resubmitted after a lost connection only with
+// its request id unchanged, for the server to answer from its record
+// (dispatch).
 func (m Method) ReadOnly() bool {
 	switch m {
 	case MethodRead, MethodStat, MethodList, MethodContentSummary, MethodDefaults, MethodEcho, MethodFsck:

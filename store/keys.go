@@ -19,6 +19,8 @@ import (
 //	's' inodeID:8            -> SubtreeOp (subtree.go) a subtree operation under way on that directory
 //	'n' instanceID:8         -> Instance (instance.go) an engine serving from a shared store
 //	'h' holder               -> Unix ms (holder.go)    a lease holder's last renewal, on a shared store
+//	'r' requestID:8 client   -> RequestRecord (request.go) a write a client sent with a request id, for
+//	                                                  a bounded time: its resubmission is answered from it
 //	'c' name                 -> uint64 (8, big-endian) id counters (AllocateIDs)
 //	'm' name                 -> bytes                 store-wide metadata (format version, ...)
 //
@@ -32,8 +34,8 @@ import (
 // ACL is part of its row (acl.go says why); its extended attributes, keyed by
 // inode id like content, never move on a rename.
 //
-// Later tables (replicas, leases by holder, datanodes, request ids) take
-// the next free prefix letters.
+// Later tables (replicas, leases by holder, datanodes) take the next free
+// prefix letters.
 const (
 	tableInode    = 'i'
 	tableData     = 'd'
@@ -42,6 +44,7 @@ const (
 	tableSubtree  = 's'
 	tableInstance = 'n'
 	tableHolder   = 'h'
+	tableRequest  = 'r'
 	tableCounter  = 'c'
 	tableMeta     = 'm'
 )
@@ -278,6 +281,9 @@ func FormatKey(k []byte) string {
 	}
 	if id, name, ok := DecodeXAttrKey(k); ok {
 		return fmt.Sprintf("xattr(%d,%q)", id, name)
+	}
+	if id, client, ok := DecodeRequestKey(k); ok {
+		return fmt.Sprintf("request(%s,%#x)", client, id)
 	}
 	return fmt.Sprintf("%q", k)
 }

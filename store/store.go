@@ -38,6 +38,13 @@ type ReadReq struct {
 	// lock is held in a conflicting mode (PostgreSQL's NOWAIT). Callers use it
 	// for locks taken out of the global key order, so that they cannot deadlock.
 	NoWait bool
+	// LockOnly: the caller needs the lock (Mode Shared or Exclusive), not
+	// the value: an implementation may skip reading the key, and the value
+	// returned for it is unspecified (nil, or the row). A write that takes
+	// the lock of its request record to exclude a resubmission, knowing
+	// that a first submission has no record, does not pay for a read
+	// (namespace/once.go).
+	LockOnly bool
 }
 
 // Errors of the store. Implementations wrap them; callers test with errors.Is.

@@ -40,12 +40,21 @@ type SubtreeOp struct {
 	// which two operations whose work meets the other's flag decide which
 	// gives way, on every NameNode alike. Format 3; 0 in older rows.
 	Started int64
+	// ReqClient and ReqID name the client's request the operation serves
+	// (meta.Request; ReqID 0: none), so that whoever finishes a recursive
+	// delete, chmod or chown left half done (the next start, or another
+	// NameNode's reaper) writes its request record with its last
+	// transaction, and the client's resubmission is answered from it
+	// (namespace/once.go). Format 4; none in older rows.
+	ReqClient string
+	ReqID     uint64
 }
 
 const (
 	subtreeFormatV1 = 1
 	subtreeFormatV2 = 2 // V1 and SetPerm, SetUser, SetGroup
 	subtreeFormatV3 = 3 // V2 and Started
+	subtreeFormatV4 = 4 // V3 and ReqClient, ReqID
 )
 
 // SubtreeOpKey is the key of the subtree operation row of directory id.
@@ -72,7 +81,11 @@ func AllSubtreeOpsRange() (start, end []byte) {
 
 // EncodeSubtreeOp appends the encoded value of op to dst.
 func EncodeSubtreeOp(dst []byte, op *SubtreeOp) []byte {
-	dst = append(dst, subtreeFormatV3, op.Kind)
+	v := byte(subtreeFormatV3)
+	if op.ReqID != 0 {
+		v = subtreeFormatV4
+	}
+	dst = append(dst, v, op.Kind)
 	dst = binary.AppendUvarint(dst, op.Owner)
 	dst = binary.AppendUvarint(dst, op.Parent)
 	dst = appendString(dst, op.Name)
@@ -83,7 +96,12 @@ func EncodeSubtreeOp(dst []byte, op *SubtreeOp) []byte {
 	dst = binary.AppendUvarint(dst, uint64(op.SetPerm))
 	dst = appendString(dst, op.SetUser)
 	dst = appendString(dst, op.SetGroup)
-	return binary.AppendVarint(dst, op.Started)
+	dst = binary.AppendVarint(dst, op.Started)
+	if op.ReqID != 0 {
+		dst = appendString(dst, op.ReqClient)
+		dst = binary.AppendUvarint(dst, op.ReqID)
+	}
+	return dst
 }
 
 // DecodeSubtreeOp decodes a subtree operation row.
@@ -93,7 +111,7 @@ func DecodeSubtreeOp(key, value []byte, op *SubtreeOp) error {
 	}
 	d := decoder{b: value}
 	v := d.byte()
-	if (v < subtreeFormatV1 || v > subtreeFormatV3) && d.err == nil {
+	if (v < subtreeFormatV1 || v > subtreeFormatV4) && d.err == nil {
 		d.err = fmt.Errorf("unknown subtree operation format %d", v)
 	}
 	op.Kind = d.byte()
@@ -105,6 +123,7 @@ func DecodeSubtreeOp(key, value []byte, op *SubtreeOp) error {
 	op.PendingSpace = d.varint()
 	op.PendingEntries = d.varint()
 	op.SetPerm, op.SetUser, op.SetGroup, op.Started = 0, "", "", 0
+	op.ReqClient, op.ReqID = "", 0
 	if v >= subtreeFormatV2 {
 		op.SetPerm = uint32(d.uvarint())
 		op.SetUser = d.string()
@@ -112,6 +131,10 @@ func DecodeSubtreeOp(key, value []byte, op *SubtreeOp) error {
 	}
 	if v >= subtreeFormatV3 {
 		op.Started = d.varint()
+	}
+	if v >= subtreeFormatV4 {
+		op.ReqClient = d.string()
+		op.ReqID = d.uvarint()
 	}
 	if d.err == nil && op.Owner == 0 {
 		d.err = errors.New("no owner")

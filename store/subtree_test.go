@@ -24,6 +24,14 @@ func TestSubtreeOpRoundTrip(t *testing.T) {
 	if err := DecodeSubtreeOp(key, EncodeSubtreeOp(nil, &chown), &back); err != nil || back != chown {
 		t.Fatalf("round trip with what a recursive chown sets: %+v, %v", back, err)
 	}
+	withReq := op
+	withReq.ReqClient, withReq.ReqID = "nimbus-0123456789abcdef", 1<<40|5
+	if err := DecodeSubtreeOp(key, EncodeSubtreeOp(nil, &withReq), &back); err != nil || back != withReq {
+		t.Fatalf("round trip with the request it serves: %+v, %v", back, err)
+	}
+	if EncodeSubtreeOp(nil, &op)[0] != subtreeFormatV3 {
+		t.Fatal("a row without a request is not written as format 3, which older servers read")
+	}
 	// A row written before format 3 (no age) reads as the oldest.
 	v1 := []byte{subtreeFormatV1, 2, 7, 1, 1, 'a', 2, '/', 'a', 6, 0, 4}
 	if err := DecodeSubtreeOp(key, v1, &back); err != nil || back.Started != 0 || back.PendingInodes != 3 || back.PendingEntries != 2 {

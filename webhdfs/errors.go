@@ -27,6 +27,9 @@ func exceptionFor(err error) wire.Exception {
 	switch {
 	case errors.As(err, &we):
 		return we.ex
+	case meta.KindOf(err) == meta.KindOutcomeUnknown:
+		// Before the deadline: a commit cut off by it may have happened.
+		return wire.ExceptionOf(meta.KindOutcomeUnknown)
 	case errors.Is(err, context.DeadlineExceeded):
 		return wire.ExceptionOf(meta.KindBusy)
 	}

@@ -51,6 +51,9 @@ func TestErrorTablePerKind(t *testing.T) {
 		{meta.KindUnsupported, 400, "IllegalArgumentException"},
 		{meta.KindInternal, 500, "RuntimeException"},
 		{meta.KindUnknown, 500, "RuntimeException"},
+		// Not RetriableException: Hadoop's client must not send again
+		// what may have happened.
+		{meta.KindOutcomeUnknown, 403, "IOException"},
 	}
 	covered := map[meta.Kind]bool{}
 	for _, c := range cases {
@@ -79,6 +82,17 @@ func TestErrorTablePerKind(t *testing.T) {
 			t.Errorf("kind %v has no test case", k)
 		}
 	}
+}
+
+// TestOutcomeUnknownBeforeDeadline: a write whose commit was cut off by
+// its deadline may have happened: outcome unknown (not retried by Hadoop's
+// client), not the deadline's busy (RetriableException, retried).
+func TestOutcomeUnknownBeforeDeadline(t *testing.T) {
+	err := &meta.OpError{Op: "stat", Path: "/x", Err: fmt.Errorf("%w: %w", meta.ErrOutcomeUnknown, context.DeadlineExceeded)}
+	e := newEnv(t, &failingFS{MemFS: metatest.NewMemFS(), err: err}, nil)
+	wantError(t, e.do("GET", "/x", "op=GETFILESTATUS", nil), 403, "IOException")
+	e = newEnv(t, &failingFS{MemFS: metatest.NewMemFS(), err: context.DeadlineExceeded}, nil)
+	wantError(t, e.do("GET", "/x", "op=GETFILESTATUS", nil), 503, "RetriableException")
 }
 
 func TestRequestErrors(t *testing.T) {

@@ -59,6 +59,10 @@ type shell struct {
 	loc    *time.Location   // for ls dates (stat %y is always UTC, as in HDFS)
 
 	failed bool // an operation failed: exit status 1
+	// unknown: an operation's outcome is unknown (meta.KindOutcomeUnknown):
+	// exit status 3, which tells a script that retrying blindly may apply
+	// it twice, where 1 says that it did not happen.
+	unknown bool
 }
 
 func newShell(fs remoteFS, u meta.User, stdin io.Reader, stdout, stderr io.Writer) *shell {
@@ -247,10 +251,13 @@ func parseFSArgs(args []string, stderr io.Writer) (jsonOut bool, inv *invocation
 
 // run executes a parsed invocation and returns the exit status.
 func (sh *shell) run(ctx context.Context, inv *invocation) int {
-	sh.failed = false
+	sh.failed, sh.unknown = false, false
 	code := inv.cmd.run(sh, ctx, inv)
 	if code == 0 && sh.failed {
 		code = 1
+	}
+	if code == 1 && sh.unknown {
+		code = 3
 	}
 	return code
 }

@@ -27,6 +27,7 @@ var kindJSONNames = map[meta.Kind]string{
 	meta.KindUnresolvedLink:  "unresolved_link",
 	meta.KindUnsupported:     "unsupported",
 	meta.KindInternal:        "internal",
+	meta.KindOutcomeUnknown:  "outcome_unknown",
 }
 
 func kindJSONName(k meta.Kind) string {
@@ -72,12 +73,16 @@ func cliError(op, p string, err error) *meta.OpError {
 }
 
 // fail reports that op on p failed: it prints `nimbus fs: <op> <path>: <kind>`
-// and marks the command failed (exit status 1). It returns the rendered
+// and marks the command failed (exit status 1, or 3 when the operation may
+// or may not have happened: a script must look before it runs it again). It returns the rendered
 // error so that JSON results can carry it.
 func (sh *shell) fail(op, p string, err error) *meta.OpError {
 	ce := cliError(op, p, err)
 	fmt.Fprintf(sh.stderr, "nimbus fs: %s\n", ce.Error())
 	sh.failed = true
+	if meta.KindOf(ce.Err) == meta.KindOutcomeUnknown {
+		sh.unknown = true
+	}
 	return ce
 }
 

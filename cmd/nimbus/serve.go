@@ -52,6 +52,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fl.DurationVar(&cfg.Namespace.SubtreeWait, "subtree-wait", cfg.Namespace.SubtreeWait, "how long an operation below a directory under a move, chmod, chown, set-quota or recursive delete waits for it before failing busy")
 	fl.DurationVar(&cfg.Namespace.Beat, "instance-beat", cfg.Namespace.Beat, "with a shared --store: how often this server counts up its row in the instance table, by which the others know it is alive")
 	fl.DurationVar(&cfg.Namespace.GoneAfter, "instance-gone-after", cfg.Namespace.GoneAfter, "with a shared --store: how long another server's count may stand still before it is judged gone and its subtree operations are cleared or finished (at least 3 beats)")
+	fl.DurationVar(&cfg.Namespace.RequestTTL, "request-ttl", cfg.Namespace.RequestTTL, "how long the record of a write is kept in the store, by which a client's resubmission after a lost reply is answered instead of applied again (exactly once); 0 switches duplicate detection off")
+	fl.DurationVar(&cfg.Namespace.RequestSweep, "request-sweep", cfg.Namespace.RequestSweep, "how often records older than --request-ttl are deleted")
 	fl.IntVar(&cfg.Namespace.MaxXAttrsPerInode, "max-xattrs-per-inode", cfg.Namespace.MaxXAttrsPerInode, "most extended attributes one file or directory may have (HDFS's dfs.namenode.fs-limits.max-xattrs-per-inode)")
 	fl.IntVar(&cfg.Namespace.MaxXAttrSize, "max-xattr-size", cfg.Namespace.MaxXAttrSize, "largest extended attribute, name (without its namespace) and value together, in bytes (at most 32768)")
 	fl.StringVar(&cfg.Namespace.Superuser, "superuser", cfg.Namespace.Superuser, "the superuser (default: the user running the server)")

@@ -61,7 +61,7 @@ func Run(ctx context.Context, fs meta.FileSystem, base string, in Input) Output 
 	}
 	if err != nil {
 		k := meta.KindOf(err)
-		if k == meta.KindUnknown || k == meta.KindInternal || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		if k == meta.KindUnknown || k == meta.KindInternal || k == meta.KindOutcomeUnknown || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return Output{Fault: err.Error()}
 		}
 		return Output{Err: k}

@@ -30,6 +30,20 @@ type txn struct {
 	mustSync bool
 }
 
+// lockOnly reports whether r asks for its lock only (store.ReadReq.LockOnly):
+// it is locked, not read, and its value is nil.
+func lockOnly(r *store.ReadReq) bool { return r.LockOnly && r.Mode != store.ReadCommitted }
+
+// allLockOnly reports whether a batch reads nothing.
+func allLockOnly(reqs []store.ReadReq) bool {
+	for i := range reqs {
+		if !lockOnly(&reqs[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) {
 	if t.done {
 		return nil, store.ErrTxnDone
@@ -58,11 +72,14 @@ func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	vals := make([][]byte, len(reqs))
+	if allLockOnly(reqs) {
+		return vals, nil // locked: nothing to read
+	}
 	if err := t.s.acquire(); err != nil {
 		return nil, err
 	}
 	defer t.s.release()
-	vals := make([][]byte, len(reqs))
 	defer t.noteUnsynced(reqs)
 	if t.s.rows != nil {
 		return vals, t.readCached(ctx, reqs, vals)
@@ -72,6 +89,9 @@ func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) 
 	}
 	var slab []byte
 	for i := range reqs {
+		if lockOnly(&reqs[i]) {
+			continue
+		}
 		v, closer, err := t.s.db.Get(reqs[i].Key)
 		if err == pebble.ErrNotFound {
 			continue
@@ -194,7 +214,7 @@ func (t *txn) Put(key, value []byte) {
 		t.batch = t.s.db.NewBatch()
 	}
 	_ = t.batch.Set(key, value, nil) // copies; a batch Set only fails on a closed batch
-	keep := t.s.rows != nil && len(value) <= maxCachedValue
+	keep := t.s.rows != nil && len(value) <= maxCachedValue && store.RowCacheable(key)
 	if !keep {
 		value = nil // the key only: never installed
 	}
@@ -482,9 +502,14 @@ func (t *txn) finish() {
 // iterator costs far less than one Get per key, and the values come from one
 // consistent view of the store.
 func (t *txn) readBatch(ctx context.Context, reqs []store.ReadReq, vals [][]byte) error {
-	order := make([]int, len(reqs))
-	for i := range order {
-		order[i] = i
+	order := make([]int, 0, len(reqs))
+	for i := range reqs {
+		if !lockOnly(&reqs[i]) {
+			order = append(order, i)
+		}
+	}
+	if len(order) == 0 {
+		return nil
 	}
 	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(reqs[a].Key, reqs[b].Key) })
 	lo, hi := reqs[order[0]].Key, reqs[order[len(order)-1]].Key
@@ -527,7 +552,12 @@ func (t *txn) readCached(ctx context.Context, reqs []store.ReadReq, vals [][]byt
 	var missReqs []store.ReadReq
 	var missIdx []int
 	var gens []uint64
+	locked := 0 // lock-only requests: neither hits nor misses
 	for i := range reqs {
+		if lockOnly(&reqs[i]) {
+			locked++
+			continue
+		}
 		row, hit, gen := t.s.rows.get(reqs[i].Key)
 		if hit {
 			if row.present {
@@ -540,10 +570,10 @@ func (t *txn) readCached(ctx context.Context, reqs []store.ReadReq, vals [][]byt
 		gens = append(gens, gen)
 	}
 	if len(missReqs) == 0 {
-		t.s.metrics.rowCacheHits.Add(float64(len(reqs)))
+		t.s.metrics.rowCacheHits.Add(float64(len(reqs) - locked))
 		return nil
 	}
-	t.s.metrics.rowCacheHits.Add(float64(len(reqs) - len(missReqs)))
+	t.s.metrics.rowCacheHits.Add(float64(len(reqs) - locked - len(missReqs)))
 	t.s.metrics.rowCacheMisses.Add(float64(len(missReqs)))
 	got := make([][]byte, len(missReqs))
 	if len(missReqs) > 1 {

@@ -52,6 +52,21 @@ func TestNamespaceRoundTrips(t *testing.T) {
 			return e.Rename(ctx, root, fmt.Sprintf("%s/f%d", dir, i), fmt.Sprintf("%s/g%d", dir, i), meta.RenameOptions{})
 		}},
 		{"delete", 3, func(i int) error { return e.Delete(ctx, root, fmt.Sprintf("%s/g%d", dir, i), false) }},
+		// With a request id, as over the RPC: the record's lock joins the
+		// first batch and its row the commit's (namespace/once.go), so
+		// the budget is the same.
+		{"create recorded", 3, func(i int) error {
+			_, err := e.CreateFile(reqCtx(1, i), root, fmt.Sprintf("%s/r%d", dir, i), meta.CreateOptions{}, []byte("x"))
+			return err
+		}},
+		{"mkdir recorded", 3, func(i int) error { return e.Mkdirs(reqCtx(2, i), root, fmt.Sprintf("%s/rd%d", dir, i), 0) }},
+		{"rename recorded", 3, func(i int) error {
+			return e.Rename(reqCtx(3, i), root, fmt.Sprintf("%s/r%d", dir, i), fmt.Sprintf("%s/rr%d", dir, i), meta.RenameOptions{})
+		}},
+		{"resubmitted rename", 2, func(i int) error { // lock and read the record, and the empty commit
+			return e.Rename(meta.WithRequest(reqCtx(3, i), meta.Request{Client: "nimbus-pg", ID: 3<<32 | uint64(i), Resubmitted: true}),
+				root, fmt.Sprintf("%s/r%d", dir, i), fmt.Sprintf("%s/rr%d", dir, i), meta.RenameOptions{})
+		}},
 	}
 	for i := range 3 { // the first round warms hints and prepared statements
 		for _, op := range ops {
@@ -181,4 +196,9 @@ func TestNamespaceMkdirsThenCreate(t *testing.T) {
 	if !rep.Clean() || rep.Files != 3*dirs {
 		t.Fatalf("fsck: %d files (want %d), problems %v", rep.Files, 3*dirs, rep.Problems)
 	}
+}
+
+// reqCtx carries request id op<<32|i of client "nimbus-pg", first sent.
+func reqCtx(op, i int) context.Context {
+	return meta.WithRequest(context.Background(), meta.Request{Client: "nimbus-pg", ID: uint64(op)<<32 | uint64(i)})
 }

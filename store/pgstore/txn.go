@@ -239,7 +239,7 @@ func (t *txn) rereadMissing(ctx context.Context, runs []run, reqs []store.ReadRe
 			continue
 		}
 		for i := r.from; i < r.to; i++ {
-			if vals[i] == nil {
+			if vals[i] == nil && !reqs[i].LockOnly { // a LockOnly value is unspecified
 				again = append(again, store.ReadReq{Key: reqs[i].Key})
 				at = append(at, i)
 			}

@@ -300,3 +300,35 @@ func testMissingKeyReadAfterLocks(t *testing.T, h *harness) {
 		t.Fatal(err)
 	}
 }
+
+// testLockOnlyLocks: a LockOnly request takes its lock as a read would, on
+// a key with a row and on one without, and a later reader of the key,
+// after the holder's commit, sees what it wrote.
+func testLockOnlyLocks(t *testing.T, h *harness) {
+	st := h.store()
+	put(t, st, "a", "1")
+	a := begin(t, st)
+	defer a.Rollback()
+	if _, err := a.Read(bg, []store.ReadReq{
+		{Key: []byte("a"), Mode: store.Exclusive, LockOnly: true},
+		{Key: []byte("missing"), Mode: store.Exclusive, LockOnly: true},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"a", "missing"} {
+		b := begin(t, st)
+		_, err := b.Read(bg, []store.ReadReq{{Key: []byte(k), Mode: store.Shared, NoWait: true}})
+		b.Rollback()
+		if !errors.Is(err, store.ErrLockBusy) {
+			t.Fatalf("NoWait on %q held by a LockOnly request: %v, want ErrLockBusy", k, err)
+		}
+	}
+	a.Put([]byte("missing"), []byte("now"))
+	commit(t, a)
+	c := begin(t, st)
+	defer c.Rollback()
+	vals, err := c.Read(bg, []store.ReadReq{{Key: []byte("missing"), Mode: store.Exclusive}})
+	if err != nil || string(vals[0]) != "now" {
+		t.Fatalf("after the holder's commit: %q, %v", vals[0], err)
+	}
+}

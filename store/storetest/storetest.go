@@ -30,6 +30,7 @@ func Run(t *testing.T, open Opener) {
 		{"ExclusiveExcludes", testExclusiveExcludes},
 		{"SharedAdmitsShared", testSharedAdmitsShared},
 		{"NoWaitBusy", testNoWaitBusy},
+		{"LockOnlyLocks", testLockOnlyLocks},
 		{"LockWaitHonoursContext", testLockWaitContext},
 		{"LocksReleasedOnCommit", testLocksReleasedOnCommit},
 		{"LocksReleasedOnRollback", testLocksReleasedOnRollback},

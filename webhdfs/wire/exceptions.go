@@ -20,7 +20,13 @@ type Exception struct {
 // IllegalArgument- and UnsupportedOperationException 400, anything else 500),
 // except KindBusy: HDFS sends RetriableException as 403, Nimbus as 503 so that
 // generic HTTP clients retry too; Hadoop's client retries on the class name
-// whatever the status.
+// whatever the status. Busy means "not done, nothing changed": safe to send
+// again. KindOutcomeUnknown ("it may or may not have happened") is the
+// opposite: a plain IOException, 403 as HDFS sends one, which neither
+// Hadoop's client (its retry policies retry a RemoteException only when it
+// wraps RetriableException, StandbyException or, with the retry policy on,
+// SafeModeException) nor a generic HTTP client (which retries 5xx and 429)
+// sends again by itself.
 var Exceptions = [...]Exception{
 	meta.KindUnknown:  {http.StatusInternalServerError, "RuntimeException", "java.lang.RuntimeException"},
 	meta.KindNotFound: {http.StatusNotFound, "FileNotFoundException", "java.io.FileNotFoundException"},
@@ -50,6 +56,9 @@ var Exceptions = [...]Exception{
 	// the caller as an IOException (RemoteException): so does Nimbus.
 	meta.KindUnsupported: {http.StatusBadRequest, "IllegalArgumentException", "java.lang.IllegalArgumentException"},
 	meta.KindInternal:    {http.StatusInternalServerError, "RuntimeException", "java.lang.RuntimeException"},
+	// The message says that the outcome is unknown and that the caller
+	// should look before trying again.
+	meta.KindOutcomeUnknown: {http.StatusForbidden, "IOException", "java.io.IOException"},
 }
 
 // ExceptionOf returns the wire form of kind k (KindUnknown's for a kind the

@@ -1,0 +1,40 @@
+package meta
+
+import "context"
+
+// Request names one call of a client: the same on every resubmission of
+// that call, different for every other call. The RPC carries it on every
+// request (api.Request's client_name and request_id); a FileSystem that
+// keeps a record of the writes it applied (package namespace) answers a
+// write resubmitted after a lost reply from that record instead of applying
+// it again. The zero Request names nothing.
+type Request struct {
+	Client string // the client's name, unique per client (client.ClientName)
+	ID     uint64 // unique among the client's calls; 0 is no id
+	// Resubmitted says that the call was sent before with this id and its
+	// reply lost. A file system looks for the record of the call only
+	// then: a first submission has none (unless the client reused an id,
+	// which the contract forbids), and skips the look-up.
+	Resubmitted bool
+}
+
+// IsZero reports whether r names no call.
+func (r Request) IsZero() bool { return r.ID == 0 }
+
+type requestKey struct{}
+
+// WithRequest returns ctx carrying r: the edge that received a call (the RPC
+// server) says which call an operation serves, without a wire type reaching
+// the engine. A zero r returns ctx.
+func WithRequest(ctx context.Context, r Request) context.Context {
+	if r.IsZero() {
+		return ctx
+	}
+	return context.WithValue(ctx, requestKey{}, r)
+}
+
+// RequestFrom returns the Request ctx carries, if any.
+func RequestFrom(ctx context.Context) (Request, bool) {
+	r, ok := ctx.Value(requestKey{}).(Request)
+	return r, ok && !r.IsZero()
+}

@@ -1,0 +1,454 @@
+package namespace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/store"
+	"github.com/nimbus-fs/nimbus/store/pebblestore"
+)
+
+// reqCtx is a context carrying request id of client "nimbus-test", first
+// submitted (as the RPC server builds it for a write).
+func reqCtx(id uint64) context.Context {
+	return meta.WithRequest(context.Background(), meta.Request{Client: "nimbus-test", ID: id})
+}
+
+// resub is reqCtx for the same request sent again after a lost reply.
+func resub(id uint64) context.Context {
+	return meta.WithRequest(context.Background(), meta.Request{Client: "nimbus-test", ID: id, Resubmitted: true})
+}
+
+// onceEngine opens an engine on a fresh Pebble store with set applied to
+// its Config.
+func onceEngine(t *testing.T, set func(*Config)) *Engine {
+	t.Helper()
+	opts := pebblestore.DefaultOptions()
+	opts.CacheSize = 8 << 20
+	opts.MemTableSize = 4 << 20
+	ps, err := pebblestore.Open(t.TempDir(), opts)
+	must(t, err)
+	cfg := DefaultConfig()
+	cfg.Superuser = "root"
+	cfg.Groups = func(string) []string { return nil }
+	set(&cfg)
+	e, err := New(ps, cfg)
+	must(t, err)
+	t.Cleanup(func() {
+		e.Close()
+		ps.Close()
+	})
+	return e
+}
+
+// resubmission is one write sent twice with one request id, as a client
+// does after a lost reply: prep builds what it needs, call is the write
+// (returning the status it answers, if any), and check looks at the
+// namespace afterwards.
+type resubmission struct {
+	name string
+	prep func(t *testing.T, e *Engine)
+	call func(ctx context.Context, e *Engine) (*meta.FileStatus, error)
+	// again is the error the second call answers when nothing remembers
+	// the first (duplicate detection off): what a client would see.
+	again error
+}
+
+func resubmissions() []resubmission {
+	ctx := context.Background()
+	file := func(p string) func(t *testing.T, e *Engine) {
+		return func(t *testing.T, e *Engine) { writeFile(t, e, root, p, []byte("abc")) }
+	}
+	tree := func(t *testing.T, e *Engine) {
+		for i := range 3 {
+			must(t, e.Mkdirs(ctx, root, fmt.Sprintf("/d/sub%d", i), 0))
+			writeFile(t, e, root, fmt.Sprintf("/d/sub%d/f", i), []byte("x"))
+		}
+	}
+	return []resubmission{
+		{name: "create", again: meta.ErrExists,
+			call: func(ctx context.Context, e *Engine) (*meta.FileStatus, error) {
+				return e.Create(ctx, root, "/new", meta.CreateOptions{Client: "c1"})
+			}},
+		{name: "create file", again: meta.ErrExists,
+			call: func(ctx context.Context, e *Engine) (*meta.FileStatus, error) {
+				return e.CreateFile(ctx, root, "/small", meta.CreateOptions{}, []byte("hello"))
+			}},
+		{name: "rename file", prep: file("/a"), again: meta.ErrNotFound,
+			call: func(ctx context.Context, e *Engine) (*meta.FileStatus, error) {
+				return nil, e.Rename(ctx, root, "/a", "/b", meta.RenameOptions{})
+			}},
+		{name: "rename directory (subtree)", prep: tree, again: meta.ErrNotFound,
+			call: func(ctx context.Context, e *Engine) (*meta.FileStatus, error) {
+				return nil, e.Rename(ctx, root, "/d", "/moved", meta.RenameOptions{})
+			}},
+		{name: "delete file", prep: file("/a"), again: meta.ErrNotFound,
+			call: func(ctx context.Context, e *Engine) (*meta.FileStatus, error) {
+				return nil, e.Delete(ctx, root, "/a", false)
+			}},
+		{name: "delete recursive (subtree, in batches)", prep: tree, again: meta.ErrNotFound,
+			call: func(ctx context.Context, e *Engine) (*meta.FileStatus, error) {
+				return nil, e.Delete(ctx, root, "/d", true)
+			}},
+		{name: "append", prep: file("/a"), again: meta.ErrLease,
+			call: func(ctx context.Context, e *Engine) (*meta.FileStatus, error) {
+				return e.Append(ctx, root, "/a", "c1")
+			}},
+		{name: "complete", prep: func(t *testing.T, e *Engine) {
+			_, err := e.Create(ctx, root, "/open", meta.CreateOptions{Client: "c1"})
+			must(t, err)
+			must(t, e.Write(ctx, root, "/open", "c1", 0, []byte("data")))
+		}, again: meta.ErrLease,
+			call: func(ctx context.Context, e *Engine) (*meta.FileStatus, error) {
+				return e.Complete(ctx, root, "/open", "c1")
+			}},
+		{name: "concat", prep: func(t *testing.T, e *Engine) {
+			file("/t")(t, e)
+			file("/s1")(t, e)
+		}, again: meta.ErrNotFound,
+			call: func(ctx context.Context, e *Engine) (*meta.FileStatus, error) {
+				return nil, e.Concat(ctx, root, "/t", []string{"/s1"})
+			}},
+		{name: "create symlink", again: meta.ErrExists,
+			call: func(ctx context.Context, e *Engine) (*meta.FileStatus, error) {
+				return nil, e.CreateSymlink(ctx, root, "/target", "/link", false)
+			}},
+		{name: "set xattr (create flag)", prep: file("/a"), again: meta.ErrExists,
+			call: func(ctx context.Context, e *Engine) (*meta.FileStatus, error) {
+				return nil, e.SetXAttr(ctx, root, "/a", meta.XAttr{Name: "user.k", Value: []byte("v")}, meta.XAttrCreate)
+			}},
+		{name: "mkdirs", again: nil,
+			call: func(ctx context.Context, e *Engine) (*meta.FileStatus, error) {
+				return nil, e.Mkdirs(ctx, root, "/m/n", 0)
+			}},
+		{name: "set permission recursive", prep: tree, again: nil,
+			call: func(ctx context.Context, e *Engine) (*meta.FileStatus, error) {
+				return nil, e.SetPermissionRecursive(ctx, root, "/d", 0o700)
+			}},
+	}
+}
+
+// TestResubmittedWriteAnswersFirstResult: a write sent again with the
+// request id of one that was applied answers what the first answered and
+// changes nothing; with duplicate detection off (RequestTTL 0) the same
+// resubmission is applied again and fails as a client would see it (which
+// makes this test fail when the detection is switched off).
+func TestResubmittedWriteAnswersFirstResult(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		for i, r := range resubmissions() {
+			t.Run(fmt.Sprintf("%s/detection=%v", r.name, on), func(t *testing.T) {
+				e := onceEngine(t, func(c *Config) {
+					if !on {
+						c.RequestTTL = 0
+					}
+				})
+				if r.prep != nil {
+					r.prep(t, e)
+				}
+				st1, err := r.call(reqCtx(uint64(100+i)), e)
+				must(t, err)
+				st2, err := r.call(resub(uint64(100+i)), e)
+				if !on {
+					if r.again != nil && !errors.Is(err, r.again) {
+						t.Fatalf("without detection the resubmission answered %v, want %v", err, r.again)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("resubmission: %v, want the first answer (success)", err)
+				}
+				if (st1 == nil) != (st2 == nil) || st1 != nil && *st1 != *st2 {
+					t.Fatalf("resubmission answered %+v, first %+v", st2, st1)
+				}
+				fsckClean(t, e)
+			})
+		}
+	}
+}
+
+// TestResubmissionAcrossEngines: the record is in the store, so a
+// resubmission to another NameNode on the same store is answered from it.
+func TestResubmissionAcrossEngines(t *testing.T) {
+	a, b, _ := twoEngines(t)
+	ctx := context.Background()
+	st1, err := a.Create(reqCtx(1), root, "/f", meta.CreateOptions{Client: "c1"})
+	must(t, err)
+	st2, err := b.Create(resub(1), root, "/f", meta.CreateOptions{Client: "c1"})
+	must(t, err)
+	if *st1 != *st2 {
+		t.Fatalf("b answered %+v, a %+v", st2, st1)
+	}
+	_, err = a.Complete(reqCtx(2), root, "/f", "c1")
+	must(t, err)
+	must(t, a.Rename(reqCtx(3), root, "/f", "/g", meta.RenameOptions{}))
+	must(t, b.Rename(resub(3), root, "/f", "/g", meta.RenameOptions{}))
+	for i := range 3 {
+		must(t, a.Mkdirs(ctx, root, fmt.Sprintf("/d/s%d", i), 0))
+		writeFile(t, a, root, fmt.Sprintf("/d/s%d/f", i), nil)
+	}
+	must(t, a.Delete(reqCtx(4), root, "/d", true))
+	must(t, b.Delete(resub(4), root, "/d", true))
+	// A new id is a new write.
+	wantKind(t, b.Delete(reqCtx(5), root, "/d", true), meta.ErrNotFound)
+	if _, err := b.Stat(ctx, root, "/g"); err != nil {
+		t.Fatal(err)
+	}
+	fsckClean(t, a)
+}
+
+// TestRequestRecordsExpire: a record older than RequestTTL is deleted by
+// the sweep, and a resubmission after that is a new write.
+func TestRequestRecordsExpire(t *testing.T) {
+	var now atomic.Int64
+	now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	e := onceEngine(t, func(c *Config) {
+		c.Now = func() time.Time { return time.Unix(0, now.Load()) }
+		c.RequestTTL = time.Minute
+		c.RequestSweep = time.Hour // the test sweeps
+	})
+	ctx := context.Background()
+	for i := range 3 {
+		_, err := e.Create(reqCtx(uint64(10+i)), root, fmt.Sprintf("/f%d", i), meta.CreateOptions{Client: "c1"})
+		must(t, err)
+	}
+	now.Add(int64(30 * time.Second))
+	_, err := e.Create(reqCtx(20), root, "/late", meta.CreateOptions{Client: "c1"})
+	must(t, err)
+	kept, deleted, err := e.SweepRequests(ctx)
+	must(t, err)
+	if kept != 4 || deleted != 0 {
+		t.Fatalf("sweep within the TTL kept %d, deleted %d; want 4, 0", kept, deleted)
+	}
+	now.Add(int64(45 * time.Second)) // the first three are 75 s old, the last 45 s
+	kept, deleted, err = e.SweepRequests(ctx)
+	must(t, err)
+	if kept != 1 || deleted != 3 {
+		t.Fatalf("sweep kept %d, deleted %d; want 1, 3", kept, deleted)
+	}
+	_, err = e.Create(resub(10), root, "/f0", meta.CreateOptions{Client: "c1"})
+	wantKind(t, err, meta.ErrExists) // no record: applied again
+	_, err = e.Create(resub(20), root, "/late", meta.CreateOptions{Client: "c1"})
+	must(t, err) // still recorded
+}
+
+// TestResubmissionWhileFirstRuns: a resubmission that arrives while the
+// first submission's transaction is committing waits for it at the
+// record's lock, and answers its result.
+func TestResubmissionWhileFirstRuns(t *testing.T) {
+	e := onceEngine(t, func(*Config) {})
+	inCommit, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	e.testHookCommit = func() {
+		once.Do(func() {
+			close(inCommit)
+			<-release
+		})
+	}
+	type answer struct {
+		st  *meta.FileStatus
+		err error
+	}
+	first, second := make(chan answer, 1), make(chan answer, 1)
+	go func() {
+		st, err := e.Create(reqCtx(7), root, "/f", meta.CreateOptions{Client: "c1"})
+		first <- answer{st, err}
+	}()
+	<-inCommit
+	go func() {
+		st, err := e.Create(resub(7), root, "/f", meta.CreateOptions{Client: "c1"})
+		second <- answer{st, err}
+	}()
+	select {
+	case a := <-second:
+		t.Fatalf("the resubmission answered %+v while the first was committing", a)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	a1, a2 := <-first, <-second
+	must(t, a1.err)
+	must(t, a2.err)
+	if *a1.st != *a2.st {
+		t.Fatalf("resubmission answered %+v, first %+v", a2.st, a1.st)
+	}
+}
+
+// TestRequestIDReusedForAnotherOp: a record answers only the operation it
+// recorded; a client that reuses an id for another call is told so.
+func TestRequestIDReusedForAnotherOp(t *testing.T) {
+	e := onceEngine(t, func(*Config) {})
+	must(t, e.Mkdirs(reqCtx(5), root, "/x", 0))
+	err := e.Delete(resub(5), root, "/x", false)
+	wantKind(t, err, meta.ErrInvalidArgument)
+}
+
+// commitLost commits the armed transaction that carries a request record,
+// then answers store.ErrCommitUnknown, as a PostgreSQL connection that
+// broke after COMMIT was sent does: the transaction did commit.
+type commitLost struct {
+	store.Store
+	armed atomic.Bool
+	// down: after the lost commit, this many Begins fail unavailable, as
+	// while a database restarts.
+	down, downAfter atomic.Int32
+}
+
+func (s *commitLost) Begin(ctx context.Context) (store.Txn, error) {
+	if s.down.Load() > 0 && s.down.Add(-1) >= 0 {
+		return nil, fmt.Errorf("test: %w: the database is restarting", store.ErrUnavailable)
+	}
+	txn, err := s.Store.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &commitLostTxn{Txn: txn, s: s}, nil
+}
+
+type commitLostTxn struct {
+	store.Txn
+	s       *commitLost
+	records bool
+	inodes  bool
+}
+
+func (t *commitLostTxn) Put(k, v []byte) {
+	if _, _, ok := store.DecodeRequestKey(k); ok {
+		t.records = true
+	}
+	if _, _, ok := store.DecodeInodeKey(k); ok {
+		t.inodes = true
+	}
+	t.Txn.Put(k, v)
+}
+
+func (t *commitLostTxn) Commit(ctx context.Context) error {
+	if err := t.Txn.Commit(ctx); err != nil {
+		return err
+	}
+	if t.inodes && t.s.armed.CompareAndSwap(true, false) {
+		t.s.down.Store(t.s.downAfter.Load())
+		return fmt.Errorf("test: %w: the answer to COMMIT was lost", store.ErrCommitUnknown)
+	}
+	return nil
+}
+
+// TestCommitInDoubtSettledByRecord: a recorded write whose commit's answer
+// was lost is settled by reading its record again (it committed: the
+// write answers success, once); without a request id, or with detection
+// off, it fails with meta.ErrOutcomeUnknown, not busy.
+func TestCommitInDoubtSettledByRecord(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+		ttl  time.Duration
+		down int32 // Begins that fail unavailable after the lost commit
+		want error
+	}{
+		{"recorded", reqCtx(9), 5 * time.Minute, 0, nil},
+		// More failures than MaxAttempts: settling waits for the store.
+		{"recorded, store down a while", reqCtx(9), 5 * time.Minute, 100, nil},
+		{"no request id", context.Background(), 5 * time.Minute, 0, meta.ErrOutcomeUnknown},
+		{"detection off", reqCtx(9), 0, 0, meta.ErrOutcomeUnknown},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ps, err := pebblestore.Open(filepath.Join(t.TempDir(), "meta"), pebblestore.DefaultOptions())
+			must(t, err)
+			st := &commitLost{Store: ps}
+			cfg := DefaultConfig()
+			cfg.Superuser = "root"
+			cfg.RequestTTL = c.ttl
+			e, err := New(st, cfg)
+			must(t, err)
+			t.Cleanup(func() {
+				e.Close()
+				ps.Close()
+			})
+			st.downAfter.Store(c.down)
+			st.armed.Store(true)
+			_, err = e.Create(c.ctx, root, "/f", meta.CreateOptions{Client: "c1"})
+			if c.want == nil {
+				must(t, err)
+			} else {
+				wantKind(t, err, c.want)
+			}
+			if st.armed.Load() {
+				t.Fatal("no commit was lost")
+			}
+			if _, err := e.Stat(context.Background(), root, "/f"); err != nil {
+				t.Fatalf("the lost commit did not commit: %v", err)
+			}
+			fsckClean(t, e)
+		})
+	}
+}
+
+// TestResubmittedWriteIsIdempotent: a write is not recorded, but one sent
+// again after a lost reply (same offset and length, now just behind the
+// written length) is answered as done (an inline file here; a block
+// file's stream makes the same check); without a request id it is out of
+// sequence.
+func TestResubmittedWriteIsIdempotent(t *testing.T) {
+	e := onceEngine(t, func(*Config) {})
+	ctx := context.Background()
+	_, err := e.Create(ctx, root, "/f", meta.CreateOptions{Client: "c1"})
+	must(t, err)
+	must(t, e.Write(reqCtx(1), root, "/f", "c1", 0, []byte("abc")))
+	must(t, e.Write(resub(1), root, "/f", "c1", 0, []byte("abc")))
+	wantKind(t, e.Write(ctx, root, "/f", "c1", 0, []byte("abc")), meta.ErrInvalidArgument)
+	wantKind(t, e.Write(reqCtx(4), root, "/f", "c1", 0, []byte("abc")), meta.ErrInvalidArgument) // not sent before
+	must(t, e.Write(reqCtx(2), root, "/f", "c1", 3, []byte("de")))
+	wantKind(t, e.Write(reqCtx(3), root, "/f", "c1", 0, []byte("abc")), meta.ErrInvalidArgument)
+	_, err = e.Complete(ctx, root, "/f", "c1")
+	must(t, err)
+	got, err := e.Read(ctx, root, "/f", 0, 100)
+	must(t, err)
+	if string(got) != "abcde" {
+		t.Fatalf("read %q, want abcde", got)
+	}
+}
+
+// TestResumedDeleteWritesRecord: a recursive delete that stopped half done
+// (its goroutine gone in the middle of a commit, as in a crash) is
+// finished by the next start, which writes the request's record with the
+// last batch (the subtree operation row carries the request): the
+// client's resubmission then answers success, not "not found".
+func TestResumedDeleteWritesRecord(t *testing.T) {
+	dir := t.TempDir()
+	e, st, err := openEngineDir(dir)
+	must(t, err)
+	ctx := context.Background()
+	must(t, e.Mkdirs(ctx, root, "/q/top", 0o755))
+	buildTree(t, e, "/q/top", 8, 150)
+	e.cfg.SubtreeDeleteBatch = 200
+	var commits atomic.Int32
+	e.testHookCommit = func() {
+		if commits.Add(1) == 3 { // the flag, then two batches
+			runtime.Goexit()
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = e.Delete(reqCtx(77), root, "/q/top", true)
+		t.Error("the delete returned")
+	}()
+	<-done
+	e.testHookCommit = nil
+	must(t, e.Close())
+	must(t, st.Close())
+
+	e, _ = openEngine(t, dir)
+	if _, err := e.Stat(ctx, root, "/q/top"); meta.KindOf(err) != meta.KindNotFound {
+		t.Fatalf("stat /q/top after the restart: %v, want not found (the delete finished)", err)
+	}
+	must(t, e.Delete(resub(77), root, "/q/top", true))
+	wantKind(t, e.Delete(resub(78), root, "/q/top", true), meta.ErrNotFound)
+	fsckClean(t, e)
+}
