@@ -70,7 +70,7 @@ type Options struct {
 }
 
 // DefaultOptions returns a 256 MB block cache (which may grow by at most
-// 16 MB while a subtree operation holds it), 64 MB memtables, a row cache
+// 4 MB while a subtree operation holds it), 64 MB memtables, a row cache
 // of a million rows, 64 MB of cached partitions, a 10 s lock wait limit, 64
 // lock shards, an id prefetch of 1024 and 4 MB of write-ahead log
 // prefilled, and a check of the directory's identity every 2 s.
@@ -78,7 +78,7 @@ func DefaultOptions() Options {
 	return Options{
 		CacheSize:             256 << 20,
 		MemTableSize:          64 << 20,
-		CacheHoldMargin:       16 << 20,
+		CacheHoldMargin:       4 << 20,
 		LockWaitMax:           10 * time.Second,
 		LockShards:            64,
 		IDPrefetch:            1024,
