@@ -200,12 +200,25 @@ func (e *Engine) subtreeOp(ctx context.Context, opName, path string, u meta.User
 
 // holdCaches keeps the store's caches, where it can (store.CacheHolder),
 // from growing with what a subtree operation's work reads once: the rows of
-// a tree it deletes or rewrites. Call the result when the work ends.
+// a tree it deletes or rewrites; and the server's memory with its garbage,
+// where the server asked (Config.HoldMemory). Call the result when the work
+// ends.
 func (e *Engine) holdCaches() (release func()) {
+	var caches, heap func()
 	if h, ok := e.st.(store.CacheHolder); ok {
-		return h.HoldCaches()
+		caches = h.HoldCaches()
 	}
-	return func() {}
+	if e.cfg.HoldMemory != nil {
+		heap = e.cfg.HoldMemory()
+	}
+	return func() {
+		if caches != nil {
+			caches()
+		}
+		if heap != nil {
+			heap()
+		}
+	}
 }
 
 // stepEvent maps the outcome of the flag or the work phase to the Machine's

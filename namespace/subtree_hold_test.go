@@ -48,7 +48,7 @@ func (t *holdTxn) DeleteRange(ctx context.Context, start, end []byte) error {
 }
 
 // TestSubtreeWorkHoldsCaches: a recursive delete and a chmod -R hold the
-// store's caches while they work (every range deletion of the delete is
+// store's caches, and the memory through Config.HoldMemory, while they work (every range deletion of the delete is
 // made under a hold) and release every hold they take; a file's delete
 // takes none.
 func TestSubtreeWorkHoldsCaches(t *testing.T) {
@@ -59,6 +59,11 @@ func TestSubtreeWorkHoldsCaches(t *testing.T) {
 	st := &holdStore{Store: pst}
 	cfg := DefaultConfig()
 	cfg.Superuser = "root"
+	var memTaken, memReleased atomic.Int64
+	cfg.HoldMemory = func() func() {
+		memTaken.Add(1)
+		return func() { memReleased.Add(1) }
+	}
 	e, err := New(st, cfg)
 	must(t, err)
 	t.Cleanup(func() {
@@ -82,6 +87,9 @@ func TestSubtreeWorkHoldsCaches(t *testing.T) {
 	must(t, e.Delete(ctx, root, "/a", true))
 	if n, r := st.taken.Load(), st.released.Load(); n != r || st.held.Load() != 0 {
 		t.Fatalf("%d holds taken, %d released", n, r)
+	}
+	if n, r := memTaken.Load(), memReleased.Load(); n != st.taken.Load() || r != n {
+		t.Fatalf("Config.HoldMemory: %d holds taken, %d released; %d of the caches", n, r, st.taken.Load())
 	}
 	if n := st.unheldRanges.Load(); n != 0 {
 		t.Fatalf("%d range deletions of the recursive delete were made without a hold", n)

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/nimbus-fs/nimbus/blocks/local"
+	"github.com/nimbus-fs/nimbus/internal/gctune"
 	"github.com/nimbus-fs/nimbus/namespace"
 	"github.com/nimbus-fs/nimbus/rpc"
 	"github.com/nimbus-fs/nimbus/store"
@@ -64,6 +65,11 @@ type Config struct {
 	FailStopTimeout time.Duration
 	// Limits bound connections, their timeouts and RPC memory (limits.go).
 	Limits Limits
+	// SubtreeHeapMargin bounds the Go heap's growth while a subtree
+	// operation works (a recursive delete, chmod or chown -R): the soft
+	// memory limit is lowered meanwhile to what the runtime holds when the
+	// work starts plus this (internal/gctune.HoldHeap). 0: no bound.
+	SubtreeHeapMargin int64
 	// Version is shown on the status page.
 	Version string
 }
@@ -77,8 +83,9 @@ func DefaultConfig() Config {
 		Store:     pebblestore.DefaultOptions(),
 		Postgres:  pgstore.DefaultOptions(),
 
-		FailStopTimeout: 5 * time.Second,
-		Limits:          DefaultLimits(),
+		FailStopTimeout:   5 * time.Second,
+		SubtreeHeapMargin: 32 << 20,
+		Limits:            DefaultLimits(),
 	}
 }
 
@@ -89,6 +96,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Listen == "" {
 		return errors.New("server: Listen is empty")
+	}
+	if c.SubtreeHeapMargin < 0 {
+		return fmt.Errorf("server: SubtreeHeapMargin = %d, want >= 0", c.SubtreeHeapMargin)
 	}
 	if c.FailStopTimeout <= 0 {
 		return fmt.Errorf("server: FailStopTimeout = %v, want > 0", c.FailStopTimeout)
@@ -188,6 +198,9 @@ func New(cfg Config) (*Server, error) {
 	nc.Logger = s.log
 	nc.Registerer = s.reg
 	nc.Blocks = bs
+	if m := cfg.SubtreeHeapMargin; m > 0 && nc.HoldMemory == nil {
+		nc.HoldMemory = func() func() { return gctune.HoldHeap(m) }
+	}
 	ns, err := namespace.New(st, nc)
 	if err != nil {
 		bs.Close()
