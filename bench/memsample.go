@@ -12,10 +12,18 @@ import (
 	"time"
 )
 
-// MemSample is the server's memory at a moment of a run.
+// MemSample is the server's memory at a moment of a run. Bytes is the
+// resident set (the Java heap for HDFS); the parts beside it are read from
+// a Nimbus server's /metrics, zero where the endpoint has none: the Go heap
+// in use or kept for reuse (heap_sys - heap_released: what the Go heap
+// holds resident, at most), and Pebble's block cache and memtables, which
+// live outside the Go heap.
 type MemSample struct {
-	TMs   float64 `json:"t_ms"` // since the sampler started
-	Bytes int64   `json:"bytes"`
+	TMs             float64 `json:"t_ms"` // since the sampler started
+	Bytes           int64   `json:"bytes"`
+	GoHeapBytes     int64   `json:"go_heap_bytes,omitempty"`
+	BlockCacheBytes int64   `json:"block_cache_bytes,omitempty"`
+	MemtableBytes   int64   `json:"memtable_bytes,omitempty"`
 }
 
 // SampleMemory reads the server's memory once from url: a Prometheus text
@@ -23,9 +31,16 @@ type MemSample struct {
 // endpoint (/jmx?qry=java.lang:type=Memory: HeapMemoryUsage.used, the Java
 // heap, since the JVM publishes no resident set there).
 func SampleMemory(ctx context.Context, hc *http.Client, url string) (int64, error) {
+	m, err := sampleMemory(ctx, hc, url)
+	return m.Bytes, err
+}
+
+// sampleMemory is SampleMemory with the parts of a Nimbus server's memory.
+func sampleMemory(ctx context.Context, hc *http.Client, url string) (MemSample, error) {
+	var m MemSample
 	resp, err := getOK(ctx, hc, url)
 	if err != nil {
-		return 0, fmt.Errorf("bench: memory sample: %w", err)
+		return m, fmt.Errorf("bench: memory sample: %w", err)
 	}
 	defer resp.Body.Close()
 	if strings.Contains(url, "/jmx") {
@@ -37,31 +52,49 @@ func SampleMemory(ctx context.Context, hc *http.Client, url string) (int64, erro
 			} `json:"beans"`
 		}
 		if err := json.NewDecoder(resp.Body).Decode(&jmx); err != nil {
-			return 0, fmt.Errorf("bench: memory sample: %w", err)
+			return m, fmt.Errorf("bench: memory sample: %w", err)
 		}
 		for _, b := range jmx.Beans {
 			if b.HeapMemoryUsage.Used > 0 {
-				return b.HeapMemoryUsage.Used, nil
+				m.Bytes = b.HeapMemoryUsage.Used
+				return m, nil
 			}
 		}
-		return 0, fmt.Errorf("bench: memory sample: no HeapMemoryUsage in %s", url)
+		return m, fmt.Errorf("bench: memory sample: no HeapMemoryUsage in %s", url)
 	}
+	var heapSys, heapReleased int64
+	gauges := map[string]*int64{
+		"process_resident_memory_bytes":        &m.Bytes,
+		"go_memstats_heap_sys_bytes":           &heapSys,
+		"go_memstats_heap_released_bytes":      &heapReleased,
+		"nimbus_pebblestore_block_cache_bytes": &m.BlockCacheBytes,
+		"nimbus_pebblestore_memtable_bytes":    &m.MemtableBytes,
+	}
+	found := false
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, "process_resident_memory_bytes "); ok {
-			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-			if err != nil {
-				return 0, fmt.Errorf("bench: memory sample: %q: %w", line, err)
-			}
-			return int64(v), nil
+		name, rest, ok := strings.Cut(line, " ")
+		dst := gauges[name]
+		if !ok || dst == nil {
+			continue
 		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+		if err != nil {
+			return m, fmt.Errorf("bench: memory sample: %q: %w", line, err)
+		}
+		*dst = int64(v)
+		found = found || name == "process_resident_memory_bytes"
 	}
 	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("bench: memory sample: %w", err)
+		return m, fmt.Errorf("bench: memory sample: %w", err)
 	}
-	return 0, fmt.Errorf("bench: memory sample: no process_resident_memory_bytes in %s", url)
+	if !found {
+		return m, fmt.Errorf("bench: memory sample: no process_resident_memory_bytes in %s", url)
+	}
+	m.GoHeapBytes = heapSys - heapReleased
+	return m, nil
 }
 
 // memSampler samples in the background until stopped.
@@ -82,12 +115,13 @@ func startMemSampler(ctx context.Context, url string, every time.Duration) *memS
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
-			v, err := SampleMemory(ctx, hc, url)
+			m, err := sampleMemory(ctx, hc, url)
 			s.mu.Lock()
 			if err != nil && s.err == nil {
 				s.err = err
 			} else if err == nil {
-				s.samples = append(s.samples, MemSample{TMs: float64(time.Since(start).Microseconds()) / 1000, Bytes: v})
+				m.TMs = float64(time.Since(start).Microseconds()) / 1000
+				s.samples = append(s.samples, m)
 			}
 			s.mu.Unlock()
 			select {

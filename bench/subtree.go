@@ -83,11 +83,20 @@ type SubtreeResult struct {
 	// for an HDFS /jmx URL) just before the operation and the highest sample
 	// while it ran. 0 when not sampled (MemError says why). For the embedded
 	// target the process is the driver's too.
-	ServerRSSMBBefore float64     `json:"server_rss_mb_before"`
-	ServerRSSMBMax    float64     `json:"server_rss_mb_max"`
-	MemSource         string      `json:"mem_source,omitempty"`
-	MemSamples        []MemSample `json:"mem_samples,omitempty"`
-	MemError          string      `json:"mem_error,omitempty"`
+	ServerRSSMBBefore float64 `json:"server_rss_mb_before"`
+	ServerRSSMBMax    float64 `json:"server_rss_mb_max"`
+	// The parts of a Nimbus server's memory (MemSample), before and the
+	// highest of each while the operation ran (not necessarily at one
+	// moment); absent for other servers.
+	ServerGoHeapMBBefore     float64     `json:"server_go_heap_mb_before,omitempty"`
+	ServerGoHeapMBMax        float64     `json:"server_go_heap_mb_max,omitempty"`
+	ServerBlockCacheMBBefore float64     `json:"server_block_cache_mb_before,omitempty"`
+	ServerBlockCacheMBMax    float64     `json:"server_block_cache_mb_max,omitempty"`
+	ServerMemtableMBBefore   float64     `json:"server_memtable_mb_before,omitempty"`
+	ServerMemtableMBMax      float64     `json:"server_memtable_mb_max,omitempty"`
+	MemSource                string      `json:"mem_source,omitempty"`
+	MemSamples               []MemSample `json:"mem_samples,omitempty"`
+	MemError                 string      `json:"mem_error,omitempty"`
 	// The background load (stat of existing files and creates, alternately,
 	// outside the tree): over Window before the operation, and over the
 	// operation itself.
@@ -158,8 +167,10 @@ func Subtree(ctx context.Context, env *Env, cfg SubtreeConfig, progress *Progres
 	var sampler *memSampler
 	if env.MetricsURL != "" {
 		res.MemSource = env.MetricsURL
-		if v, err := SampleMemory(ctx, httpClientForSamples, env.MetricsURL); err == nil {
-			res.ServerRSSMBBefore = mb(v)
+		if m, err := sampleMemory(ctx, httpClientForSamples, env.MetricsURL); err == nil {
+			res.ServerRSSMBBefore = mb(m.Bytes)
+			res.ServerGoHeapMBBefore, res.ServerBlockCacheMBBefore, res.ServerMemtableMBBefore =
+				mb(m.GoHeapBytes), mb(m.BlockCacheBytes), mb(m.MemtableBytes)
 		} else {
 			res.MemError = err.Error()
 		}
@@ -217,6 +228,9 @@ func Subtree(ctx context.Context, env *Env, cfg SubtreeConfig, progress *Progres
 		res.MemSamples = samples
 		for _, s := range samples {
 			res.ServerRSSMBMax = max(res.ServerRSSMBMax, mb(s.Bytes))
+			res.ServerGoHeapMBMax = max(res.ServerGoHeapMBMax, mb(s.GoHeapBytes))
+			res.ServerBlockCacheMBMax = max(res.ServerBlockCacheMBMax, mb(s.BlockCacheBytes))
+			res.ServerMemtableMBMax = max(res.ServerMemtableMBMax, mb(s.MemtableBytes))
 		}
 		if serr != nil && res.MemError == "" {
 			res.MemError = serr.Error()

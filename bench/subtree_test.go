@@ -117,6 +117,11 @@ func TestSubtreeEveryOp(t *testing.T) {
 			if before, most := num("server_rss_mb_before"), num("server_rss_mb_max"); before <= 0 || most <= 0 {
 				t.Fatalf("server RSS %v before, %v max (%v)", before, most, res["mem_error"])
 			}
+			// A Nimbus server's memory in parts: its Go heap and Pebble's
+			// memtable (the block cache may be empty on so small a tree).
+			if num("server_go_heap_mb_before") <= 0 || num("server_go_heap_mb_max") <= 0 || num("server_memtable_mb_max") <= 0 {
+				t.Fatalf("Go heap %v before, %v max; memtables %v max", res["server_go_heap_mb_before"], res["server_go_heap_mb_max"], res["server_memtable_mb_max"])
+			}
 			if num("background_ops_s_before") <= 0 || num("background_p99_ms_before") <= 0 {
 				t.Fatalf("no background load before: %v", res["background_ops_s_before"])
 			}

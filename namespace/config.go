@@ -108,6 +108,13 @@ type Config struct {
 	Blocks    blocks.Store
 	SyncEvery int64
 
+	// HoldMemory, when set, is called as a subtree operation's work starts
+	// (a recursive delete, chmod or chown -R, set-quota, a move) and its
+	// result when the work ends; calls may overlap. The server bounds the
+	// Go heap's growth there (internal/gctune.HoldHeap): the work's garbage
+	// would otherwise grow the heap to its GOGC goal. Nil: nothing.
+	HoldMemory func() (release func())
+
 	// Now is the clock (injected so that tests control it).
 	Now func() time.Time
 	// Logger and Registerer may be nil.

@@ -152,7 +152,9 @@ func (e *Engine) subtreeOp(ctx context.Context, opName, path string, u meta.User
 				ev, failed = subtree.Failed, e.finish(opName, path, err)
 			}
 		case subtree.DoWork:
+			release := e.holdCaches()
 			err := work(f)
+			release()
 			var kf *keepFlag
 			if errors.As(err, &kf) {
 				e.log.Error("a subtree operation stopped half done (a recursive delete, chmod or chown); the next start finishes it, or on a shared store another NameNode once this one is gone",
@@ -193,6 +195,29 @@ func (e *Engine) subtreeOp(ctx context.Context, opName, path string, u meta.User
 			return failed
 		}
 		a = m.Step(ev, now())
+	}
+}
+
+// holdCaches keeps the store's caches, where it can (store.CacheHolder),
+// from growing with what a subtree operation's work reads once: the rows of
+// a tree it deletes or rewrites; and the server's memory with its garbage,
+// where the server asked (Config.HoldMemory). Call the result when the work
+// ends.
+func (e *Engine) holdCaches() (release func()) {
+	var caches, heap func()
+	if h, ok := e.st.(store.CacheHolder); ok {
+		caches = h.HoldCaches()
+	}
+	if e.cfg.HoldMemory != nil {
+		heap = e.cfg.HoldMemory()
+	}
+	return func() {
+		if caches != nil {
+			caches()
+		}
+		if heap != nil {
+			heap()
+		}
 	}
 }
 
@@ -595,6 +620,9 @@ func (e *Engine) recoverSubtreeOpsOf(ctx context.Context, gone func(owner uint64
 	}
 	if err != nil {
 		return fmt.Errorf("namespace: subtree operations: %w", err)
+	}
+	if len(left) > 0 {
+		defer e.holdCaches()() // the deletes, chmods and chowns it finishes
 	}
 	for i, f := range left {
 		if deletes[i] {

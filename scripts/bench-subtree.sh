@@ -47,10 +47,13 @@ done
 python3 - "$OUT" <<'PY'
 import glob, json, os, sys
 out = sys.argv[1]
-print("| system | op | files | seconds | server memory before → max, MiB | background ops/s before → during |")
-print("|---|---|---:|---:|---|---|")
+print("| system | op | files | seconds | server memory before → max, MiB | Go heap / block cache before → max, MiB | background ops/s before → during |")
+print("|---|---|---:|---:|---|---|---|")
 for f in sorted(glob.glob(os.path.join(out, "*-*-*.json")), key=lambda f: (os.path.basename(f).split("-")[1], os.path.basename(f).split("-")[0], int(os.path.basename(f).split("-")[2].split(".")[0]))):
     r = json.load(open(f))["results"][0]
     sysname = os.path.basename(f).split("-")[0]
-    print(f"| {sysname} | {r['op']} | {r['files']} | {r['seconds']:.3f} | {r['server_rss_mb_before']:.0f} → {r['server_rss_mb_max']:.0f} | {r['background_ops_s_before']:.0f} → {r['background_ops_s_during']:.0f} |")
+    parts = ""
+    if r.get("server_go_heap_mb_max"):
+        parts = f"{r.get('server_go_heap_mb_before', 0):.0f} → {r['server_go_heap_mb_max']:.0f} / {r.get('server_block_cache_mb_before', 0):.0f} → {r.get('server_block_cache_mb_max', 0):.0f}"
+    print(f"| {sysname} | {r['op']} | {r['files']} | {r['seconds']:.3f} | {r['server_rss_mb_before']:.0f} → {r['server_rss_mb_max']:.0f} | {parts} | {r['background_ops_s_before']:.0f} → {r['background_ops_s_during']:.0f} |")
 PY

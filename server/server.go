@@ -23,6 +23,7 @@ import (
 
 	"github.com/nimbus-fs/nimbus/blocks/local"
 	"github.com/nimbus-fs/nimbus/coordinator"
+	"github.com/nimbus-fs/nimbus/internal/gctune"
 	"github.com/nimbus-fs/nimbus/namespace"
 	"github.com/nimbus-fs/nimbus/rpc"
 	"github.com/nimbus-fs/nimbus/store"
@@ -80,6 +81,11 @@ type Config struct {
 	// stay pending. On the embedded store orphans go before serving, at
 	// once.
 	OrphanBlockGrace time.Duration
+	// SubtreeHeapMargin bounds the Go heap's growth while a subtree
+	// operation works (a recursive delete, chmod or chown -R): the soft
+	// memory limit is lowered meanwhile to what the runtime holds when the
+	// work starts plus this (internal/gctune.HoldHeap). 0: no bound.
+	SubtreeHeapMargin int64
 	// Version is shown on the status page.
 	Version string
 }
@@ -93,9 +99,10 @@ func DefaultConfig() Config {
 		Store:     pebblestore.DefaultOptions(),
 		Postgres:  pgstore.DefaultOptions(),
 
-		FailStopTimeout:  5 * time.Second,
-		Limits:           DefaultLimits(),
-		OrphanBlockGrace: time.Minute,
+		FailStopTimeout:   5 * time.Second,
+		SubtreeHeapMargin: 32 << 20,
+		Limits:            DefaultLimits(),
+		OrphanBlockGrace:  time.Minute,
 	}
 }
 
@@ -109,6 +116,9 @@ func (c *Config) Validate() error {
 	}
 	if c.OrphanBlockGrace < 0 {
 		return fmt.Errorf("server: OrphanBlockGrace = %v, want >= 0", c.OrphanBlockGrace)
+	}
+	if c.SubtreeHeapMargin < 0 {
+		return fmt.Errorf("server: SubtreeHeapMargin = %d, want >= 0", c.SubtreeHeapMargin)
 	}
 	if c.FailStopTimeout <= 0 {
 		return fmt.Errorf("server: FailStopTimeout = %v, want > 0", c.FailStopTimeout)
@@ -219,6 +229,9 @@ func New(cfg Config) (*Server, error) {
 	nc.Blocks = bs
 	// The lease monitor runs as an elected duty (duties.go).
 	nc.LeaseMonitor = false
+	if m := cfg.SubtreeHeapMargin; m > 0 && nc.HoldMemory == nil {
+		nc.HoldMemory = func() func() { return gctune.HoldHeap(m) }
+	}
 	ns, err := namespace.New(st, nc)
 	if err != nil {
 		bs.Close()

@@ -105,6 +105,22 @@ type RangeDeleter interface {
 	DeleteRange(ctx context.Context, start, end []byte) error
 }
 
+// CacheHolder is implemented by stores (store.Store) whose caches would
+// otherwise fill with rows that a subtree operation reads once: the entries
+// of a tree being deleted, or rewritten by chmod -R, are of no use to anyone
+// afterwards, and on a server whose caches have room they would take memory
+// in proportion to the tree (Pebble's block cache, docs/NAMESPACE.md).
+// Found by type assertion on a Store (an optional capability).
+type CacheHolder interface {
+	// HoldCaches keeps the store's caches from growing by more than a small
+	// margin over what they hold now, until every hold taken is released:
+	// reads go on being served, caching what they read by evicting what is
+	// there. Holds may be taken concurrently and nest; release must be
+	// called exactly once. A cache already at its configured size is not
+	// changed.
+	HoldCaches() (release func())
+}
+
 // IsRetryable reports whether err means the transaction lost a race, or
 // could not reach the store, without writing anything, and the whole
 // operation may be run again from the start.

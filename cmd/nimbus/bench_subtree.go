@@ -49,6 +49,10 @@ func benchSubtree(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stdout, "subtree %s%s of %s: %d files, %d inodes in %.3f s; server RSS %.1f MiB before, %.1f MiB max; background %.0f ops/s (p99 %.1f ms) before, %.0f ops/s (p99 %.1f ms) during\n",
 			r.Op, where, r.Dir, r.Files, r.Inodes, r.Seconds, r.ServerRSSMBBefore, r.ServerRSSMBMax,
 			r.BackgroundOpsSBefore, r.BackgroundP99MsBefore, r.BackgroundOpsSDuring, r.BackgroundP99MsDuring)
+		if r.ServerGoHeapMBMax > 0 {
+			fmt.Fprintf(stdout, "  server memory in parts, before and highest during: Go heap %.1f, %.1f MiB; Pebble block cache %.1f, %.1f MiB; memtables %.1f, %.1f MiB\n",
+				r.ServerGoHeapMBBefore, r.ServerGoHeapMBMax, r.ServerBlockCacheMBBefore, r.ServerBlockCacheMBMax, r.ServerMemtableMBBefore, r.ServerMemtableMBMax)
+		}
 		if r.MemError != "" {
 			fmt.Fprintln(stderr, "memory not sampled:", r.MemError)
 		}

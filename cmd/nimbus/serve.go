@@ -65,6 +65,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fl.IntVar(&cfg.Store.RowCacheEntries, "row-cache-rows", cfg.Store.RowCacheEntries, "rows (up to 1 KB each) the store keeps in memory in front of Pebble, 0 for none")
 	fl.IntVar(&cfg.Namespace.HintCacheEntries, "hint-cache-entries", cfg.Namespace.HintCacheEntries, "directories whose ids the namespace keeps to build keys without reading")
 	memLimitMB := fl.Int64("memory-limit-mb", -1, "soft limit of the server's Go memory, in MiB, 0 for none (default: 2048 + the block cache + two memtables, unless GOMEMLIMIT is set)")
+	subtreeHeapMB := fl.Int64("subtree-heap-margin-mb", cfg.SubtreeHeapMargin>>20, "while a recursive delete, chmod -R or chown -R works, the Go heap may grow by at most this many MiB over what it held when the work started (the soft memory limit is lowered meanwhile), 0 for no bound")
 	level := fl.String("log-level", "info", "log level: debug, info, warn, error")
 	grace := fl.Duration("shutdown-timeout", 30*time.Second, "how long in-flight requests may take on shutdown")
 	fl.DurationVar(&cfg.FailStopTimeout, "fail-stop-timeout", cfg.FailStopTimeout, "after the metadata store failed (disk full, data directory removed), how long the server waits for requests stuck on it before it exits non-zero")
@@ -120,6 +121,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "nimbus serve: bad --memory-limit-mb %d: want 0 (none) or more\n", *memLimitMB)
 		return 2
 	}
+	if *subtreeHeapMB < 0 {
+		fmt.Fprintf(stderr, "nimbus serve: bad --subtree-heap-margin-mb %d: want 0 (no bound) or more\n", *subtreeHeapMB)
+		return 2
+	}
+	cfg.SubtreeHeapMargin = *subtreeHeapMB << 20
 	cfg.Store.CacheSize = *cacheMB << 20
 	cfg.Store.MemTableSize = *memtableMB << 20
 	if cfg.Namespace.LeaseSoftLimit > cfg.Namespace.LeaseHardLimit {

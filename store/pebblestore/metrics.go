@@ -19,6 +19,7 @@ type metrics struct {
 	failed                       prometheus.Gauge   // failstop.go
 	backgroundErrors             prometheus.Counter // events.go
 	rangeDeletes                 prometheus.Counter // txn.go DeleteRange
+	cacheHeld                    prometheus.Gauge   // cachehold.go
 }
 
 func newMetrics(s *Store) *metrics {
@@ -69,6 +70,10 @@ func newMetrics(s *Store) *metrics {
 			Namespace: "nimbus", Subsystem: "pebblestore", Name: "range_deletes_total",
 			Help: "Key ranges deleted with one range tombstone (a directory's entries in a recursive delete).",
 		}),
+		cacheHeld: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "nimbus", Subsystem: "pebblestore", Name: "block_cache_held_bytes",
+			Help: "Capacity of the block cache withheld while subtree operations run, so that what they read once does not grow it (0 when none runs).",
+		}),
 	}
 }
 
@@ -90,7 +95,7 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.commitSeconds, m.pebble, m.rowCacheHits, m.rowCacheMisses, m.durableWaits, m.scanSkipped, m.scanFlushes, m.scanCacheHits, m.scanCacheMiss, m.failed, m.backgroundErrors, m.rangeDeletes}
+	return []prometheus.Collector{m.commitSeconds, m.pebble, m.rowCacheHits, m.rowCacheMisses, m.durableWaits, m.scanSkipped, m.scanFlushes, m.scanCacheHits, m.scanCacheMiss, m.failed, m.backgroundErrors, m.rangeDeletes, m.cacheHeld}
 }
 
 func (m *metrics) unregister() {

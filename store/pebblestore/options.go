@@ -16,6 +16,9 @@ type Options struct {
 	CacheSize int64
 	// MemTableSize is the size of one Pebble memtable in bytes.
 	MemTableSize uint64
+	// CacheHoldMargin is how much the block cache may still grow while a
+	// subtree operation holds the caches (HoldCaches, cachehold.go).
+	CacheHoldMargin int64
 	// LockWaitMax bounds one wait for a row lock (store.ErrLockTimeout after).
 	LockWaitMax time.Duration
 	// LockShards is the number of partitions of the lock table, a power of two.
@@ -66,7 +69,8 @@ type Options struct {
 	Registerer prometheus.Registerer
 }
 
-// DefaultOptions returns a 256 MB block cache, 64 MB memtables, a row cache
+// DefaultOptions returns a 256 MB block cache (which may grow by at most
+// 4 MB while a subtree operation holds it), 64 MB memtables, a row cache
 // of a million rows, 64 MB of cached partitions, a 10 s lock wait limit, 64
 // lock shards, an id prefetch of 1024 and 4 MB of write-ahead log
 // prefilled, and a check of the directory's identity every 2 s.
@@ -74,6 +78,7 @@ func DefaultOptions() Options {
 	return Options{
 		CacheSize:             256 << 20,
 		MemTableSize:          64 << 20,
+		CacheHoldMargin:       4 << 20,
 		LockWaitMax:           10 * time.Second,
 		LockShards:            64,
 		IDPrefetch:            1024,
@@ -93,6 +98,8 @@ func (o Options) Validate() error {
 	switch {
 	case o.CacheSize < 0:
 		return fmt.Errorf("%w: CacheSize = %d, want >= 0", ErrOptions, o.CacheSize)
+	case o.CacheHoldMargin < 0:
+		return fmt.Errorf("%w: CacheHoldMargin = %d, want >= 0", ErrOptions, o.CacheHoldMargin)
 	case o.MemTableSize < 1<<20 || o.MemTableSize >= 4<<30:
 		return fmt.Errorf("%w: MemTableSize = %d, want [1 MB, 4 GB)", ErrOptions, o.MemTableSize)
 	case o.LockWaitMax <= 0:

@@ -43,6 +43,11 @@ type Store struct {
 		counters map[string]*counter
 	}
 
+	// cache is Pebble's block cache, valid while db is open (the database
+	// holds its reference).
+	cache *pebble.Cache
+	hold  cacheHold // cachehold.go
+
 	rows  *rowCache  // nil when Options.RowCacheEntries is 0
 	scans *scanCache // nil when Options.ScanCacheBytes is 0
 
@@ -89,7 +94,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref() // the DB holds its own reference
-	s := &Store{dir: dir, locks: locks, log: log, opts: opts, rows: newRowCache(opts.RowCacheEntries), scans: newScanCache(opts.ScanCacheBytes), pendingKeys: newUnsyncedKeys(),
+	s := &Store{dir: dir, locks: locks, log: log, opts: opts, cache: cache, rows: newRowCache(opts.RowCacheEntries), scans: newScanCache(opts.ScanCacheBytes), pendingKeys: newUnsyncedKeys(),
 		stop: make(chan struct{})}
 	s.fail.ch = make(chan struct{})
 	fs := opts.FS

@@ -30,6 +30,7 @@ func TestOptionsValidate(t *testing.T) {
 	}
 	for _, mut := range []func(*Options){
 		func(o *Options) { o.CacheSize = -1 },
+		func(o *Options) { o.CacheHoldMargin = -1 },
 		func(o *Options) { o.MemTableSize = 10 },
 		func(o *Options) { o.LockWaitMax = 0 },
 		func(o *Options) { o.LockShards = 6 },
