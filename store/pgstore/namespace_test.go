@@ -21,14 +21,7 @@ import (
 // create), warm: the namespace's directory-id hints filled, every
 // statement prepared on the connections used.
 func TestNamespaceRoundTrips(t *testing.T) {
-	st := open(t, pgtest.DB(t), prometheus.NewRegistry())
-	cfg := namespace.DefaultConfig()
-	cfg.Superuser = "root"
-	e, err := namespace.New(st, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	st, e := newEngine(t)
 	ctx := context.Background()
 	root := meta.User{Name: "root"}
 	const dir = "/user/alice/warehouse/sales/year=2026/month=11"
@@ -90,14 +83,7 @@ func TestNamespaceRoundTrips(t *testing.T) {
 // no row of the tree behind (every row of the table is reachable, fsck
 // clean) and keeps what is beside it.
 func TestNamespaceRecursiveDelete(t *testing.T) {
-	st := open(t, pgtest.DB(t), prometheus.NewRegistry())
-	cfg := namespace.DefaultConfig()
-	cfg.Superuser = "root"
-	e, err := namespace.New(st, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	st, e := newEngine(t)
 	ctx := context.Background()
 	root := meta.User{Name: "root"}
 	const dirs, files = 6, 40
@@ -146,14 +132,7 @@ func TestNamespaceRecursiveDelete(t *testing.T) {
 // the directory (a bench prepare once failed here with "does not exist"
 // after its mkdirs had succeeded).
 func TestNamespaceMkdirsThenCreate(t *testing.T) {
-	st := open(t, pgtest.DB(t), prometheus.NewRegistry())
-	cfg := namespace.DefaultConfig()
-	cfg.Superuser = "root"
-	e, err := namespace.New(st, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	_, e := newEngine(t)
 	ctx := context.Background()
 	root := meta.User{Name: "root"}
 	const writers, dirs = 16, 600
@@ -201,4 +180,19 @@ func TestNamespaceMkdirsThenCreate(t *testing.T) {
 // reqCtx carries request id op<<32|i of client "nimbus-pg", first sent.
 func reqCtx(op, i int) context.Context {
 	return meta.WithRequest(context.Background(), meta.Request{Client: "nimbus-pg", ID: uint64(op)<<32 | uint64(i)})
+}
+
+// newEngine is a namespace engine, superuser root, over a fresh database
+// of the test's cluster; both are closed with the test.
+func newEngine(t *testing.T) (*Store, *namespace.Engine) {
+	t.Helper()
+	st := open(t, pgtest.DB(t), prometheus.NewRegistry())
+	cfg := namespace.DefaultConfig()
+	cfg.Superuser = "root"
+	e, err := namespace.New(st, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return st, e
 }
