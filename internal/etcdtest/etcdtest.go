@@ -31,6 +31,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nimbus-fs/nimbus/internal/testproc"
 )
 
 // EnvEndpoints names the environment variable of an external server.
@@ -393,23 +395,7 @@ func (c *Cluster) stop() {
 // process group of its own, so that an interrupt of the tests does not stop
 // it first. It returns its end of the pipe (nil if it could not start).
 func watchdog(dir string) *os.File {
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil
-	}
-	script := fmt.Sprintf(`cat >/dev/null; for f in %[1]s/*.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done; rm -rf %[1]s`, dir)
-	cmd := exec.Command("sh", "-c", script)
-	cmd.Stdin = r
-	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		r.Close()
-		w.Close()
-		return nil
-	}
-	r.Close()
-	go func() { _ = cmd.Wait() }()
-	return w
+	return testproc.Watchdog(fmt.Sprintf(`for f in %[1]s/*.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done; rm -rf %[1]s`, dir))
 }
 
 // freePorts returns n distinct ports free at the time of the call.

@@ -31,11 +31,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/nimbus-fs/nimbus/internal/testproc"
 )
 
 // EnvURL names the environment variable of an external server.
@@ -256,26 +257,11 @@ func startWatchdog(data string) {
 // watchdog starts the shell of startWatchdog for the cluster in data under
 // dir and returns its end of the pipe (nil if it could not start).
 func watchdog(pgCtl, data, dir, asUser string) *os.File {
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil
-	}
 	stop := fmt.Sprintf("%s -D %s -m immediate -w stop", pgCtl, data)
 	if asUser != "" {
 		stop = "runuser -u " + asUser + " -- " + stop
 	}
-	cmd := exec.Command("sh", "-c", "cat >/dev/null; "+stop+" >/dev/null 2>&1; rm -rf "+dir)
-	cmd.Stdin = r
-	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		r.Close()
-		w.Close()
-		return nil
-	}
-	r.Close()
-	go func() { _ = cmd.Wait() }()
-	return w
+	return testproc.Watchdog(stop + " >/dev/null 2>&1; rm -rf " + dir)
 }
 
 func freePort() (int, error) {

@@ -192,3 +192,28 @@ func Get(t testing.TB, url string) (int, string) {
 	}
 	return resp.StatusCode, string(b)
 }
+
+// Watchdog starts `sh -c script` with a pipe from this process on its
+// standard input, in a process group of its own (an interrupt of the tests
+// does not stop it), and returns this process's end of the pipe (nil if it
+// could not start). The script begins with `cat >/dev/null`, so it runs the
+// rest when the pipe closes: when the test binary exits, however it exits.
+// pgtest and etcdtest stop their servers and remove their directories so.
+func Watchdog(script string) *os.File {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil
+	}
+	cmd := exec.Command("sh", "-c", "cat >/dev/null; "+script)
+	cmd.Stdin = r
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		r.Close()
+		w.Close()
+		return nil
+	}
+	r.Close()
+	go func() { _ = cmd.Wait() }()
+	return w
+}
