@@ -75,12 +75,19 @@ func (c *coalescer) read(ctx context.Context, reqs []store.ReadReq) ([][]byte, e
 
 // direct sends one read as its own statement.
 func (c *coalescer) direct(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) {
-	vals := make([][]byte, len(reqs))
-	c.s.count(kindRead)
-	if err := readRun(ctx, c.s.pool, run{from: 0, to: len(reqs), mode: store.ReadCommitted}, reqs, vals); err != nil {
+	vals, err := c.send(ctx, reqs)
+	if err != nil {
 		return nil, c.s.mapErr(ctx, "read "+store.FormatKey(reqs[0].Key), err, false)
 	}
 	return vals, nil
+}
+
+// send reads reqs (unlocked) in one autocommit statement; the error is the
+// database's, not yet mapped.
+func (c *coalescer) send(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) {
+	vals := make([][]byte, len(reqs))
+	c.s.count(kindRead)
+	return vals, readRun(ctx, c.s.pool, run{from: 0, to: len(reqs), mode: store.ReadCommitted}, reqs, vals)
 }
 
 // next takes the waiting reads of the next statement, keeping the caller's
@@ -116,11 +123,9 @@ func (c *coalescer) serve(batch []*waitingRead) {
 				all = append(all, w.reqs...)
 			}
 		}
-		vals := make([][]byte, len(all))
 		ctx, cancel := context.WithTimeout(context.Background(), c.s.setupTimeout()+time.Second)
-		c.s.count(kindRead)
 		c.s.metrics.coalesced.Add(float64(len(batch)))
-		err := readRun(ctx, c.s.pool, run{from: 0, to: len(all), mode: store.ReadCommitted}, all, vals)
+		vals, err := c.send(ctx, all)
 		cancel()
 		at := 0
 		for _, w := range batch {

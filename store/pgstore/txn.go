@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -694,8 +695,11 @@ func (t *txn) dropDeletedByRange() {
 	kept := t.ops[:0]
 	for i, w := range t.ops {
 		deleted := false
-		for _, r := range t.ranges {
-			if r.before > i && bytes.Compare(w.key, r.start) >= 0 && bytes.Compare(w.key, r.end) < 0 {
+		// ranges are in the order buffered, so those buffered after op i
+		// (before > i) are a suffix: only they can delete it.
+		first := sort.Search(len(t.ranges), func(j int) bool { return t.ranges[j].before > i })
+		for _, r := range t.ranges[first:] {
+			if bytes.Compare(w.key, r.start) >= 0 && bytes.Compare(w.key, r.end) < 0 {
 				deleted = true
 				break
 			}
