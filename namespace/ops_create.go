@@ -156,7 +156,7 @@ func (t *tx) makeParents(ctx context.Context, op string, r *resolved, last int, 
 		if k < last {
 			d.Children = 1
 		}
-		t.put(d)
+		t.create(d)
 		r.chain[k] = d
 		parent = d
 	}
@@ -273,7 +273,11 @@ func (e *Engine) create(ctx context.Context, op string, u meta.User, path string
 		parent.Children++
 		parent.Mtime = t.now
 		t.put(parent)
-		t.put(n)
+		if r.last() == nil {
+			t.create(n)
+		} else {
+			t.put(n) // over the file it replaces
+		}
 		if complete {
 			if int64(len(data)) > t.e.cfg.InlineThreshold {
 				return meta.Errorf(op, p, meta.ErrTooLarge, "%d bytes; files are kept in the metadata store up to %d bytes", len(data), t.e.cfg.InlineThreshold)
@@ -356,7 +360,7 @@ func (e *Engine) CreateSymlink(ctx context.Context, u meta.User, target, link st
 		parent.Children++
 		parent.Mtime = t.now
 		t.put(parent)
-		t.put(&store.Inode{Parent: parent.ID, Name: r.name(), ID: id, Type: meta.TypeSymlink,
+		t.create(&store.Inode{Parent: parent.ID, Name: r.name(), ID: id, Type: meta.TypeSymlink,
 			Perm: 0o777, Owner: t.user, Group: parent.Group, Mtime: t.now, Atime: t.now,
 			Symlink: target, NsQuota: -1, SpaceQuota: -1})
 		return nil

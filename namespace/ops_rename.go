@@ -131,7 +131,11 @@ func (e *Engine) Rename(ctx context.Context, u meta.User, src, dst string, opts 
 		t.del(n)
 		moved := *n
 		moved.Parent, moved.Name = dParent.ID, d.name()
-		t.put(&moved)
+		if old == nil {
+			t.create(&moved)
+		} else {
+			t.put(&moved) // over the entry it replaces
+		}
 		if moved.UnderConstruction() {
 			t.putLease(&moved, d.path)
 		}

@@ -58,6 +58,7 @@ type tx struct {
 
 	rows   rowTable                // every row read or written, and its lock mode
 	dirty  map[string]*store.Inode // rows to write at commit (nil: delete)
+	fresh  map[string]bool         // keys of dirty rows that create an inode where no row was (create)
 	chunks map[string][]byte       // content chunks written by this transaction
 	inodes []store.Inode           // slab of decoded rows (newInode)
 	after  []func()                // run once the transaction committed
@@ -723,12 +724,28 @@ func (t *tx) put(n *store.Inode) {
 	t.rows.set(hintKey{n.Parent, n.Name}, n)
 }
 
+// create is put for a new inode whose key had no row when the operation
+// read it (or whose parent was created by this transaction): the store is
+// asked to insert it, not to overwrite, where it can tell the difference
+// (store.Inserter). The parent's lock is what keeps a second creator of the
+// key out; if that ever failed, the second creation would fail and be
+// retried, instead of replacing the first inode and orphaning what was
+// made below it.
+func (t *tx) create(n *store.Inode) {
+	t.put(n)
+	if t.fresh == nil {
+		t.fresh = make(map[string]bool, 2)
+	}
+	t.fresh[string(n.Key())] = true
+}
+
 // del records n's row to be deleted at commit.
 func (t *tx) del(n *store.Inode) {
 	if t.dirty == nil {
 		t.dirty = make(map[string]*store.Inode, 4)
 	}
 	t.dirty[string(n.Key())] = nil
+	delete(t.fresh, string(n.Key()))
 	t.rows.set(hintKey{n.Parent, n.Name}, nil)
 	t.e.hints.drop(n.Parent, n.Name)
 }
@@ -758,13 +775,18 @@ func (t *tx) flush() error {
 		return err
 	}
 	var buf []byte
+	ins, _ := t.st.(store.Inserter)
 	for key, n := range t.dirty {
 		if n == nil {
 			t.st.Delete([]byte(key))
 			continue
 		}
 		buf = store.EncodeInode(buf[:0], n)
-		t.st.Put([]byte(key), buf)
+		if ins != nil && t.fresh[key] {
+			ins.Insert([]byte(key), buf)
+		} else {
+			t.st.Put([]byte(key), buf)
+		}
 		if n.Type == meta.TypeDir {
 			t.e.hints.put(n.Parent, n.Name, n.ID)
 		}

@@ -67,6 +67,11 @@ var (
 	// transaction could have committed: nothing of it was written, and the
 	// whole operation may be run again once the store is back.
 	ErrUnavailable = errors.New("store: unavailable")
+	// ErrConflict: a row that the transaction inserted (Inserter) existed
+	// when it committed; nothing was written. The caller's locks should
+	// have made this impossible, so it means a lost race the locks did not
+	// cover: retryable, and worth a log line.
+	ErrConflict = errors.New("store: row exists")
 	// ErrCommitUnknown: the store lost its connection after the commit was
 	// sent and before its answer came: the transaction may or may not have
 	// committed. Not retryable (running the operation again could apply it
@@ -105,6 +110,26 @@ type RangeDeleter interface {
 	DeleteRange(ctx context.Context, start, end []byte) error
 }
 
+// Inserter is implemented by the transactions (store.Txn) of stores whose
+// locks cannot keep a second writer from creating a row that does not exist
+// yet: SQL locks rows, not absent keys, and a transaction that found a key
+// missing under its advisory lock (pgstore) relies on every creator of that
+// key holding its parent's row, which is the caller's discipline and not
+// the store's to enforce. Insert is Put for a row the caller believes new:
+// at Commit the store checks that no row has the key, and if one has, the
+// whole commit fails with ErrConflict and writes nothing, instead of
+// overwriting a row another transaction created (an inode created twice,
+// the first one's subtree orphaned). A store whose locks exclude creators
+// of a missing key (pebblestore's lock manager) need not implement it.
+// Found by type assertion on a Txn (an optional capability).
+type Inserter interface {
+	// Insert buffers the write of a new row; the value is copied. A later
+	// Put or Delete of the key in the same transaction replaces it, as
+	// writes of one key do; an Insert after a Delete of the key in the same
+	// transaction is a Put (the row it deleted is there until it commits).
+	Insert(key, value []byte)
+}
+
 // CacheHolder is implemented by stores (store.Store) whose caches would
 // otherwise fill with rows that a subtree operation reads once: the entries
 // of a tree being deleted, or rewritten by chmod -R, are of no use to anyone
@@ -125,7 +150,8 @@ type CacheHolder interface {
 // could not reach the store, without writing anything, and the whole
 // operation may be run again from the start.
 func IsRetryable(err error) bool {
-	return errors.Is(err, ErrLockBusy) || errors.Is(err, ErrLockTimeout) || errors.Is(err, ErrUnavailable)
+	return errors.Is(err, ErrLockBusy) || errors.Is(err, ErrLockTimeout) || errors.Is(err, ErrUnavailable) ||
+		errors.Is(err, ErrConflict)
 }
 
 // Store is the persistent, transactional metadata store: an ordered map of

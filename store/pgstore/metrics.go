@@ -27,6 +27,9 @@ type metrics struct {
 	connLost      prometheus.Counter
 	commitUnknown prometheus.Counter
 	coalesced     prometheus.Counter
+	// insertConflicts counts commits refused because a row inserted as new
+	// existed (store.ErrConflict): a race the caller's locks did not cover.
+	insertConflicts prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -60,6 +63,10 @@ func newMetrics() *metrics {
 			Namespace: "nimbus", Subsystem: "pgstore", Name: "coalesced_reads_total",
 			Help: "Unlocked reads that waited for a statement slot and were sent with the others waiting (ReadConcurrency); the statements that carried them count in statements_total{kind=\"read\"}.",
 		}),
+		insertConflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "pgstore", Name: "insert_conflicts_total",
+			Help: "Commits refused, and retried, because a row inserted as new already existed: a race that the writer's locks should have excluded.",
+		}),
 		statements: map[string]prometheus.Counter{},
 	}
 	for _, k := range kinds {
@@ -69,7 +76,7 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.roundTrips, m.statementsVec, m.commitSeconds, m.retryable, m.connLost, m.commitUnknown, m.coalesced}
+	return []prometheus.Collector{m.roundTrips, m.statementsVec, m.commitSeconds, m.retryable, m.connLost, m.commitUnknown, m.coalesced, m.insertConflicts}
 }
 
 // register registers the metrics on reg (nil: none).

@@ -287,6 +287,10 @@ func (s *Store) mapErr(ctx context.Context, op string, err error, noWait bool) e
 				return fmt.Errorf("pgstore: %s: %w (%w)", op, store.ErrLockBusy, err)
 			}
 			return fmt.Errorf("pgstore: %s: %w after %v (%w)", op, store.ErrLockTimeout, s.opts.LockTimeout, err)
+		case "23505": // unique_violation: only an Insert's row can raise it
+			s.metrics.insertConflicts.Inc()
+			s.log.Warn("a row inserted as new existed at commit; the operation is retried", "op", op, "detail", pe.Detail)
+			return fmt.Errorf("pgstore: %s: %w (%w)", op, store.ErrConflict, err)
 		case "40P01", "40001": // deadlock_detected, serialization_failure
 			s.metrics.retryable.Inc()
 			return fmt.Errorf("pgstore: %s: %w: the database aborted the transaction (%w)", op, store.ErrLockTimeout, err)

@@ -409,3 +409,74 @@ func TestDeadlockRetryable(t *testing.T) {
 		t.Fatalf("deadlock victim's error: %v, want retryable and naming the deadlock", failed)
 	}
 }
+
+// TestInsertOfExistingRowConflicts: a row inserted as new (store.Inserter)
+// that another transaction created meanwhile fails the whole commit with
+// the retryable store.ErrConflict and writes nothing; it never overwrites.
+func TestInsertOfExistingRowConflicts(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	st := open(t, pgtest.DB(t), reg)
+	put := func(k, v string) {
+		t.Helper()
+		txn, _ := st.Begin(bg)
+		txn.Put([]byte(k), []byte(v))
+		if err := txn.Commit(bg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(k string) string {
+		t.Helper()
+		txn, _ := st.Begin(bg)
+		defer txn.Rollback()
+		v, err := txn.Read(bg, []store.ReadReq{{Key: []byte(k)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(v[0])
+	}
+	put("parent", "0")
+
+	// Two inserts of one new key, as two creators whose locks failed to
+	// exclude each other would send: the second fails.
+	a, _ := st.Begin(bg)
+	b, _ := st.Begin(bg)
+	for _, txn := range []store.Txn{a, b} {
+		txn.(store.Inserter).Insert([]byte("child"), []byte("first"))
+	}
+	a.Put([]byte("parent"), []byte("1"))
+	if err := a.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	b.(store.Inserter).Insert([]byte("child"), []byte("second"))
+	b.Put([]byte("parent"), []byte("2"))
+	b.Put([]byte("other"), []byte("x"))
+	err := b.Commit(bg)
+	if !errors.Is(err, store.ErrConflict) || !store.IsRetryable(err) {
+		t.Fatalf("second insert of a key: %v, want a retryable store.ErrConflict", err)
+	}
+	if got := get("child"); got != "first" {
+		t.Fatalf("child = %q after the refused insert, want the first one's", got)
+	}
+	if got, other := get("parent"), get("other"); got != "1" || other != "" {
+		t.Fatalf("parent = %q, other = %q: the refused commit wrote something", got, other)
+	}
+	if n := testutil.ToFloat64(st.metrics.insertConflicts); n != 1 {
+		t.Fatalf("insert_conflicts_total = %v, want 1", n)
+	}
+
+	// A key deleted and inserted again in one transaction, and an insert
+	// that a later Put of the key replaces, are ordinary writes.
+	c, _ := st.Begin(bg)
+	c.Delete([]byte("child"))
+	c.(store.Inserter).Insert([]byte("child"), []byte("again"))
+	c.(store.Inserter).Insert([]byte("parent"), []byte("3"))
+	c.Put([]byte("parent"), []byte("4"))
+	c.(store.Inserter).Insert([]byte("new1"), []byte("n1"))
+	c.(store.Inserter).Insert([]byte("new2"), []byte("n2"))
+	if err := c.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	if ch, p, n1, n2 := get("child"), get("parent"), get("new1"), get("new2"); ch != "again" || p != "4" || n1 != "n1" || n2 != "n2" {
+		t.Fatalf("child, parent, new1, new2 = %q, %q, %q, %q; want again, 4, n1, n2", ch, p, n1, n2)
+	}
+}

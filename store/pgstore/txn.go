@@ -48,6 +48,7 @@ type txn struct {
 
 type write struct {
 	key, value []byte // value nil: delete
+	insert     bool   // the row must not exist (Insert)
 }
 
 // The statements of a read. A batch of several keys is one statement over
@@ -69,6 +70,10 @@ const (
 const (
 	upsertOne  = "INSERT INTO nimbus_kv (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
 	upsertMany = "INSERT INTO nimbus_kv (key, value) SELECT k, v FROM unnest($1::bytea[], $2::bytea[]) AS u(k, v) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+	// insertOne and insertMany write rows that must be new (Insert): a row
+	// that exists fails the statement (unique_violation), and so the commit.
+	insertOne  = "INSERT INTO nimbus_kv (key, value) VALUES ($1, $2)"
+	insertMany = "INSERT INTO nimbus_kv (key, value) SELECT k, v FROM unnest($1::bytea[], $2::bytea[]) AS u(k, v)"
 	deleteOne  = "DELETE FROM nimbus_kv WHERE key = $1"
 	deleteMany = "DELETE FROM nimbus_kv WHERE key = ANY($1::bytea[])"
 	// deleteRange is one range deletion (DeleteRange); several in a
@@ -658,6 +663,18 @@ func (t *txn) Delete(key []byte) {
 	t.ops = append(t.ops, write{key: bytes.Clone(key)})
 }
 
+var _ store.Inserter = (*txn)(nil)
+
+// Insert implements store.Inserter: the row goes in a plain INSERT, which
+// fails the commit if a row has the key. The namespace inserts the rows of
+// the inodes it creates: its lock on the parent's row is what keeps a
+// second creator out, and should that ever not hold, the second creation
+// fails and is retried instead of overwriting the first (and orphaning what
+// was created below it).
+func (t *txn) Insert(key, value []byte) {
+	t.ops = append(t.ops, write{key: bytes.Clone(key), value: append([]byte{}, value...), insert: true})
+}
+
 var _ store.RangeDeleter = (*txn)(nil)
 
 // rangeDel is a buffered DeleteRange: [start, end), after the first
@@ -813,16 +830,30 @@ func (t *txn) queueWrites(b *pgx.Batch) []byte {
 		return t.ranges[0].start
 	}
 	slices.SortStableFunc(t.ops, func(a, b write) int { return bytes.Compare(a.key, b.key) })
-	var putK, putV, delK [][]byte
+	var putK, putV, insK, insV, delK [][]byte
+	deleted := false // an earlier write of this key deleted it
 	for i, w := range t.ops {
 		if i+1 < len(t.ops) && bytes.Equal(w.key, t.ops[i+1].key) {
+			deleted = deleted || w.value == nil
 			continue // a later write of the key wins
 		}
-		if w.value == nil {
+		again := deleted // an insert of a row this transaction deleted: the row is there until the commit
+		deleted = false
+		switch {
+		case w.value == nil:
 			delK = append(delK, w.key)
-		} else {
+		case w.insert && !again:
+			insK, insV = append(insK, w.key), append(insV, w.value)
+		default:
 			putK, putV = append(putK, w.key), append(putV, w.value)
 		}
+	}
+	switch len(insK) {
+	case 0:
+	case 1:
+		b.Queue(insertOne, insK[0], insV[0])
+	default:
+		b.Queue(insertMany, insK, insV)
 	}
 	switch len(putK) {
 	case 0:
@@ -837,6 +868,9 @@ func (t *txn) queueWrites(b *pgx.Batch) []byte {
 		b.Queue(deleteOne, delK[0])
 	default:
 		b.Queue(deleteMany, delK)
+	}
+	if len(insK) > 0 {
+		t.s.metrics.statements[kindWrite].Inc()
 	}
 	if len(putK) > 0 {
 		t.s.metrics.statements[kindWrite].Inc()
