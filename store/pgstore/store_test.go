@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -479,4 +480,89 @@ func TestInsertOfExistingRowConflicts(t *testing.T) {
 	if ch, p, n1, n2 := get("child"), get("parent"), get("new1"), get("new2"); ch != "again" || p != "4" || n1 != "n1" || n2 != "n2" {
 		t.Fatalf("child, parent, new1, new2 = %q, %q, %q, %q; want again, 4, n1, n2", ch, p, n1, n2)
 	}
+}
+
+// TestRowFoundAfterItsLockRunIsLocked: a key found missing by an early lock
+// run of a batch, and created by a transaction that a later run of the
+// batch waited for, is returned locked as a row, not held only by the
+// advisory lock taken while it was missing: a writer that then locks the
+// row must not get it while the batch's transaction holds it. (Without the
+// row lock, two transactions each held a new directory "exclusive" and
+// each added an entry from the same count.)
+func TestRowFoundAfterItsLockRunIsLocked(t *testing.T) {
+	db := pgtest.DB(t)
+	st := open(t, db, nil)
+	k1, k2 := []byte("k1-created"), []byte("k2-parent")
+	put := func(k, v []byte) {
+		t.Helper()
+		txn, _ := st.Begin(bg)
+		txn.Put(k, v)
+		if err := txn.Commit(bg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(k2, []byte("p"))
+
+	// The creator holds k2 and inserts k1.
+	c, _ := st.Begin(bg)
+	defer c.Rollback()
+	if _, err := c.Read(bg, []store.ReadReq{{Key: k2, Mode: store.Exclusive}}); err != nil {
+		t.Fatal(err)
+	}
+	c.(store.Inserter).Insert(k1, []byte("new"))
+
+	// x locks k1 (missing: advisory) in one run, then k2 shared in the
+	// next, which waits for the creator.
+	x, _ := st.Begin(bg)
+	defer x.Rollback()
+	type result struct {
+		vals [][]byte
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		vals, err := x.Read(bg, []store.ReadReq{{Key: k1, Mode: store.Exclusive}, {Key: k2, Mode: store.Shared}})
+		done <- result{vals, err}
+	}()
+	waitForLockWait(t, db)
+	if err := c.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if res.err != nil {
+		t.Fatal(res.err) // no one else locks k1 here: not even ErrLockBusy
+	}
+	if string(res.vals[0]) != "new" || string(res.vals[1]) != "p" {
+		t.Fatalf("read %q, %q; want the row created meanwhile and the parent", res.vals[0], res.vals[1])
+	}
+	// x holds k1 as a row now: another writer of the row must wait.
+	y, _ := st.Begin(bg)
+	defer y.Rollback()
+	_, err := y.Read(bg, []store.ReadReq{{Key: k1, Mode: store.Exclusive, NoWait: true}})
+	if !errors.Is(err, store.ErrLockBusy) {
+		t.Fatalf("locking the row that another transaction read exclusive: %v, want ErrLockBusy", err)
+	}
+}
+
+// waitForLockWait waits until some backend of the database waits for a
+// lock.
+func waitForLockWait(t *testing.T, db string) {
+	t.Helper()
+	conn, err := pgx.Connect(bg, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(bg)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		var n int
+		if err := conn.QueryRow(bg, "SELECT count(*) FROM pg_locks WHERE NOT granted").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("no transaction waited for a lock within 10 s")
 }

@@ -210,7 +210,7 @@ func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) 
 		return nil, t.s.mapErr(ctx, "read "+store.FormatKey(first), err, noWait)
 	}
 	if err := t.rereadMissing(ctx, runs, reqs, vals); err != nil {
-		return nil, t.s.mapErr(ctx, "read "+store.FormatKey(reqs[0].Key), err, false)
+		return nil, err
 	}
 	if t.s.closed.Load() {
 		// Close ended the transaction while the read was under way: it may
@@ -220,17 +220,29 @@ func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) 
 	return vals, nil
 }
 
-// rereadMissing reads again, in a statement after every lock of the batch
-// is granted, the keys found without a row by a lock run that a later lock
-// run followed. The seam returns the values once all the locks are held:
-// an existing row locked in an early run cannot change while it is held,
-// but a missing key's advisory lock does not keep out an inserter that
-// holds the parent's row instead (as the namespace's inserters do), and the
-// later run may have waited for just that inserter to commit. Seen with two
-// NameNodes: a directory's key sorting after its new child's (ids from two
-// NameNodes' ranges), mkdirs of the child on both, the second locked the
-// missing child, waited for the directory's row, and created the child
-// again. A second round trip, only when such a key is missing.
+// rereadMissing reads again, after every lock of the batch is granted, the
+// keys found without a row by a lock run that a later lock run followed.
+// The seam returns the values once all the locks are held: an existing row
+// locked in an early run cannot change while it is held, but a missing
+// key's advisory lock does not keep out an inserter that holds the parent's
+// row instead (as the namespace's inserters do), and the later run may have
+// waited for just that inserter to commit. Seen with two NameNodes: a
+// directory's key sorting after its new child's (ids from two NameNodes'
+// ranges), mkdirs of the child on both, the second locked the missing
+// child, waited for the directory's row, and created the child again.
+//
+// A key that has a row now is locked again, in its mode, as a row: the
+// advisory lock taken while it was missing excludes only those who also
+// found it missing, not a writer that locks the row itself (one that came
+// after the inserter), so a row returned under the advisory lock alone
+// would be a row two transactions hold "exclusive" at once. That was the
+// corruption seen with read coalescing (docs/STORE.md): a directory created
+// by one mkdirs -p, found missing and then present by two others, each of
+// which added an entry to it from the same count, or created the same child
+// again. The row lock is taken NOWAIT, out of key order as it is: a holder
+// makes the read fail with ErrLockBusy and the operation start again, where
+// waiting could deadlock with a holder waiting for this batch's later keys.
+// A second round trip, only when such a key is missing.
 func (t *txn) rereadMissing(ctx context.Context, runs []run, reqs []store.ReadReq, vals [][]byte) error {
 	last := -1
 	for i, r := range runs {
@@ -246,7 +258,7 @@ func (t *txn) rereadMissing(ctx context.Context, runs []run, reqs []store.ReadRe
 		}
 		for i := r.from; i < r.to; i++ {
 			if vals[i] == nil && !reqs[i].LockOnly { // a LockOnly value is unspecified
-				again = append(again, store.ReadReq{Key: reqs[i].Key})
+				again = append(again, store.ReadReq{Key: reqs[i].Key, Mode: r.mode, NoWait: true})
 				at = append(at, i)
 			}
 		}
@@ -254,11 +266,38 @@ func (t *txn) rereadMissing(ctx context.Context, runs []run, reqs []store.ReadRe
 	if len(again) == 0 {
 		return nil
 	}
-	t.s.metrics.statements[kindRead].Inc()
+	// One statement per stretch of one mode, in one batch.
+	b := &pgx.Batch{}
+	var rr []run
+	for i, r := range again {
+		if n := len(rr); n > 0 && rr[n-1].mode == r.Mode {
+			rr[n-1].to = i + 1
+			continue
+		}
+		rr = append(rr, run{from: i, to: i + 1, mode: r.Mode, noWait: true})
+	}
+	for _, r := range rr {
+		queueRun(b, r, again)
+		t.s.metrics.statements[kindLock].Inc()
+	}
 	t.s.metrics.roundTrips.Inc()
 	got := make([][]byte, len(again))
-	if err := readRun(ctx, t.conn, run{from: 0, to: len(again), mode: store.ReadCommitted}, again, got); err != nil {
-		return err
+	br := t.conn.SendBatch(ctx, b)
+	var err error
+	for _, r := range rr {
+		var rows pgx.Rows
+		if rows, err = br.Query(); err != nil {
+			break
+		}
+		if err = scanRun(rows, r, again, got); err != nil {
+			break
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return t.s.mapErr(ctx, "read "+store.FormatKey(again[0].Key), err, true)
 	}
 	for j, i := range at {
 		vals[i] = got[j]
