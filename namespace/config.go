@@ -56,6 +56,12 @@ type Config struct {
 	// coordinator's "lease-monitor" election, so that one NameNode of those
 	// sharing a store recovers leases).
 	LeaseMonitor bool
+	// CheckOnly opens the namespace only to check it (Fsck) from outside
+	// the servers, as `nimbus fsck --store` does: New writes nothing (no
+	// root, no instance row, no finishing of subtree operations left half
+	// done, which are the servers' to finish) and starts no background work.
+	// Other operations must not be called.
+	CheckOnly bool
 
 	// MaxXAttrsPerInode and MaxXAttrSize are HDFS's
 	// dfs.namenode.fs-limits.max-xattrs-per-inode and max-xattr-size: the

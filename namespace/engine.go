@@ -105,6 +105,12 @@ func New(st store.Store, cfg Config) (*Engine, error) {
 		e.instance = rand.Uint64()
 	}
 	_, e.alone = st.(store.SingleProcess)
+	if cfg.CheckOnly {
+		// Not a NameNode of the cluster: no instance row, no heartbeat.
+		e.alone = true
+		close(e.done)
+		return e, nil
+	}
 	if !e.alone {
 		e.members = newMembers()
 	}

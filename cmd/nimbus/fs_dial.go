@@ -14,6 +14,7 @@ import (
 	"github.com/nimbus-fs/nimbus/namespace"
 	"github.com/nimbus-fs/nimbus/server"
 	"github.com/nimbus-fs/nimbus/store/pebblestore"
+	"github.com/nimbus-fs/nimbus/store/pgstore"
 )
 
 // *client.Client is what `nimbus fs` runs against.
@@ -87,6 +88,7 @@ func fsckLocal(ctx context.Context, dir string) (rep *meta.FsckReport, err error
 	}
 	defer func() { err = errors.Join(err, st.Close()) }()
 	cfg := namespace.DefaultConfig()
+	cfg.CheckOnly = true
 	if blocksDir != "" {
 		// The block replicas are checked against the rows too.
 		bc := local.DefaultConfig()
@@ -101,6 +103,31 @@ func fsckLocal(ctx context.Context, dir string) (rep *meta.FsckReport, err error
 	eng, err := namespace.New(st, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("opening the namespace in %s: %w", dir, err)
+	}
+	defer func() { err = errors.Join(err, eng.Close()) }()
+	return eng.Fsck(ctx)
+}
+
+// fsckPostgres checks the namespace in the PostgreSQL database at url,
+// reading it directly: the check writes nothing, and the servers on the
+// database may run meanwhile (each directory is checked from one snapshot
+// of its entries, as a server's own fsck does). Blocks stay on each
+// server's local storage, so they are checked by `nimbus fsck` through a
+// server (NIMBUS_ADDR), not here.
+func fsckPostgres(ctx context.Context, url string) (rep *meta.FsckReport, err error) {
+	opts := pgstore.DefaultOptions()
+	opts.PoolSize = 2
+	opts.NoCreate = true
+	st, err := pgstore.Open(ctx, url, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, st.Close()) }()
+	cfg := namespace.DefaultConfig()
+	cfg.CheckOnly = true
+	eng, err := namespace.New(st, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("opening the namespace in the database: %w", err)
 	}
 	defer func() { err = errors.Join(err, eng.Close()) }()
 	return eng.Fsck(ctx)

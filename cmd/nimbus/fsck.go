@@ -10,17 +10,19 @@ import (
 	"github.com/nimbus-fs/nimbus/meta"
 )
 
-// cmdFsck is `nimbus fsck [--data DIR] [--json]`: it checks the namespace
-// invariants, through the running server at NIMBUS_ADDR or, with --data, in
-// the store of a stopped server. Exit 0 only when the namespace is clean, 1
+// cmdFsck is `nimbus fsck [--data DIR | --store URL] [--json]`: it checks
+// the namespace invariants, through the running server at NIMBUS_ADDR or,
+// with --data, in the store of a stopped server, or, with --store, in a
+// PostgreSQL database directly. Exit 0 only when the namespace is clean, 1
 // when a problem was found or the check could not run, 2 on bad usage.
 func cmdFsck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("fsck", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	data := fl.String("data", "", "check the store in `DIR` (server stopped) instead of asking the running server")
+	storeURL := fl.String("store", "", "check the namespace in the PostgreSQL database at `URL` (postgres://...) directly, servers running or not")
 	jsonOut := fl.Bool("json", false, "print the report as one JSON document")
 	fl.Usage = func() {
-		fmt.Fprintln(stderr, "usage: nimbus fsck [--data DIR] [--json]")
+		fmt.Fprintln(stderr, "usage: nimbus fsck [--data DIR | --store postgres://...] [--json]")
 		fl.PrintDefaults()
 	}
 	if err := fl.Parse(args); err != nil {
@@ -38,9 +40,15 @@ func cmdFsck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		rep *meta.FsckReport
 		err error
 	)
-	if *data != "" {
+	switch {
+	case *data != "" && *storeURL != "":
+		fmt.Fprintln(stderr, "nimbus fsck: --data and --store name two stores; give one")
+		return 2
+	case *data != "":
 		rep, err = fsckLocal(ctx, *data)
-	} else {
+	case *storeURL != "":
+		rep, err = fsckPostgres(ctx, *storeURL)
+	default:
 		rep, err = fsckRemote(ctx)
 	}
 	if err != nil {

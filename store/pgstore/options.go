@@ -33,6 +33,10 @@ type Options struct {
 	// statement for all of them (coalesce.go). 0: each read is sent at once
 	// as its own statement. A lone read goes at once either way.
 	ReadConcurrency int
+	// NoCreate: Open fails with ErrSchema on a database that holds no
+	// Nimbus namespace, instead of creating the schema there (`nimbus
+	// fsck --store` reads; it does not make a namespace to check).
+	NoCreate bool
 	// DeadPeerTimeout bounds how long a connection to a database host that
 	// vanished without a word (no FIN, no RST) keeps an operation waiting:
 	// TCP keepalive probes and TCP_USER_TIMEOUT (dial.go). 0: the kernel's

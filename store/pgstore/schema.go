@@ -98,12 +98,23 @@ const schemaLock = 0x6e696d627573 // "nimbus"
 
 // ensureSchema creates the schema on a fresh database and checks the version
 // of an existing one; it returns the version found.
-func ensureSchema(ctx context.Context, c *pgx.Conn) (int, error) {
+// With create false, a database without the schema is an error (ErrSchema)
+// and nothing is written.
+func ensureSchema(ctx context.Context, c *pgx.Conn, create bool) (int, error) {
 	tx, err := c.Begin(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("schema: %w", err)
 	}
 	defer tx.Rollback(context.Background())
+	if !create {
+		var exists bool
+		if err := tx.QueryRow(ctx, "SELECT to_regclass('nimbus_schema') IS NOT NULL").Scan(&exists); err != nil {
+			return 0, fmt.Errorf("schema: %w", err)
+		}
+		if !exists {
+			return 0, fmt.Errorf("%w: the database holds no Nimbus namespace (no table nimbus_schema)", ErrSchema)
+		}
+	}
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(schemaLock)); err != nil {
 		return 0, fmt.Errorf("schema: %w", err)
 	}
@@ -116,6 +127,8 @@ func ensureSchema(ctx context.Context, c *pgx.Conn) (int, error) {
 		return 0, fmt.Errorf("schema: read version: %w", err)
 	}
 	switch {
+	case version == nil && !create:
+		return 0, fmt.Errorf("%w: the database holds no Nimbus namespace (nimbus_schema is empty)", ErrSchema)
 	case version == nil:
 		if _, err := tx.Exec(ctx, schemaV1); err != nil {
 			return 0, fmt.Errorf("schema: create version %d: %w", SchemaVersion, err)

@@ -166,7 +166,7 @@ func (s *Store) setup(ctx context.Context) error {
 	}
 	sctx, cancel2 := context.WithTimeout(ctx, s.setupTimeout())
 	defer cancel2()
-	v, err := ensureSchema(sctx, c.Conn())
+	v, err := ensureSchema(sctx, c.Conn(), !s.opts.NoCreate)
 	if err != nil {
 		return fmt.Errorf("pgstore: open %s: %w", s.target, err)
 	}
