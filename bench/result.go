@@ -53,6 +53,9 @@ type Result struct {
 	ErrorSamples   []string      `json:"error_samples,omitempty"` // up to five distinct errors
 	Files          int           `json:"files,omitempty"`         // size of the prepared tree used
 	Bigdir         *BigdirStats  `json:"bigdir,omitempty"`        // bigdir only
+	// PerOp splits a mixed workload's figures by operation (spotify).
+	PerOp   map[string]OpStats `json:"per_op,omitempty"`
+	Spotify *SpotifyStats      `json:"spotify,omitempty"` // spotify only: the schedule
 	// The driver's own CPU (this process, all clients) per successful
 	// operation, and what the server counted over the same run when its
 	// metrics endpoint is known (ServerStats).
@@ -117,17 +120,9 @@ func NewResult(workload, op string, env *Env, m *Measurement) Result {
 	}
 	h := m.Hist
 	if h != nil && h.TotalCount() > 0 {
-		ms := func(us int64) float64 { return float64(us) / 1000 }
-		r.Latency = LatencyMs{
-			P50:  ms(h.ValueAtQuantile(50)),
-			P90:  ms(h.ValueAtQuantile(90)),
-			P99:  ms(h.ValueAtQuantile(99)),
-			P999: ms(h.ValueAtQuantile(99.9)),
-			Max:  ms(h.Max()),
-			Mean: h.Mean() / 1000,
-		}
+		r.Latency = latencyOf(h)
 		for _, q := range cdfQuantiles {
-			r.CDF = append(r.CDF, CDFPoint{Q: q / 100, Ms: ms(h.ValueAtQuantile(q))})
+			r.CDF = append(r.CDF, CDFPoint{Q: q / 100, Ms: float64(h.ValueAtQuantile(q)) / 1000})
 		}
 	}
 	return r

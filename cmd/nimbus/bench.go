@@ -23,6 +23,7 @@ const benchUsage = `usage: nimbus bench <workload> [flags]
 workloads:
   prepare  build the Spotify-statistics namespace tree (--files N)
   micro    one operation on the prepared tree, closed-loop clients (--op OP)
+  spotify  the λFS evaluation's mixed, bursty workload, open loop (--mix, --base-rate)
   echo     the transport ceiling: no-op over the RPC and over HTTP
   floor    the floor under echo: a bare TCP round trip to another process
   bigdir   list a directory of --entries N page by page
@@ -46,6 +47,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	run := map[string]func(context.Context, []string, io.Writer, io.Writer) int{
 		"prepare": benchPrepare,
 		"micro":   benchMicro,
+		"spotify": benchSpotify,
 		"echo":    benchEcho,
 		"floor":   benchFloor,
 		// started by floor, not listed in the usage
@@ -266,6 +268,56 @@ func benchMicro(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	results, err := bench.Micro(ctx, env, cfg, tree, progressFor(stderr))
 	return finish(stdout, stderr, &c, append([]string{"micro"}, args...), results, err)
+}
+
+func benchSpotify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("spotify", stderr)
+	var c benchCommon
+	c.register(fs)
+	cfg := bench.DefaultSpotifyConfig()
+	mix := fs.String("mix", "paper", "operation mix: "+strings.Join(bench.MixNames(), ", ")+", or a FILE of \"OPERATION SHARE\" lines (operations: "+strings.Join(bench.MixOps, ", ")+")")
+	fs.Float64Var(&cfg.BaseRate, "base-rate", cfg.BaseRate, "ops/s: the scale of the Pareto-distributed target rate")
+	fs.Float64Var(&cfg.Shape, "shape", cfg.Shape, "shape of the Pareto distribution of the target rate")
+	fs.Float64Var(&cfg.MaxBurst, "max-burst", cfg.MaxBurst, "cap of the target rate, in multiples of --base-rate")
+	fs.DurationVar(&cfg.Interval, "interval", cfg.Interval, "how long one target rate lasts (whole seconds)")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of the run (whole seconds)")
+	fs.Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the rates, the operations and their paths")
+	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "most operations in flight (the open loop's clients)")
+	fs.BoolVar(&cfg.Keep, "keep", false, "keep the files and directories the run made")
+	files := fs.Int("files", 10000, "size of the tree to prepare when the target has none")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	m, err := bench.LookupMix(*mix)
+	if err != nil {
+		fmt.Fprintln(stderr, "nimbus bench spotify:", err)
+		return 2
+	}
+	cfg.Mix = m
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintln(stderr, "nimbus bench spotify:", err)
+		return 2
+	}
+	env, closeEnv, err := openTarget(ctx, &c, cfg.Workers, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "nimbus bench spotify:", err)
+		return 1
+	}
+	defer closeEnv()
+	tree, err := ensureTree(ctx, env, c.root, *files, min(cfg.Workers, 64), stdout, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "nimbus bench spotify:", err)
+		return 1
+	}
+	res, err := bench.Spotify(ctx, env, cfg, tree, progressFor(stderr))
+	var results []bench.Result
+	if res.Spotify != nil {
+		results = append(results, res)
+		sp := res.Spotify
+		fmt.Fprintf(stdout, "offered %.0f ops/s on average (%d ops), issued %d, served %.0f ops/s; behind: server %d s, driver %d s; response p50 %.3f ms p99 %.3f ms\n",
+			sp.OfferedOpS, sp.Offered, sp.Issued, res.ThroughputOpsS, sp.ServerBehindS, sp.DriverBehindS, sp.Response.P50, sp.Response.P99)
+	}
+	return finish(stdout, stderr, &c, append([]string{"spotify"}, args...), results, err)
 }
 
 // ensureTree loads the tree prepared under root, or prepares one of files

@@ -68,6 +68,10 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"echo", "--clients", "a"},
 		{"echo", "extra-arg"},
 		{"plot"},
+		{"spotify", "--mix", "no-such-mix", "--target", "nimbus://h:1"},
+		{"spotify", "--duration", "1500ms", "--target", "nimbus://h:1"},
+		{"spotify", "--base-rate", "0", "--target", "nimbus://h:1"},
+		{"spotify", "--workers", "0", "--target", "nimbus://h:1"},
 	} {
 		if code, _, stderr := runBench(args...); code != 2 {
 			t.Errorf("%v: exit %d, want 2 (stderr %q)", args, code, stderr)
@@ -125,5 +129,30 @@ func TestBenchCommandsOverFakeWebHDFS(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "png", f)); err != nil {
 			t.Errorf("plot did not write %s (stdout %s)", f, out)
 		}
+	}
+}
+
+// The spotify workload against a fresh embedded Nimbus: an open-loop run of
+// the paper's mix, written as JSON with its schedule and per-operation
+// figures.
+func TestBenchSpotifyEmbedded(t *testing.T) {
+	js := filepath.Join(t.TempDir(), "spotify.json")
+	code, out, stderr := runBench("spotify", "--duration", "2s", "--interval", "1s", "--base-rate", "150",
+		"--files", "300", "--workers", "8", "--json", js)
+	if code != 0 || !strings.Contains(out, "offered") {
+		t.Fatalf("spotify: exit %d\n%s\n%s", code, out, stderr)
+	}
+	doc, err := bench.ReadDocumentFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Results) != 1 {
+		t.Fatalf("%d results", len(doc.Results))
+	}
+	r := doc.Results[0]
+	sp := r.Spotify
+	if r.Workload != "spotify" || r.Op != "paper" || sp == nil || sp.Offered < 300 || sp.Issued+sp.Unissued != sp.Offered ||
+		r.Errors != 0 || r.Ops != sp.Issued || r.PerOp["read"].Ops == 0 || len(sp.Seconds) != 2 || sp.Shares["read"] != 0.6922 {
+		t.Fatalf("spotify result: %+v\nschedule %+v", r, sp)
 	}
 }

@@ -1,0 +1,585 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/nimbus-fs/nimbus/meta"
+)
+
+// SpotifyConfig is one run of the mixed, bursty workload of the λFS
+// evaluation (its section 5): an open loop that offers operations of a mix
+// at a target rate, the rate drawn anew every Interval from a Pareto
+// distribution (shape Shape, scale BaseRate, capped at MaxBurst times
+// BaseRate), whatever the system answers. Operations a second could not
+// issue are carried over to the next.
+type SpotifyConfig struct {
+	Mix      Mix
+	BaseRate float64       // ops/s: the scale of the Pareto draws
+	Shape    float64       // the Pareto shape (λFS: 2)
+	MaxBurst float64       // a draw's cap, in multiples of BaseRate (λFS: 7)
+	Interval time.Duration // how long one drawn rate lasts (λFS: 15 s); whole seconds
+	Duration time.Duration // whole seconds
+	Seed     int64         // the rates, the operations and their paths
+	// Workers is the most operations in flight: the open loop's pool of
+	// clients. An operation due while all are busy waits for one (its
+	// response time counts the wait), or is carried over when its second
+	// ends first.
+	Workers   int
+	ReadSize  int64 // bytes asked for by read
+	ListLimit int   // entries asked for by ls
+	PoolSize  int   // random files pre-chosen for read and stat
+	Keep      bool  // keep the files and directories the run made
+}
+
+// DefaultSpotifyConfig returns the paper's mix at 1,000 ops/s for 60 s.
+func DefaultSpotifyConfig() SpotifyConfig {
+	m, _ := LookupMix("paper")
+	return SpotifyConfig{Mix: m, BaseRate: 1000, Shape: 2, MaxBurst: 7, Interval: 15 * time.Second,
+		Duration: 60 * time.Second, Seed: 1, Workers: 128, ReadSize: 64 << 10, ListLimit: 1000, PoolSize: 1 << 16}
+}
+
+// Validate reports a configuration the driver cannot run.
+func (c SpotifyConfig) Validate() error {
+	switch {
+	case len(c.Mix.Ops) == 0:
+		return errors.New("bench: spotify: no mix")
+	case !(c.BaseRate > 0) || c.BaseRate > 1e7:
+		return fmt.Errorf("bench: spotify: base rate %v ops/s, want more than 0 and at most 1e7", c.BaseRate)
+	case !(c.Shape > 0):
+		return fmt.Errorf("bench: spotify: Pareto shape %v, want more than 0", c.Shape)
+	case !(c.MaxBurst >= 1):
+		return fmt.Errorf("bench: spotify: burst cap %v, want at least 1", c.MaxBurst)
+	case c.Interval < time.Second || c.Interval%time.Second != 0:
+		return fmt.Errorf("bench: spotify: interval %v, want whole seconds", c.Interval)
+	case c.Duration < time.Second || c.Duration%time.Second != 0:
+		return fmt.Errorf("bench: spotify: duration %v, want whole seconds", c.Duration)
+	case c.Workers < 1:
+		return errors.New("bench: spotify: at least one worker is needed")
+	case c.ReadSize < 1 || c.ListLimit < 1 || c.PoolSize < 1:
+		return errors.New("bench: spotify: read size, list limit and pool size must be positive")
+	}
+	return nil
+}
+
+// Rates returns the target rate of each of the first n intervals: draws of
+// the Pareto distribution from the seed alone, so that two systems run with
+// one seed are offered the same load.
+func (c SpotifyConfig) Rates(n int) []float64 {
+	rng := rand.New(rand.NewPCG(uint64(c.Seed), 0x5b0f))
+	out := make([]float64, n)
+	for i := range out {
+		u := 1 - rng.Float64() // (0, 1]
+		out[i] = min(c.BaseRate/math.Pow(u, 1/c.Shape), c.MaxBurst*c.BaseRate)
+	}
+	return out
+}
+
+// SpotifyStats is what a spotify result adds to the common fields.
+type SpotifyStats struct {
+	Mix        string             `json:"mix"`
+	Shares     map[string]float64 `json:"shares"` // of each operation, 0..1
+	BaseRate   float64            `json:"base_rate_ops_s"`
+	Shape      float64            `json:"pareto_shape"`
+	MaxBurst   float64            `json:"max_burst"`
+	IntervalS  float64            `json:"interval_s"`
+	Seed       int64              `json:"seed"`
+	Workers    int                `json:"workers"`
+	Rates      []float64          `json:"interval_rates_ops_s"` // the drawn target of each interval
+	OfferedOpS float64            `json:"offered_ops_s"`        // mean target over the run
+	Offered    int64              `json:"offered"`              // operations the schedule asked for
+	Issued     int64              `json:"issued"`               // operations sent
+	Unissued   int64              `json:"unissued"`             // still carried over when the run ended
+	// Response is the latency from each operation's scheduled time, so it
+	// counts the time it waited for a free worker: what a client of an
+	// overloaded system sees (latency_ms counts from the send).
+	Response LatencyMs `json:"response_ms"`
+	// Seconds in which operations were carried over, by who fell behind:
+	// the server (every worker was waiting for an answer) or the driver
+	// (workers were free but it did not send in time: its own CPU).
+	ServerBehindS int             `json:"server_behind_s"`
+	DriverBehindS int             `json:"driver_behind_s"`
+	Seconds       []SpotifySecond `json:"seconds"`
+	// Fallbacks counts mv and delete turned into create because no file
+	// made by the run was left to rename or delete.
+	Fallbacks int64 `json:"fallbacks,omitempty"`
+}
+
+// SpotifySecond is the schedule of one second of a spotify run.
+type SpotifySecond struct {
+	T          int     `json:"t"` // 1 is the first second
+	TargetOpsS float64 `json:"target_ops_s"`
+	Due        int64   `json:"due"`     // the second's share of the target plus what was carried in
+	Issued     int64   `json:"issued"`  // sent in the second
+	Carried    int64   `json:"carried"` // left for the next second
+	Behind     string  `json:"behind,omitempty"`
+}
+
+// OpStats is one operation's share of a mixed result.
+type OpStats struct {
+	Ops     int64     `json:"ops"`
+	Errors  int64     `json:"errors"`
+	Latency LatencyMs `json:"latency_ms"`
+}
+
+// Spotify runs cfg against the prepared tree and returns one result:
+// throughput and latency over all operations, per operation (PerOp), and
+// the schedule (Spotify). What the run created is deleted afterwards,
+// untimed, unless cfg.Keep.
+func Spotify(ctx context.Context, env *Env, cfg SpotifyConfig, tree *Tree, progress *Progress) (Result, error) {
+	if err := env.Validate(); err != nil {
+		return Result{}, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return Result{}, err
+	}
+	secs := int(cfg.Duration / time.Second)
+	perInterval := int(cfg.Interval / time.Second)
+	r := &spotifyRun{env: env, cfg: cfg, tree: tree, ctx: ctx,
+		run:   strconv.FormatInt(time.Now().UnixNano(), 36),
+		files: filePool(tree, cfg.PoolSize, uint64(cfg.Seed)),
+		rates: cfg.Rates((secs + perInterval - 1) / perInterval),
+		done:  make([]SecondPoint, secs+1),
+		perOp: make(map[string]*opAcc, len(cfg.Mix.Ops))}
+	r.dirs = append(r.dirs, tree.Root())
+	for i := 0; i < tree.NumDirs(); i++ {
+		r.dirs = append(r.dirs, tree.DirPath(i))
+	}
+	for _, op := range MixOps {
+		r.perOp[op] = &opAcc{hist: hdrhistogram.New(histMinUs, histMaxUs, histSig)}
+	}
+	if err := r.makeSpares(); err != nil {
+		return Result{}, err
+	}
+	defer func() {
+		if !cfg.Keep {
+			r.cleanUp()
+		}
+	}()
+
+	probe := env.serverProbe()
+	var before counters
+	var probeErr error
+	if probe != nil {
+		before, probeErr = probe.read(ctx)
+	}
+	progress.Start("spotify", int64(secs))
+	cpu0 := processCPU()
+	m, stats := r.drive(secs, progress)
+	m.DriverCPU = processCPU() - cpu0
+	progress.Stop()
+	if probe != nil && probeErr == nil {
+		var after counters
+		if after, probeErr = probe.read(ctx); probeErr == nil {
+			m.Server = probe.stats(before, after, m.Ops)
+		}
+	}
+	if probeErr != nil {
+		m.ServerError = probeErr.Error()
+	}
+	res := NewResult("spotify", cfg.Mix.Name, env, m)
+	res.Files = tree.NumFiles()
+	res.PerOp = make(map[string]OpStats)
+	for _, op := range MixOps {
+		a := r.perOp[op]
+		if a.ops+a.errs == 0 {
+			continue
+		}
+		res.PerOp[op] = OpStats{Ops: a.ops, Errors: a.errs, Latency: latencyOf(a.hist)}
+	}
+	res.Spotify = stats
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("bench: spotify: run interrupted: %w", err)
+	}
+	return res, nil
+}
+
+// driverLate is how late after its time an operation may be sent, with a
+// worker free for it, before the driver counts itself behind.
+const driverLate = 10 * time.Millisecond
+
+// spotifyRun is the state of one run.
+type spotifyRun struct {
+	env   *Env
+	cfg   SpotifyConfig
+	tree  *Tree
+	ctx   context.Context
+	run   string // unique in the names of what the run creates
+	files []string
+	dirs  []string
+	rates []float64
+
+	inflight atomic.Int64
+	seq      atomic.Int64 // names of new entries
+
+	mu        sync.Mutex
+	created   []string // files the run made and still has, for mv and delete
+	madeDirs  []string // directories the run made
+	allFiles  map[string]bool
+	fallbacks int64
+	done      []SecondPoint // by second of completion
+	perOp     map[string]*opAcc
+	hist      *hdrhistogram.Histogram // from the send
+	resp      *hdrhistogram.Histogram // from the scheduled time
+	firstErr  []string
+}
+
+type opAcc struct {
+	ops, errs int64
+	hist      *hdrhistogram.Histogram
+}
+
+// spotifyJob is one scheduled operation.
+type spotifyJob struct {
+	op   string
+	path string // the tree file or directory, or the directory of a new entry
+	at   time.Time
+}
+
+// makeSpares creates, untimed, the files that delete will need beyond what
+// the run's creates provide, when the mix deletes faster than it creates.
+func (r *spotifyRun) makeSpares() error {
+	r.allFiles = make(map[string]bool)
+	r.hist = hdrhistogram.New(histMinUs, histMaxUs, histSig)
+	r.resp = hdrhistogram.New(histMinUs, histMaxUs, histSig)
+	expected := 0.0
+	for _, rate := range r.rates {
+		expected += rate * r.cfg.Interval.Seconds()
+	}
+	need := 16
+	if d := r.cfg.Mix.Share(MixDelete) - r.cfg.Mix.Share(MixCreate); d > 0 {
+		need += int(math.Ceil(d * expected * 1.2))
+	}
+	rng := rand.New(rand.NewPCG(uint64(r.cfg.Seed), 0x5a4e))
+	paths := make([]string, need)
+	for i := range paths {
+		paths[i] = r.newName(r.dirs[rng.IntN(len(r.dirs))], "s")
+	}
+	var firstErr error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	next := atomic.Int64{}
+	for w := 0; w < min(r.cfg.Workers, 16); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1) - 1; i < int64(len(paths)); i = next.Add(1) - 1 {
+				if err := createFile(r.ctx, r.env, paths[i], nil, false); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = fmt.Errorf("bench: spotify: creating spare %s: %w", paths[i], err)
+					}
+					mu.Unlock()
+					return
+				}
+				r.addCreated(paths[i])
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
+}
+
+func (r *spotifyRun) newName(dir, kind string) string {
+	return meta.JoinPath(dir, "sp"+kind+"-"+r.run+"-"+strconv.FormatInt(r.seq.Add(1), 36))
+}
+
+func (r *spotifyRun) addCreated(p string) {
+	r.mu.Lock()
+	r.created = append(r.created, p)
+	r.allFiles[p] = true
+	r.mu.Unlock()
+}
+
+// takeCreated removes and returns a file the run made at random position
+// u, or "" when none is left.
+func (r *spotifyRun) takeCreated(u float64) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := len(r.created)
+	if n == 0 {
+		return ""
+	}
+	i := min(int(u*float64(n)), n-1)
+	p := r.created[i]
+	r.created[i] = r.created[n-1]
+	r.created = r.created[:n-1]
+	return p
+}
+
+// drive runs the schedule: it sends the operations due, second by second,
+// to the workers, and returns what they measured.
+func (r *spotifyRun) drive(secs int, progress *Progress) (*Measurement, *SpotifyStats) {
+	cfg := r.cfg
+	st := &SpotifyStats{Mix: cfg.Mix.Name, Shares: map[string]float64{}, BaseRate: cfg.BaseRate, Shape: cfg.Shape,
+		MaxBurst: cfg.MaxBurst, IntervalS: cfg.Interval.Seconds(), Seed: cfg.Seed, Workers: cfg.Workers, Rates: r.rates}
+	for _, op := range cfg.Mix.Ops {
+		st.Shares[op] = cfg.Mix.Share(op)
+	}
+	jobs := make(chan spotifyJob)
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for w := 0; w < cfg.Workers; w++ {
+		wg.Add(1)
+		go func(seed uint64) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, 0x3014))
+			for j := range jobs {
+				r.work(j, t0, rng)
+			}
+		}(uint64(cfg.Seed)*1000 + uint64(w))
+	}
+	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x09))
+	perInterval := int(cfg.Interval / time.Second)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var carry int64
+	frac := 0.0
+	for s := 0; s < secs && r.ctx.Err() == nil; s++ {
+		target := r.rates[s/perInterval]
+		frac += target
+		share := int64(frac)
+		frac -= float64(share)
+		sec := SpotifySecond{T: s + 1, TargetOpsS: target, Due: share + carry}
+		st.Offered += share
+		start := t0.Add(time.Duration(s) * time.Second)
+		end := start.Add(time.Second)
+		at := func(i int64) time.Time {
+			return start.Add(time.Duration(float64(time.Second) * float64(i) / float64(sec.Due)))
+		}
+		late := int64(0) // sent more than driverLate after their time, with a worker free
+		for sec.Issued < sec.Due && r.ctx.Err() == nil {
+			now := time.Now()
+			if !now.Before(end) {
+				break
+			}
+			// Operations are spread evenly over the second; those due by
+			// now go at once, then the driver sleeps until the next.
+			if next := at(sec.Issued); now.Before(next) {
+				time.Sleep(min(next.Sub(now), time.Millisecond))
+				continue
+			}
+			j := r.schedule(rng, at(sec.Issued))
+			select {
+			case jobs <- j: // a worker was free
+				sec.Issued++
+				if time.Since(j.at) > driverLate {
+					late++
+				}
+				continue
+			default:
+			}
+			timer.Reset(time.Until(end)) // every worker busy: wait for one, to the second's end
+			select {
+			case jobs <- j:
+				sec.Issued++
+			case <-timer.C:
+			case <-r.ctx.Done():
+			}
+			if !timer.Stop() {
+				select {
+				case <-timer.C:
+				default:
+				}
+			}
+		}
+		// What is still due goes now to the workers that are free; the
+		// rest is carried over, for want of a worker.
+		for sec.Issued < sec.Due && r.ctx.Err() == nil {
+			j := r.schedule(rng, at(sec.Issued))
+			select {
+			case jobs <- j:
+				sec.Issued++
+				continue
+			default:
+			}
+			break
+		}
+		sec.Carried = sec.Due - sec.Issued
+		carry = sec.Carried
+		switch {
+		case carry > 0:
+			sec.Behind = "server"
+			st.ServerBehindS++
+		case late > sec.Issued/10:
+			sec.Behind = "driver"
+			st.DriverBehindS++
+		}
+		st.Issued += sec.Issued
+		st.Seconds = append(st.Seconds, sec)
+		progress.Add(1)
+	}
+	st.Unissued = carry
+	if secs > 0 {
+		st.OfferedOpS = float64(st.Offered) / float64(secs)
+	}
+	close(jobs)
+	wg.Wait()
+
+	m := &Measurement{Clients: cfg.Workers, Duration: time.Since(t0), Hist: r.hist}
+	for _, a := range r.perOp {
+		m.Ops += a.ops
+		m.Errors += a.errs
+	}
+	for i, p := range r.done {
+		if p.Ops+p.Errors > 0 || i < secs {
+			p.T = i + 1
+			m.Series = append(m.Series, p)
+		}
+	}
+	m.ErrorSamples = r.firstErr
+	st.Response = latencyOf(r.resp)
+	st.Fallbacks = r.fallbacks
+	return m, st
+}
+
+// schedule draws the next operation and its path.
+func (r *spotifyRun) schedule(rng *rand.Rand, at time.Time) spotifyJob {
+	j := spotifyJob{op: r.cfg.Mix.pick(rng.Float64()), at: at}
+	switch j.op {
+	case MixRead, MixStat:
+		j.path = r.files[rng.IntN(len(r.files))]
+	default: // directories: listed, stated, or where a new entry goes
+		j.path = r.dirs[rng.IntN(len(r.dirs))]
+	}
+	return j
+}
+
+// work performs one scheduled operation and records it.
+func (r *spotifyRun) work(j spotifyJob, t0 time.Time, rng *rand.Rand) {
+	r.inflight.Add(1)
+	begin := time.Now()
+	op, err := r.do(j, rng)
+	end := time.Now()
+	r.inflight.Add(-1)
+	sec := int(end.Sub(t0) / time.Second)
+	us := clampUs(end.Sub(begin).Microseconds())
+	resp := clampUs(end.Sub(j.at).Microseconds())
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if sec >= len(r.done) {
+		sec = len(r.done) - 1 // finished after the end: counted in the last point
+	}
+	a := r.perOp[op]
+	if err != nil {
+		a.errs++
+		r.done[sec].Errors++
+		if len(r.firstErr) < 5 {
+			r.firstErr = append(r.firstErr, err.Error())
+		}
+		return
+	}
+	a.ops++
+	r.done[sec].Ops++
+	_ = a.hist.RecordValue(us)
+	_ = r.hist.RecordValue(us)
+	_ = r.resp.RecordValue(resp)
+}
+
+func clampUs(us int64) int64 { return min(max(us, histMinUs), histMaxUs) }
+
+// do performs j and returns the operation it performed (mv and delete
+// become create when the run has no file of its own left).
+func (r *spotifyRun) do(j spotifyJob, rng *rand.Rand) (string, error) {
+	ctx, env := r.ctx, r.env
+	switch j.op {
+	case MixRead:
+		_, err := env.FS.Read(ctx, env.User, j.path, 0, r.cfg.ReadSize)
+		return j.op, err
+	case MixStat, MixStatDir:
+		_, err := env.FS.Stat(ctx, env.User, j.path)
+		return j.op, err
+	case MixLs:
+		_, err := env.FS.List(ctx, env.User, j.path, "", r.cfg.ListLimit)
+		return j.op, err
+	case MixMkdirs:
+		p := r.newName(j.path, "d")
+		err := env.FS.Mkdirs(ctx, env.User, p, meta.DefaultDir)
+		if err == nil {
+			r.mu.Lock()
+			r.madeDirs = append(r.madeDirs, p)
+			r.mu.Unlock()
+		}
+		return j.op, err
+	case MixRename, MixDelete:
+		if src := r.takeCreated(rng.Float64()); src != "" {
+			if j.op == MixDelete {
+				err := env.FS.Delete(ctx, env.User, src, false)
+				if err != nil {
+					r.addCreated(src) // still there, or its fate unknown: cleaned up at the end
+				} else {
+					r.mu.Lock()
+					delete(r.allFiles, src)
+					r.mu.Unlock()
+				}
+				return j.op, err
+			}
+			dir, _ := meta.ParentPath(src)
+			dst := r.newName(dir, "m")
+			err := env.FS.Rename(ctx, env.User, src, dst, meta.RenameOptions{})
+			if err != nil {
+				r.addCreated(src)
+				return j.op, err
+			}
+			r.mu.Lock()
+			delete(r.allFiles, src)
+			r.mu.Unlock()
+			r.addCreated(dst)
+			return j.op, nil
+		}
+		r.mu.Lock()
+		r.fallbacks++
+		r.mu.Unlock()
+	}
+	// create, or an mv or delete with nothing of the run's to work on
+	p := r.newName(j.path, "f")
+	err := createFile(ctx, env, p, nil, false)
+	if err == nil {
+		r.addCreated(p)
+	}
+	return MixCreate, err
+}
+
+// cleanUp deletes, untimed, every file and directory the run made, so that
+// the tree is as prepared for the next run.
+func (r *spotifyRun) cleanUp() {
+	ctx := context.WithoutCancel(r.ctx)
+	r.mu.Lock()
+	var todo []string
+	for p := range r.allFiles {
+		todo = append(todo, p)
+	}
+	todo = append(todo, r.madeDirs...)
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	next := atomic.Int64{}
+	for w := 0; w < min(r.cfg.Workers, 16); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1) - 1; i < int64(len(todo)); i = next.Add(1) - 1 {
+				_ = r.env.FS.Delete(ctx, r.env.User, todo[i], true) // gone already is fine
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// latencyOf reads the percentiles of h (microseconds) in milliseconds.
+func latencyOf(h *hdrhistogram.Histogram) LatencyMs {
+	if h == nil || h.TotalCount() == 0 {
+		return LatencyMs{}
+	}
+	ms := func(us int64) float64 { return float64(us) / 1000 }
+	return LatencyMs{P50: ms(h.ValueAtQuantile(50)), P90: ms(h.ValueAtQuantile(90)), P99: ms(h.ValueAtQuantile(99)),
+		P999: ms(h.ValueAtQuantile(99.9)), Max: ms(h.Max()), Mean: h.Mean() / 1000}
+}
