@@ -9,21 +9,21 @@ import "github.com/nimbus-fs/nimbus/coherence"
 type evKind uint8
 
 const (
-	evTick        evKind = iota + 1 // slot: tick the node, renew the lease
-	evPeer                          // slot: a peer message arrives
-	evStoreReq                      // a request arrives at the store
-	evStoreResp                     // slot: the store's answer arrives
-	evCoordReq                      // a join or renewal arrives at the coordinator
-	evCoordResp                     // slot: the coordinator's answer arrives
-	evExpire                        // the coordinator checks a lease
-	evView                          // slot: a membership view arrives
-	evClient                        // a client issues its next operation
-	evRequest                       // slot: a client's request arrives
-	evReply                         // a client's answer arrives
-	evTimeout                       // a client gives up on an operation
-	evPartition                     // cut an instance off for a while
-	evCrash                         // crash an instance
-	evRestart                       // restart a crashed instance
+	evTick      evKind = iota + 1 // slot: tick the node, renew the lease
+	evPeer                        // slot: a peer message arrives
+	evStoreReq                    // a request arrives at the store
+	evStoreResp                   // slot: the store's answer arrives
+	evCoordReq                    // a join or renewal arrives at the coordinator
+	evCoordResp                   // slot: the coordinator's answer arrives
+	evExpire                      // the coordinator checks a lease
+	evView                        // slot: a membership view arrives
+	evClient                      // a client issues its next operation
+	evRequest                     // slot: a client's request arrives
+	evReply                       // a client's answer arrives
+	evTimeout                     // a client gives up on an operation
+	evPartition                   // cut an instance off for a while
+	evCrash                       // crash an instance
+	evRestart                     // restart a crashed instance
 )
 
 type event struct {

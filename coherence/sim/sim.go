@@ -41,19 +41,19 @@ type Stats struct {
 // caches, clients, a store, a coordinator and a network, all driven from
 // one seed. Run it with Run.
 type Sim struct {
-	cfg   Config
-	rng   *rand.Rand
-	now   int64
-	seq   uint64
-	q     evHeap
-	slots []*slot
-	st    *store
-	co    coord
-	cl    []clientState
-	hist  []Op
-	issued, done int
+	cfg            Config
+	rng            *rand.Rand
+	now            int64
+	seq            uint64
+	q              evHeap
+	slots          []*slot
+	st             *store
+	co             coord
+	cl             []clientState
+	hist           []Op
+	issued, done   int
 	txnSeq, reqSeq int
-	stats Stats
+	stats          Stats
 
 	dirNames, fileNames []string
 	root                cache.Inode

@@ -1,0 +1,7 @@
+//go:build !race
+
+package sim
+
+// Without -race TestSimulate runs the full volume: 50 seeds of 20,000
+// client operations, a million in all (docs/ELASTIC.md has its time).
+const simSeeds, simOps = 50, 20000
