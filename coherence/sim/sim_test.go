@@ -172,7 +172,7 @@ func TestSimulateFailsWithoutFencing(t *testing.T) {
 // TestSimulateWithFewWritesPasses runs the fencing test's mix with the
 // protocol whole: the failures above come from the knob, not the mix.
 func TestSimulateWithFewWritesPasses(t *testing.T) {
-	res := runSeeds(t, seeds(t, 4), func(seed uint64) Config {
+	res := runSeeds(t, seeds(t, 2), func(seed uint64) Config {
 		cfg := DefaultConfig(seed)
 		cfg.Ops, cfg.WritesPerMille = simOps, 100
 		return cfg
