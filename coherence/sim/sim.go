@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nimbus-fs/nimbus/cache"
+	"github.com/nimbus-fs/nimbus/coherence"
 	"github.com/nimbus-fs/nimbus/meta"
 	nstore "github.com/nimbus-fs/nimbus/store"
 )
@@ -67,6 +68,7 @@ func Run(cfg Config) (*Result, error) {
 		return nil, err
 	}
 	s := &Sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed)), st: newStore(cfg.Dirs + cfg.Dirs*cfg.Files)}
+	s.co.expired = make(map[coherence.NodeID]bool)
 	s.root = cache.Inode{Parent: nstore.RootParentID, ID: nstore.RootID, Type: meta.TypeDir, Perm: 0o755, Owner: "u", Group: "g"}
 	for d := 0; d < cfg.Dirs; d++ {
 		s.dirNames = append(s.dirNames, fmt.Sprintf("d%d", d))

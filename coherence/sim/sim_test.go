@@ -86,6 +86,11 @@ func TestSimulate(t *testing.T) {
 	res := runSeeds(t, ss, func(seed uint64) Config {
 		cfg := DefaultConfig(seed)
 		cfg.Ops = simOps
+		// Even seeds write less (10%): entries live longer in the caches
+		// and half the reads are answered from them.
+		if seed%2 == 0 {
+			cfg.WritesPerMille = 100
+		}
 		if len(ss) == 1 {
 			traced(&cfg)
 		}
@@ -163,25 +168,10 @@ func TestSimulateFailsWithoutFillCheck(t *testing.T) {
 // Without fencing a holder releases a writer's holds when the writer
 // leaves the membership, and a commit the writer had sent before its
 // partition lands later. Such a stale entry lives until the next write to
-// its row, so the run has fewer writes (10%), which leaves it time to be
-// read.
+// its row, so the run has fewer writes (10%, the mix of TestSimulate's
+// even seeds), which leaves it time to be read.
 func TestSimulateFailsWithoutFencing(t *testing.T) {
 	mustFail(t, func(c *Config) { c.DisableFencing = true; c.WritesPerMille = 100 })
-}
-
-// TestSimulateWithFewWritesPasses runs the fencing test's mix with the
-// protocol whole: the failures above come from the knob, not the mix.
-func TestSimulateWithFewWritesPasses(t *testing.T) {
-	res := runSeeds(t, seeds(t, 2), func(seed uint64) Config {
-		cfg := DefaultConfig(seed)
-		cfg.Ops, cfg.WritesPerMille = simOps, 100
-		return cfg
-	})
-	for _, r := range res {
-		if v := Check(r); v != nil {
-			t.Errorf("%s\nreplay: NIMBUS_SIM_SEED=%d go test -count=1 -run 'TestSimulateWithFewWritesPasses$' ./coherence/sim", v, r.Seed)
-		}
-	}
 }
 
 // mustFail runs up to 12 seeds of 20,000 operations with knob applied and

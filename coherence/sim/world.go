@@ -136,6 +136,7 @@ func dirID(d int) uint64 { return 100 + uint64(d) }
 type coord struct {
 	version int64
 	members []member // sorted by (deployment, id)
+	expired map[coherence.NodeID]bool
 }
 
 type member struct {
@@ -162,8 +163,10 @@ func (s *Sim) onCoordReq(e event) {
 	}
 	i := s.co.find(sl.id)
 	if i < 0 {
-		if sl.joined {
-			s.after(s.delay(), event{kind: evCoordResp, slot: e.slot, inc: e.inc, ok: false}) // expired
+		if s.co.expired[sl.id] {
+			// IDs are never reused: peers have fenced this one and would
+			// not invalidate it again. The instance must rejoin as new.
+			s.after(s.delay(), event{kind: evCoordResp, slot: e.slot, inc: e.inc, ok: false})
 			return
 		}
 		s.co.members = append(s.co.members, member{id: sl.id, slot: sl.idx, dep: sl.dep})
@@ -194,7 +197,10 @@ func (s *Sim) onCoordResp(e event) {
 		return
 	}
 	if !e.ok {
-		sl.node.Tick(sl.local(s.now)) // lost: it finds out at its deadline
+		// The lease is gone: the session ends now, not at its deadline.
+		s.tracef("%s session lost (the coordinator says so)", sl.id)
+		s.stats.Lost++
+		s.newIncarnation(sl)
 		return
 	}
 	if !sl.joined {
@@ -220,6 +226,7 @@ func (s *Sim) onExpire(e event) {
 	}
 	s.tracef("coordinator: %s expired", id)
 	s.co.members = slices.Delete(s.co.members, i, i+1)
+	s.co.expired[id] = true
 	s.broadcast()
 }
 
@@ -248,9 +255,10 @@ func (s *Sim) broadcast() {
 	for i, m := range s.co.members {
 		v.Members[i] = coherence.Member{ID: m.id, Deployment: m.dep}
 	}
-	for _, m := range s.co.members {
-		sl := s.slots[m.slot]
-		if sl.id != m.id {
+	// Every running instance watches the membership (a watch is not tied
+	// to a lease): one that was dropped learns it from the view.
+	for _, sl := range s.slots {
+		if !sl.up {
 			continue
 		}
 		t := s.now + s.delay()
@@ -261,6 +269,6 @@ func (s *Sim) broadcast() {
 			t = sl.watch
 		}
 		sl.watch = t
-		s.at(t, event{kind: evView, slot: m.slot, inc: sl.inc, view: v})
+		s.at(t, event{kind: evView, slot: sl.idx, inc: sl.inc, view: v})
 	}
 }
