@@ -60,6 +60,14 @@
 // of w's instance row, which each of w's write transactions locks shared).
 // Every instance that sees w leave asks for it (Ready.Fences; idempotent).
 //
+// Incarnation IDs are never reused. Peers that saw an ID leave have
+// fenced it and no longer invalidate it; if the coordinator admitted it
+// again (a Join retried under the same ID after the first attempt's lease
+// expired), that instance would serve from a cache nobody invalidates. The
+// simulator's coordinator once did exactly this, and the check caught the
+// stale reads (docs/ELASTIC.md). A view that omits this instance after it
+// joined ends the incarnation for good, even if a later view lists it.
+//
 // Determinism: the same calls in the same order give the same Ready
 // batches (maps are never iterated where order shows). A Node is not safe
 // for concurrent use; its cache is (reads go to the cache directly).

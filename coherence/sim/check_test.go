@@ -92,7 +92,7 @@ func TestCheckerAgreesWithPorcupine(t *testing.T) {
 	for k, knob := range knobs {
 		for seed := uint64(1); seed <= 10; seed++ {
 			cfg := DefaultConfig(seed)
-			cfg.Ops = 1500
+			cfg.Ops = crossOps
 			knob(&cfg)
 			res, err := Run(cfg)
 			if err != nil {

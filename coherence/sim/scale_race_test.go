@@ -6,3 +6,7 @@ package sim
 // about 25 times; a CI step of its own runs the full million without -race
 // (scripts/test.sh, stage go).
 const simSeeds, simOps = 4, 10000
+
+// crossOps is the length of each history TestCheckerAgreesWithPorcupine
+// checks both ways.
+const crossOps = 500
