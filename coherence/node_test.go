@@ -238,3 +238,32 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestLatePeerIsDeparted: a message from a peer that the current view
+// should list but does not (it joined and left between the views this
+// instance saw) marks the peer gone: its hold stays until its fence.
+func TestLatePeerIsDeparted(t *testing.T) {
+	h := newNode(t, "h")
+	h.start(View{Version: 3, Members: []Member{{ID: "h"}}})
+	h.Step(Message{Type: MsgInv, From: "x", To: "h", Since: 2, Op: OpID{"x", 1}, Targets: []cache.Target{key.Target}})
+	rd := h.Ready()
+	if len(rd.Fences) != 1 || rd.Fences[0] != "x" {
+		t.Fatalf("Ready %+v, want a Fence of x", rd)
+	}
+	if h.Holding() != 1 {
+		t.Fatal("no hold for the late writer: it may still commit")
+	}
+	h.Fenced("x")
+	if h.Holding() != 0 {
+		t.Fatal("the hold outlived the fence")
+	}
+	// A peer that joined after the view it knows is live, and a write reaches it.
+	h.Step(Message{Type: MsgAck, From: "y", To: "h", Since: 4, Op: OpID{"h", 99}})
+	h.Ready()
+	if _, err := h.WriteLocked([]Target{key}); err != nil {
+		t.Fatal(err)
+	}
+	if m := only(t, h.Ready(), MsgInv); m.To != "y" {
+		t.Fatalf("INV to %s, want y", m.To)
+	}
+}

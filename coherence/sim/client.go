@@ -15,7 +15,7 @@ import (
 // Reads split 2:1 between files and directories; writes 14:5:1 between
 // files, chmods and chmod -R.
 
-func (s *Sim) issue(c int) {
+func (s *world) issue(c int) {
 	if s.issued >= s.cfg.Ops {
 		return
 	}
@@ -82,7 +82,7 @@ func (s *Sim) issue(c int) {
 }
 
 // names returns the path components of the rows of a read.
-func (s *Sim) names(rows []int) []string {
+func (s *world) names(rows []int) []string {
 	names := []string{s.dirNames[rows[0]]}
 	if len(rows) > 1 {
 		names = append(names, s.fileNames[(rows[1]-s.cfg.Dirs)%s.cfg.Files])
@@ -91,7 +91,7 @@ func (s *Sim) names(rows []int) []string {
 }
 
 // onRequest: a client's operation reaches the instance.
-func (s *Sim) onRequest(e event) {
+func (s *world) onRequest(e event) {
 	sl := s.slots[e.slot]
 	if !sl.live(e.inc) {
 		return // the client times out
@@ -105,6 +105,9 @@ func (s *Sim) onRequest(e event) {
 			names := s.names(op.Rows)
 			got := sl.cache.Resolve(names, nil)
 			if len(got) == len(names)+1 {
+				if s.cfg.Trace != nil {
+					s.tracef("%s op %d: read row %d = v%d from the cache", sl.id, e.n, op.Rows[len(op.Rows)-1], got[len(got)-1].SubtreeOwner)
+				}
 				s.stats.CacheHits++
 				op.Cached = true
 				s.reply(e.n, true, got[len(got)-1].SubtreeOwner)
@@ -129,11 +132,11 @@ func (s *Sim) onRequest(e event) {
 }
 
 // reply sends an operation's answer back to its client.
-func (s *Sim) reply(op int, ok bool, v uint64) {
+func (s *world) reply(op int, ok bool, v uint64) {
 	s.after(s.delay(), event{kind: evReply, n: op, ok: ok, v: int64(v)})
 }
 
-func (s *Sim) onReply(e event) {
+func (s *world) onReply(e event) {
 	op := &s.hist[e.n]
 	if !op.pending {
 		return // timed out already
@@ -148,7 +151,7 @@ func (s *Sim) onReply(e event) {
 	s.clientDone(op.Client)
 }
 
-func (s *Sim) clientDone(c int) {
+func (s *world) clientDone(c int) {
 	s.done++
 	s.cl[c].op = -1
 	s.after(s.rng.Int64N(think), event{kind: evClient, n: c})

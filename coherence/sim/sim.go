@@ -38,10 +38,10 @@ type Stats struct {
 	SimTime                      time.Duration
 }
 
-// Sim is one simulated world: instances with coherence cores and real
+// world is one simulated world: instances with coherence cores and real
 // caches, clients, a store, a coordinator and a network, all driven from
-// one seed. Run it with Run.
-type Sim struct {
+// one seed. Run builds one and runs it to the end.
+type world struct {
 	cfg            Config
 	rng            *rand.Rand
 	now            int64
@@ -67,7 +67,7 @@ func Run(cfg Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed)), st: newStore(cfg.Dirs + cfg.Dirs*cfg.Files)}
+	s := &world{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed)), st: newStore(cfg.Dirs + cfg.Dirs*cfg.Files)}
 	s.co.expired = make(map[coherence.NodeID]bool)
 	s.root = cache.Inode{Parent: nstore.RootParentID, ID: nstore.RootID, Type: meta.TypeDir, Perm: 0o755, Owner: "u", Group: "g"}
 	for d := 0; d < cfg.Dirs; d++ {
@@ -105,20 +105,20 @@ func Run(cfg Config) (*Result, error) {
 	return &Result{Seed: cfg.Seed, Ops: s.hist, Stats: s.stats, commits: s.st.commits}, nil
 }
 
-func (s *Sim) at(t int64, e event) {
+func (s *world) at(t int64, e event) {
 	e.at = t
 	s.seq++
 	e.seq = s.seq
 	s.q.push(e)
 }
 
-func (s *Sim) after(d int64, e event) { s.at(s.now+d, e) }
+func (s *world) after(d int64, e event) { s.at(s.now+d, e) }
 
-func (s *Sim) expo(mean time.Duration) int64 { return int64(s.rng.ExpFloat64() * float64(mean)) }
+func (s *world) expo(mean time.Duration) int64 { return int64(s.rng.ExpFloat64() * float64(mean)) }
 
 // delay is one message's transit time: 50 µs to 1 ms, and with faults on
 // sometimes up to 40 ms (a slow path, a retransmission).
-func (s *Sim) delay() int64 {
+func (s *world) delay() int64 {
 	d := int64(50*time.Microsecond) + s.rng.Int64N(int64(950*time.Microsecond))
 	if s.cfg.Faults && s.rng.Float64() < slowChance {
 		d += s.rng.Int64N(int64(40 * time.Millisecond))
@@ -126,13 +126,13 @@ func (s *Sim) delay() int64 {
 	return d
 }
 
-func (s *Sim) tracef(format string, args ...any) {
+func (s *world) tracef(format string, args ...any) {
 	if s.cfg.Trace != nil {
 		s.cfg.Trace(fmt.Sprintf("%12d ", s.now) + fmt.Sprintf(format, args...))
 	}
 }
 
-func (s *Sim) handle(e event) {
+func (s *world) handle(e event) {
 	switch e.kind {
 	case evTick:
 		s.onTick(s.slots[e.slot])
@@ -198,7 +198,7 @@ func (s *Sim) handle(e event) {
 // partition cuts sl off from the coordinator and its peers, and stalls its
 // store connection, for 50 ms to 3 TTLs: often long enough for its lease
 // to expire.
-func (s *Sim) partition(sl *slot) {
+func (s *world) partition(sl *slot) {
 	if sl.partitioned(s.now) {
 		return
 	}

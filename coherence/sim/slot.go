@@ -61,7 +61,7 @@ type wreq struct {
 
 // newIncarnation starts a fresh incarnation in sl: new ID, empty cache,
 // no view, no session; it asks the coordinator to join at its next tick.
-func (s *Sim) newIncarnation(sl *slot) {
+func (s *world) newIncarnation(sl *slot) {
 	if sl.node != nil {
 		s.disconnect(sl)
 	}
@@ -87,16 +87,16 @@ func (s *Sim) newIncarnation(sl *slot) {
 // disconnect closes the incarnation's store connection: the store aborts
 // its open transactions once the close arrives (after what was sent
 // before it).
-func (s *Sim) disconnect(sl *slot) {
+func (s *world) disconnect(sl *slot) {
 	if !sl.disconnected {
 		sl.disconnected = true
 		s.toStore(sl, &storeMsg{kind: smDisconnect, node: sl.id})
 	}
 }
 
-func (s *Sim) owner(p uint64) int { return int(p % uint64(s.cfg.Deployments)) }
+func (s *world) owner(p uint64) int { return int(p % uint64(s.cfg.Deployments)) }
 
-func (s *Sim) onTick(sl *slot) {
+func (s *world) onTick(sl *slot) {
 	if !sl.up || sl.node == nil {
 		return
 	}
@@ -122,7 +122,7 @@ func (s *Sim) onTick(sl *slot) {
 }
 
 // process carries out what the core asked for.
-func (s *Sim) process(sl *slot) {
+func (s *world) process(sl *slot) {
 	if sl.node == nil || !sl.node.HasReady() {
 		return
 	}
@@ -149,7 +149,7 @@ func (s *Sim) process(sl *slot) {
 
 // sendPeer sends m: lost if either end is cut off (the receiver's side is
 // checked at delivery), lost or duplicated at random with faults on.
-func (s *Sim) sendPeer(from *slot, m *coherence.Message) {
+func (s *world) sendPeer(from *slot, m *coherence.Message) {
 	s.stats.Messages++
 	to := s.slotOf(m.To)
 	if to < 0 || from.partitioned(s.now) {
@@ -168,7 +168,7 @@ func (s *Sim) sendPeer(from *slot, m *coherence.Message) {
 }
 
 // slotOf returns the slot whose running incarnation is id, or -1.
-func (s *Sim) slotOf(id coherence.NodeID) int {
+func (s *world) slotOf(id coherence.NodeID) int {
 	for i, sl := range s.slots {
 		if sl.id == id {
 			return i
@@ -180,7 +180,7 @@ func (s *Sim) slotOf(id coherence.NodeID) int {
 // toStore sends a request on sl's store connection: FIFO, and stalled
 // while sl is cut off (the case fencing exists for: a commit that reaches
 // the store long after its writer lost its session).
-func (s *Sim) toStore(sl *slot, m *storeMsg) {
+func (s *world) toStore(sl *slot, m *storeMsg) {
 	m.slot, m.inc = sl.idx, sl.inc
 	if m.node == "" {
 		m.node = sl.id
@@ -196,7 +196,7 @@ func (s *Sim) toStore(sl *slot, m *storeMsg) {
 	s.at(t, event{kind: evStoreReq, sm: m})
 }
 
-func (s *Sim) fromStore(m *storeMsg) {
+func (s *world) fromStore(m *storeMsg) {
 	sl := s.slots[m.slot]
 	t := s.now + s.delay()
 	if sl.partitioned(s.now) {

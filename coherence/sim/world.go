@@ -10,7 +10,7 @@ import (
 )
 
 // The store's side: requests in, answers out on the sender's connection.
-func (s *Sim) onStore(m *storeMsg) {
+func (s *world) onStore(m *storeMsg) {
 	switch m.kind {
 	case smRead:
 		m.vers = make([]uint64, len(m.rows))
@@ -47,19 +47,19 @@ func (s *Sim) onStore(m *storeMsg) {
 	}
 }
 
-func (s *Sim) grant(ts []*txn) {
+func (s *world) grant(ts []*txn) {
 	for _, t := range ts {
 		s.granted(t)
 	}
 }
 
-func (s *Sim) granted(t *txn) {
+func (s *world) granted(t *txn) {
 	s.fromStore(&storeMsg{kind: smLock, slot: t.slot, inc: t.inc, id: t.id, ok: true})
 }
 
 // onStoreResp: an answer reaches the instance, if the incarnation that
 // asked still runs.
-func (s *Sim) onStoreResp(e event) {
+func (s *world) onStoreResp(e event) {
 	sl, m := s.slots[e.slot], e.sm
 	if !sl.live(e.inc) {
 		return
@@ -70,11 +70,15 @@ func (s *Sim) onStoreResp(e event) {
 	case smRead:
 		r := sl.reads[m.id]
 		delete(sl.reads, m.id)
+		installed := -1
 		if r.canFill && sl.node.Serving(now) {
 			rows := s.inodes(r.rows, m.vers)
-			if sl.cache.PutPath(r.tok, rows...) == len(rows) {
+			if installed = sl.cache.PutPath(r.tok, rows...); installed == len(rows) {
 				s.stats.Installs++
 			}
+		}
+		if s.cfg.Trace != nil {
+			s.tracef("%s op %d: read rows %v = v%v from the store; installed %d rows (-1: not serving)", sl.id, r.op, r.rows, m.vers, installed)
 		}
 		s.reply(r.op, true, m.vers[len(m.vers)-1])
 	case smLock:
@@ -111,7 +115,7 @@ func (s *Sim) onStoreResp(e event) {
 }
 
 // inodes returns the cache rows of a path: "/", then the rows in order.
-func (s *Sim) inodes(rows []int, vers []uint64) []cache.Inode {
+func (s *world) inodes(rows []int, vers []uint64) []cache.Inode {
 	out := make([]cache.Inode, 0, len(rows)+1)
 	out = append(out, s.root)
 	for i, r := range rows {
@@ -122,7 +126,7 @@ func (s *Sim) inodes(rows []int, vers []uint64) []cache.Inode {
 
 // inode is store row r at version v. The version rides in SubtreeOwner, a
 // field the cache keeps without reading it.
-func (s *Sim) inode(r int, v uint64) cache.Inode {
+func (s *world) inode(r int, v uint64) cache.Inode {
 	if r < s.cfg.Dirs {
 		return cache.Inode{Parent: 1, Name: s.dirNames[r], ID: dirID(r), Type: meta.TypeDir, Perm: 0o755, Owner: "u", Group: "g", SubtreeOwner: v}
 	}
@@ -156,7 +160,7 @@ func (c *coord) find(id coherence.NodeID) int {
 }
 
 // onCoordReq: a join or renewal sent at local time e.v arrives.
-func (s *Sim) onCoordReq(e event) {
+func (s *world) onCoordReq(e event) {
 	sl := s.slots[e.slot]
 	if sl.partitioned(s.now) || sl.inc != e.inc {
 		return // a renewal from an incarnation gone: its lease runs out
@@ -191,7 +195,7 @@ func (s *Sim) onCoordReq(e event) {
 	s.after(s.delay(), event{kind: evCoordResp, slot: e.slot, inc: e.inc, v: e.v, ok: true})
 }
 
-func (s *Sim) onCoordResp(e event) {
+func (s *world) onCoordResp(e event) {
 	sl := s.slots[e.slot]
 	if sl.partitioned(s.now) || !sl.live(e.inc) {
 		return
@@ -212,7 +216,7 @@ func (s *Sim) onCoordResp(e event) {
 	sl.node.Renewed(time.Unix(0, d))
 }
 
-func (s *Sim) onExpire(e event) {
+func (s *world) onExpire(e event) {
 	sl := s.slots[e.slot]
 	id := coherence.NodeID("")
 	if sl.inc == e.inc {
@@ -230,7 +234,7 @@ func (s *Sim) onExpire(e event) {
 	s.broadcast()
 }
 
-func (s *Sim) idOf(slot, inc int) coherence.NodeID {
+func (s *world) idOf(slot, inc int) coherence.NodeID {
 	return coherence.NodeID("i" + itoa(slot) + "." + itoa(inc))
 }
 
@@ -249,7 +253,7 @@ func itoa(n int) string {
 
 // broadcast sends the new view down every member's watch: in order,
 // stalled while the member is cut off.
-func (s *Sim) broadcast() {
+func (s *world) broadcast() {
 	s.co.version++
 	v := &coherence.View{Version: s.co.version, Members: make([]coherence.Member, len(s.co.members))}
 	for i, m := range s.co.members {
