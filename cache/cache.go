@@ -83,8 +83,26 @@ func (c *Cache) Stats() Stats {
 // keyHash is the hash of an inode row's key (parent id, name): it indexes
 // the entries and picks the key's slot in the invalidation table.
 func (c *Cache) keyHash(parent uint64, name string) uint64 {
-	x := maphash.String(c.seed, name) ^ parent*0x9e3779b97f4a7c15
+	var x uint64
+	if c.cfg.HashSeed != 0 {
+		x = fixedHash(c.cfg.HashSeed, name)
+	} else {
+		x = maphash.String(c.seed, name)
+	}
+	x ^= parent * 0x9e3779b97f4a7c15
 	return x ^ x>>31
+}
+
+// fixedHash is FNV-1a over name from a seed, finished with a multiply and
+// shift so that the top bits (keySlot) depend on every byte: the hash of
+// Config.HashSeed, slower than maphash but the same in every run.
+func fixedHash(seed uint64, name string) uint64 {
+	x := seed ^ 0xcbf29ce484222325
+	for i := 0; i < len(name); i++ {
+		x = (x ^ uint64(name[i])) * 0x100000001b3
+	}
+	x *= 0xff51afd7ed558ccd
+	return x ^ x>>33
 }
 
 func touch(ref *uint32) {

@@ -22,6 +22,14 @@ type Config struct {
 	// installs, however old its read. For tests only: it exists so that the
 	// tests that must catch a stale fill can show that they do.
 	DisableFillCheck bool
+
+	// HashSeed, when non-zero, makes key hashes a fixed function of it
+	// instead of a random per-cache seed, so that which keys share a slot of
+	// the invalidation table (and so which fills are refused needlessly) is
+	// the same in every run: a seeded simulation (coherence/sim) replays
+	// exactly. Zero, the default, keeps the random seed, which denies an
+	// adversary names chosen to collide.
+	HashSeed uint64
 }
 
 // DefaultConfig returns a Config with a 256 MiB budget: about 1.4 million

@@ -353,3 +353,25 @@ func TestStressFailsWithUnheldInvalidations(t *testing.T) {
 	}
 	t.Fatal("no stale read in 20 rounds with unheld invalidations: the stress test cannot see the race")
 }
+
+// TestHashSeedIsFixed: two caches given one HashSeed hash every key alike
+// (a replayed simulation sees the same slot collisions), and a zero seed
+// still works.
+func TestHashSeedIsFixed(t *testing.T) {
+	a, err := New(Config{MaxBytes: 1 << 20, HashSeed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := New(Config{MaxBytes: 1 << 20, HashSeed: 7})
+	c, _ := New(Config{MaxBytes: 1 << 20, HashSeed: 8})
+	differ := false
+	for _, name := range []string{"", "a", "f0", "some-longer-name"} {
+		if a.keyHash(3, name) != b.keyHash(3, name) {
+			t.Errorf("HashSeed 7: %q hashes differently in two caches", name)
+		}
+		differ = differ || a.keyHash(3, name) != c.keyHash(3, name)
+	}
+	if !differ {
+		t.Error("HashSeed 7 and 8 hash every name alike")
+	}
+}

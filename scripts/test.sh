@@ -5,7 +5,9 @@
 # Stages (each prints a banner; any failure stops the run with a non-zero exit):
 #   go      go vet, then `go test -race` over every package (unit, store
 #           conformance on Pebble and on a private PostgreSQL cluster, model
-#           and e2e tests that start the real binary)
+#           and e2e tests that start the real binary), then the coherence
+#           simulator's full million operations without -race (under -race
+#           TestSimulate runs a 25th of them)
 #   fuzz    each native fuzz target for a fixed number of executions
 #           (FUZZTIME, default 30000x; a count, not a duration: with a duration,
 #           Go before 1.27 can fail a target with a bare "context deadline
@@ -121,6 +123,8 @@ stage_go() {
   banner "go test -race ./..."
   # need_tools installed etcd: its tests must run, not skip.
   NIMBUS_REQUIRE_ETCD=1 go test -race -count=1 -timeout 30m ./...
+  banner "coherence simulator: a million operations, without -race"
+  go test -count=1 -timeout 10m -run '^TestSimulate$' -v ./coherence/sim
 }
 
 stage_fuzz() {
