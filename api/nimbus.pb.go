@@ -254,6 +254,10 @@ type Request struct {
 	// write it applied; a first submission cannot have one, and skips the
 	// look-up.
 	Resubmitted bool `protobuf:"varint,5,opt,name=resubmitted,proto3" json:"resubmitted,omitempty"`
+	// job names the caller's job (a Spark application, an ETL run): the
+	// server counts and may limit load per user and per user/job
+	// (docs/OPERATIONS.md, "Tenants"). Empty: the user alone.
+	Job string `protobuf:"bytes,6,opt,name=job,proto3" json:"job,omitempty"`
 	// Types that are valid to be assigned to Body:
 	//
 	//	*Request_Mkdirs
@@ -351,6 +355,13 @@ func (x *Request) GetResubmitted() bool {
 		return x.Resubmitted
 	}
 	return false
+}
+
+func (x *Request) GetJob() string {
+	if x != nil {
+		return x.Job
+	}
+	return ""
 }
 
 func (x *Request) GetBody() isRequest_Body {
@@ -999,11 +1010,15 @@ func (*Response_Xattrs) isResponse_Result() {}
 
 // Error is a failed operation: meta.OpError on the wire.
 type Error struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          Kind                   `protobuf:"varint,1,opt,name=kind,proto3,enum=nimbus.api.v1.Kind" json:"kind,omitempty"`
-	Op            string                 `protobuf:"bytes,2,opt,name=op,proto3" json:"op,omitempty"`
-	Path          string                 `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
-	Detail        string                 `protobuf:"bytes,4,opt,name=detail,proto3" json:"detail,omitempty"` // for KIND_UNKNOWN: the server's error text
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Kind   Kind                   `protobuf:"varint,1,opt,name=kind,proto3,enum=nimbus.api.v1.Kind" json:"kind,omitempty"`
+	Op     string                 `protobuf:"bytes,2,opt,name=op,proto3" json:"op,omitempty"`
+	Path   string                 `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
+	Detail string                 `protobuf:"bytes,4,opt,name=detail,proto3" json:"detail,omitempty"` // for KIND_UNKNOWN: the server's error text
+	// retry_after_ms: a request refused for its tenant's limit (KIND_BUSY,
+	// not executed) may be sent again, with the same request id, after this
+	// long; the Go client waits and does (Options.ThrottleWait).
+	RetryAfterMs  uint32 `protobuf:"varint,5,opt,name=retry_after_ms,json=retryAfterMs,proto3" json:"retry_after_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1064,6 +1079,13 @@ func (x *Error) GetDetail() string {
 		return x.Detail
 	}
 	return ""
+}
+
+func (x *Error) GetRetryAfterMs() uint32 {
+	if x != nil {
+		return x.RetryAfterMs
+	}
+	return 0
 }
 
 type Empty struct {
@@ -3471,7 +3493,7 @@ var File_nimbus_proto protoreflect.FileDescriptor
 
 const file_nimbus_proto_rawDesc = "" +
 	"\n" +
-	"\fnimbus.proto\x12\rnimbus.api.v1\"\xc8\x0e\n" +
+	"\fnimbus.proto\x12\rnimbus.api.v1\"\xda\x0e\n" +
 	"\aRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12\x1f\n" +
@@ -3480,7 +3502,8 @@ const file_nimbus_proto_rawDesc = "" +
 	"\x04user\x18\x03 \x01(\tR\x04user\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\x04 \x01(\rR\ttimeoutMs\x12 \n" +
-	"\vresubmitted\x18\x05 \x01(\bR\vresubmitted\x126\n" +
+	"\vresubmitted\x18\x05 \x01(\bR\vresubmitted\x12\x10\n" +
+	"\x03job\x18\x06 \x01(\tR\x03job\x126\n" +
 	"\x06mkdirs\x18\n" +
 	" \x01(\v2\x1c.nimbus.api.v1.MkdirsRequestH\x00R\x06mkdirs\x126\n" +
 	"\x06create\x18\v \x01(\v2\x1c.nimbus.api.v1.CreateRequestH\x00R\x06create\x126\n" +
@@ -3527,12 +3550,13 @@ const file_nimbus_proto_rawDesc = "" +
 	"\n" +
 	"acl_status\x18\x12 \x01(\v2\x18.nimbus.api.v1.AclStatusH\x00R\taclStatus\x124\n" +
 	"\x06xattrs\x18\x13 \x01(\v2\x1a.nimbus.api.v1.XAttrResultH\x00R\x06xattrsB\b\n" +
-	"\x06result\"l\n" +
+	"\x06result\"\x92\x01\n" +
 	"\x05Error\x12'\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x13.nimbus.api.v1.KindR\x04kind\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\tR\x02op\x12\x12\n" +
 	"\x04path\x18\x03 \x01(\tR\x04path\x12\x16\n" +
-	"\x06detail\x18\x04 \x01(\tR\x06detail\"\a\n" +
+	"\x06detail\x18\x04 \x01(\tR\x06detail\x12$\n" +
+	"\x0eretry_after_ms\x18\x05 \x01(\rR\fretryAfterMs\"\a\n" +
 	"\x05Empty\"e\n" +
 	"\rMkdirsRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +

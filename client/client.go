@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	mrand "math/rand/v2"
 	"net/http"
 	"os"
 	"os/user"
@@ -72,7 +73,22 @@ type Options struct {
 	// answered from the server's record of it if it was applied); 0 means
 	// 2. After that a write fails meta.ErrOutcomeUnknown, a read busy.
 	Resubmits int
+	// Job names the caller's job (a Spark application, an ETL run) in
+	// every request: the server counts and may limit load per user and per
+	// user/job. Empty: none. JobFromEnv reads NIMBUS_JOB for callers that
+	// take it from the environment, as the CLI does.
+	Job string
+	// ThrottleWait is the longest a call waits, in all, for the server to
+	// take a request it refused for the caller's tenant limit (a busy error
+	// with a retry-after: the request was not executed, so it is sent
+	// again with its id, after the time the server said). 0 means 30s;
+	// negative: never wait, return the busy error at once.
+	ThrottleWait time.Duration
 }
+
+// JobFromEnv returns NIMBUS_JOB: the job `nimbus fs` and `nimbus bench`
+// name in their requests when set.
+func JobFromEnv() string { return os.Getenv("NIMBUS_JOB") }
 
 // DefaultOptions returns the options with every default filled in.
 func DefaultOptions() Options {
@@ -96,6 +112,9 @@ func (o Options) withDefaults() Options {
 	d := DefaultOptions()
 	if o.Conns == 0 {
 		o.Conns = d.Conns
+	}
+	if o.ThrottleWait == 0 {
+		o.ThrottleWait = 30 * time.Second
 	}
 	if o.DialTimeout == 0 {
 		o.DialTimeout = d.DialTimeout
@@ -328,6 +347,7 @@ func (c *Client) exchange(ctx context.Context, m rpc.Method, path string, u meta
 	req.RequestId = c.nextID()
 	req.ClientName = c.name
 	req.User = u.Name
+	req.Job = c.opts.Job
 	if dl, ok := ctx.Deadline(); ok {
 		if ms := time.Until(dl).Milliseconds(); ms > 0 && ms < 1<<32 {
 			req.TimeoutMs = uint32(ms)
@@ -337,6 +357,7 @@ func (c *Client) exchange(ctx context.Context, m rpc.Method, path string, u meta
 	// with it in flight), so a write's later failure to get an answer
 	// leaves its outcome unknown, where before it is busy (not done).
 	sent := 0
+	var waited time.Duration // for the server to take a throttled request
 	busy := int(c.calls.Add(1)) - 1
 	defer c.calls.Add(-1)
 	for attempt := 0; ; attempt++ {
@@ -351,26 +372,34 @@ func (c *Client) exchange(ctx context.Context, m rpc.Method, path string, u meta
 			}
 			return nil, meta.Errorf(op, path, meta.ErrBusy, "cannot reach the server at %s: %v", c.addr, err)
 		}
+		var after uint32 // a throttled request's retry-after, ms
 		if view == nil {
 			var resp *api.Response
 			if resp, err = conn.Call(ctx, req); err == nil {
-				if e := resp.GetError(); e != nil {
+				e := resp.GetError()
+				if e == nil {
+					return resp, nil
+				}
+				if after = e.GetRetryAfterMs(); after == 0 || !c.waitThrottled(ctx, &waited, after) {
 					return nil, rpc.ErrorFromProto(e)
 				}
-				return resp, nil
+				continue
 			}
 		} else {
 			var opErr error // the operation's own, sent back in the response
 			err = conn.CallView(ctx, req, view.resp, func(resp *api.Response) error {
 				if e := resp.GetError(); e != nil {
-					opErr = rpc.ErrorFromProto(e)
+					opErr, after = rpc.ErrorFromProto(e), e.GetRetryAfterMs()
 				} else {
 					view.got()
 				}
 				return nil
 			})
 			if err == nil {
-				return nil, opErr
+				if after == 0 || !c.waitThrottled(ctx, &waited, after) {
+					return nil, opErr
+				}
+				continue
 			}
 		}
 		unknown := sent > 0 && !m.ReadOnly()
@@ -399,6 +428,36 @@ func (c *Client) exchange(ctx context.Context, m rpc.Method, path string, u meta
 		default:
 			return nil, meta.Errorf(op, path, meta.ErrBusy, "%v", err)
 		}
+	}
+}
+
+// waitThrottled waits the retry-after of a request the server refused for
+// the caller's tenant limit, and reports whether to send it again: not
+// when the wait would pass Options.ThrottleWait in all, or ctx ends first.
+// The request was refused before it ran, so sending it again is safe.
+//
+// The wait is the server's retry-after or, once a call has been refused
+// before, an exponential backoff from 10 ms (capped at 1 s) if longer, with
+// up to half of it again at random: the clients of one throttled tenant
+// all hear "the next token is in 5 ms", and without the backoff and the
+// jitter they would all come back for the same one, again and again.
+func (c *Client) waitThrottled(ctx context.Context, waited *time.Duration, afterMs uint32) bool {
+	d := time.Duration(afterMs) * time.Millisecond
+	if *waited > 0 {
+		d = max(d, min(2**waited, time.Second), 10*time.Millisecond)
+	}
+	d += mrand.N(d/2 + 1)
+	if c.opts.ThrottleWait < 0 || *waited+d > c.opts.ThrottleWait {
+		return false
+	}
+	*waited += d
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

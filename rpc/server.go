@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/nimbus-fs/nimbus/api"
 	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/tenant"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -64,6 +66,9 @@ type ServerOptions struct {
 	// Fsck, when set, serves the fsck request; without it fsck answers
 	// meta.ErrUnsupported.
 	Fsck func(ctx context.Context) (*meta.FsckReport, error)
+	// Tenants, when set, counts every request under its tenant (user, or
+	// user/job) and refuses, retryably, those over a tenant's limit.
+	Tenants *tenant.Tracker
 }
 
 // DefaultServerOptions returns options with every default filled in.
@@ -230,7 +235,23 @@ func (s *Server) handle(ctx context.Context, frame []byte, out []byte) (_ []byte
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(t)*time.Millisecond)
 		defer cancel()
 	}
-	resp := s.dispatch(ctx, req, m, path)
+	var resp *api.Response
+	if tn := s.opts.Tenants; tn != nil {
+		id := tenant.ID(req.GetUser(), req.GetJob())
+		if err := tn.Admit(id); err != nil {
+			e := &api.Error{Kind: api.Kind_KIND_BUSY, Op: m.String(), Path: path, Detail: err.Error()}
+			var te *tenant.ThrottledError
+			if errors.As(err, &te) {
+				e.RetryAfterMs = uint32(min(max(te.RetryAfter.Milliseconds(), 1), 60_000))
+			}
+			resp = &api.Response{RequestId: req.GetRequestId(), Error: e}
+		} else {
+			resp = s.dispatch(ctx, req, m, path)
+			tn.Done(id, time.Since(start), resp.Error != nil)
+		}
+	} else {
+		resp = s.dispatch(ctx, req, m, path)
+	}
 	s.met.inflight.Dec()
 	s.met.done(m, meta.Kind(resp.GetError().GetKind()), resp.Error != nil, time.Since(start))
 	n := len(out)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nimbus-fs/nimbus/tenant"
 	"io"
 	"log/slog"
 	"net"
@@ -86,6 +87,11 @@ type Config struct {
 	// memory limit is lowered meanwhile to what the runtime holds when the
 	// work starts plus this (internal/gctune.HoldHeap). 0: no bound.
 	SubtreeHeapMargin int64
+	// Tenants configures the per-tenant accounting of requests (RPC and
+	// WebHDFS): how many tenants are named, and each limited tenant's
+	// requests per second (`--tenant-top`, `--tenant-limit`). Registerer and
+	// Now are filled in.
+	Tenants tenant.Config
 	// Version is shown on the status page.
 	Version string
 }
@@ -172,16 +178,17 @@ func StoreDir(dataDir string) string { return filepath.Join(dataDir, "meta") }
 
 // Server is one embedded Nimbus: store, NameNode and HTTP endpoint.
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	reg    *prometheus.Registry
-	store  store.Store
-	pebble *pebblestore.Store // the embedded store, nil on PostgreSQL
-	blocks *local.Store
-	ns     *namespace.Engine
-	coord  coordinator.Coordinator // from Start; nil before
-	member *membership             // this server's session, from Start
-	duties struct {                // duties.go, from Start
+	cfg     Config
+	tenants *tenant.Tracker // who loads the server (tenant.go)
+	log     *slog.Logger
+	reg     *prometheus.Registry
+	store   store.Store
+	pebble  *pebblestore.Store // the embedded store, nil on PostgreSQL
+	blocks  *local.Store
+	ns      *namespace.Engine
+	coord   coordinator.Coordinator // from Start; nil before
+	member  *membership             // this server's session, from Start
+	duties  struct {                // duties.go, from Start
 		cancel context.CancelFunc
 		wg     sync.WaitGroup
 	}
@@ -209,6 +216,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, reg: prometheus.NewRegistry(), serveErr: make(chan error, 1), fatal: newFatal()}
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	tcfg := cfg.Tenants
+	tcfg.Registerer = s.reg
+	tn, err := tenant.New(tcfg)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.tenants = tn
 
 	st, err := s.openStore()
 	if err != nil {
@@ -250,7 +264,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	lim := cfg.Limits.withDefaults()
 	s.rpc = rpc.NewServer(ns, rpc.ServerOptions{Logger: s.log.With("component", "rpc"), Registerer: s.reg, Fsck: ns.Fsck,
-		MaxConnBytes: lim.RPCConnBytes, MaxServerBytes: lim.RPCServerBytes, FrameTimeout: lim.RPCFrameTimeout, IdleTimeout: lim.RPCIdleTimeout})
+		MaxConnBytes: lim.RPCConnBytes, MaxServerBytes: lim.RPCServerBytes, FrameTimeout: lim.RPCFrameTimeout, IdleTimeout: lim.RPCIdleTimeout,
+		Tenants: s.tenants})
 	wcfg := webhdfs.DefaultConfig()
 	wcfg.Advertise = cfg.Advertise
 	wcfg.Superuser = nc.Superuser
@@ -258,6 +273,7 @@ func New(cfg Config) (*Server, error) {
 	wcfg.BodyIdleTimeout = lim.UploadIdleTimeout
 	wcfg.Logger = s.log.With("component", "webhdfs")
 	wcfg.Registerer = s.reg
+	wcfg.Tenants = s.tenants
 	wh, err := webhdfs.New(ns, wcfg)
 	if err != nil {
 		ns.Close()
@@ -274,6 +290,7 @@ func New(cfg Config) (*Server, error) {
 	mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
 	mux.HandleFunc("/readyz", s.readyz)
 	mux.HandleFunc("/{$}", s.statusPage)
+	mux.HandleFunc("GET /status/tenants", s.tenantsJSON)
 	if cfg.DebugAddr != "" {
 		dm := http.NewServeMux()
 		dm.HandleFunc("/debug/pprof/", pprof.Index)

@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"github.com/nimbus-fs/nimbus/tenant"
 	"html/template"
 	"net/http"
 	"time"
@@ -134,4 +136,15 @@ func humanBytes(n uint64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// tenantsJSON answers GET /status/tenants: the tenants counted by name,
+// heaviest first, then "other", with their limits (`nimbus status
+// --tenants`).
+func (s *Server) tenantsJSON(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(struct {
+		Tenants []tenant.Stat `json:"tenants"`
+		Limited []string      `json:"limited"`
+	}{s.tenants.Snapshot(), s.tenants.Limited()})
 }

@@ -3,6 +3,7 @@ package webhdfs
 import (
 	"errors"
 	"fmt"
+	"github.com/nimbus-fs/nimbus/tenant"
 	"log/slog"
 	"net/url"
 	"regexp"
@@ -45,6 +46,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer receives the metrics (metrics.go). Nil: not registered.
 	Registerer prometheus.Registerer
+	// Tenants, when set, counts every request under its tenant (user.name,
+	// or user.name/job with the Nimbus parameter job=JOB) and refuses,
+	// retryably (503, RetriableException), those over a tenant's limit.
+	Tenants *tenant.Tracker
 }
 
 // DefaultConfig returns the defaults described on each field.

@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/nimbus-fs/nimbus/tenant"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -92,6 +94,7 @@ type request struct {
 	path     string
 	q        query
 	user     meta.User // effective user (after doas)
+	job      string    // the caller's job (Nimbus's job parameter), for tenant accounting
 	realUser string
 }
 
@@ -141,6 +144,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rq, err := h.parse(sw, r)
 	if rq != nil && rq.op != nil {
 		opLabel = rq.op.name
+	}
+	if tn := h.cfg.Tenants; tn != nil && err == nil {
+		id := tenant.ID(rq.user.Name, rq.job)
+		if err = tn.Admit(id); err != nil {
+			var te *tenant.ThrottledError
+			if errors.As(err, &te) {
+				sw.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(te.RetryAfter.Seconds())), 10))
+			}
+			err = meta.Errorf(rq.op.lower, rq.path, meta.ErrBusy, "%v", err)
+		} else {
+			defer func() { tn.Done(id, time.Since(start), sw.status >= 400) }()
+		}
 	}
 	if err == nil {
 		err = rq.op.run(h, rq)
@@ -221,6 +236,7 @@ func (h *Handler) parse(w http.ResponseWriter, r *http.Request) (*request, error
 		return rq, argError(spec.lower, t.path, "user.name", rq.realUser, "not a valid user name")
 	}
 	rq.user = meta.User{Name: rq.realUser}
+	rq.job = t.q["job"]
 	if doas := t.q["doas"]; doas != "" && doas != rq.realUser {
 		if !validUser(doas) {
 			return rq, argError(spec.lower, t.path, "doas", doas, "not a valid user name")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/nimbus-fs/nimbus/client"
 	"io"
 	"os"
 	"strconv"
@@ -71,6 +72,7 @@ type benchCommon struct {
 	user   string
 	conns  int
 	root   string
+	job    string
 }
 
 func (c *benchCommon) register(fs *flag.FlagSet) {
@@ -80,6 +82,7 @@ func (c *benchCommon) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.user, "user", "", "user the operations run as (default: NIMBUS_USER, else the OS user)")
 	fs.IntVar(&c.conns, "conns", 0, "TCP connections of the Nimbus client (default: the client's own default)")
 	fs.StringVar(&c.root, "root", "/bench", "directory the tree lives under")
+	fs.StringVar(&c.job, "job", client.JobFromEnv(), "job id the Nimbus RPC requests carry, for the server's per-tenant accounting (default: NIMBUS_JOB)")
 }
 
 // newFlagSet returns a flag set that reports to stderr and does not exit.

@@ -41,7 +41,7 @@ func openTarget(ctx context.Context, c *benchCommon, clients int, stderr io.Writ
 		stop = stopServer
 		fallthrough
 	case "nimbus":
-		cl, err := client.Dial(ctx, "http://"+hostport, client.Options{Conns: c.conns})
+		cl, err := client.Dial(ctx, "http://"+hostport, client.Options{Conns: c.conns, Job: c.job})
 		if err != nil {
 			stop()
 			return nil, nil, fmt.Errorf("dial %s: %w", hostport, err)

@@ -24,7 +24,7 @@ var _ remoteFS = (*client.Client)(nil)
 // user). The returned func closes the connection.
 func dialFS(ctx context.Context) (remoteFS, meta.User, func(), error) {
 	addr := client.AddrFromEnv()
-	c, err := client.Dial(ctx, addr, client.Options{})
+	c, err := client.Dial(ctx, addr, client.Options{Job: client.JobFromEnv()})
 	if err != nil {
 		return nil, meta.User{}, nil, dialError(addr, err)
 	}

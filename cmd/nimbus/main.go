@@ -28,6 +28,7 @@ func commands() []command {
 		{"serve", "run the embedded Nimbus server", cmdServe},
 		{"fs", "file system shell (ls, mkdir, put, get, cat, mv, rm, ...)", cmdFS},
 		{"fsck", "check the namespace invariants", cmdFsck},
+		{"status", "what the running server is doing (--tenants: who loads it)", cmdStatus},
 		{"bench", "run benchmark workloads", cmdBench},
 		{"stop", "stop a server started with serve --daemon", cmdStop},
 		{"version", "print the version (also --version)", cmdVersion},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/nimbus-fs/nimbus/tenant"
 	"io"
 	"log/slog"
 	"math"
@@ -44,6 +45,18 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fl.StringVar(&cfg.Listen, "listen", cfg.Listen, "HTTP address for the RPC, WebHDFS, /metrics and /readyz (default: NIMBUS_ADDR's host:port when set)")
 	fl.StringVar(&cfg.Advertise, "advertise", "", "base URL put in WebHDFS redirects (default: the address each request came to)")
 	fl.StringVar(&cfg.DebugAddr, "debug-addr", "", "address of a second HTTP listener serving /debug/pprof/ (default: none; the profiler is never on --listen)")
+	fl.IntVar(&cfg.Tenants.Top, "tenant-top", 20, "tenants (users, user/job) counted by name on /metrics and `nimbus status --tenants`; the rest count as \"other\"")
+	fl.Func("tenant-limit", "`USER=OPS/S` or USER/JOB=OPS/S: most requests per second of that tenant (a user's limit covers its jobs); more are refused with a retryable busy error. Repeat for several", func(v string) error {
+		id, r, err := tenant.ParseLimit(v)
+		if err != nil {
+			return err
+		}
+		if cfg.Tenants.Limits == nil {
+			cfg.Tenants.Limits = map[string]float64{}
+		}
+		cfg.Tenants.Limits[id] = r
+		return nil
+	})
 	fl.Func("min-block-size", fmt.Sprintf("smallest block size a create may ask for, bytes or with suffix k/m/g, 0 for none (default %d)", cfg.Namespace.MinBlockSize), func(v string) (err error) {
 		cfg.Namespace.MinBlockSize, err = parseSize(v)
 		return err
