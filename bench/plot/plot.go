@@ -1,7 +1,8 @@
 // Package plot draws the charts of `nimbus bench plot` from result documents
 // with gonum.org/v1/plot: throughput against clients per operation (one line
 // per system), latency CDFs per operation (one line per system and client
-// count) and, for bigdir runs, the server's memory while it lists.
+// count), for bigdir runs the server's memory while it lists, and for
+// spotify runs the served throughput against the offered rate over time.
 //
 //	docs := []*bench.Document{...}
 //	files, err := plot.Write(plot.Collect(docs), "out/")
@@ -69,8 +70,14 @@ func Write(results []bench.Result, dir string) ([]string, error) {
 	if err := add("bigdir-memory.png", p, err); err != nil {
 		return files, err
 	}
+	for _, mix := range spotifyMixes(results) {
+		p, err := spotifyChart(results, mix)
+		if err := add("spotify-"+mix+"-throughput.png", p, err); err != nil {
+			return files, err
+		}
+	}
 	if len(files) == 0 {
-		return nil, errors.New("plot: nothing to draw: no micro, echo or bigdir results")
+		return nil, errors.New("plot: nothing to draw: no micro, echo, bigdir or spotify results")
 	}
 	sort.Strings(files)
 	return files, nil
@@ -89,7 +96,7 @@ func ops(results []bench.Result) []string {
 	var out []string
 	for i := range results {
 		r := &results[i]
-		if r.Workload != "micro" && r.Workload != "echo" && r.Workload != "bigdir" {
+		if r.Workload != "micro" && r.Workload != "echo" && r.Workload != "bigdir" && r.Workload != "spotify" {
 			continue
 		}
 		if n := opName(r); !seen[n] {
@@ -118,7 +125,7 @@ func throughputChart(results []bench.Result, op string) (*plot.Plot, error) {
 	bySys := map[string]map[int]float64{}
 	for i := range results {
 		r := &results[i]
-		if opName(r) != op || r.Workload == "bigdir" {
+		if opName(r) != op || r.Workload == "bigdir" || r.Workload == "spotify" {
 			continue
 		}
 		if bySys[r.System] == nil {
@@ -186,6 +193,57 @@ func cdfChart(results []bench.Result, op string) (*plot.Plot, error) {
 		return nil, fmt.Errorf("plot: %s: %w", op, err)
 	}
 	p.Y.Min, p.Y.Max = 0, 1
+	return p, nil
+}
+
+// spotifyMixes lists the mixes of the spotify results, sorted.
+func spotifyMixes(results []bench.Result) []string {
+	seen := map[string]bool{}
+	for i := range results {
+		if r := &results[i]; r.Spotify != nil {
+			seen[r.Spotify.Mix] = true
+		}
+	}
+	return sortedKeys(seen)
+}
+
+// spotifyChart: the λFS evaluation's throughput figure for one mix, the
+// offered rate (the schedule of the first run: runs with one seed share
+// it) and each run's served operations per second, over the seconds of
+// the run.
+func spotifyChart(results []bench.Result, mix string) (*plot.Plot, error) {
+	var args []any
+	offered := false
+	for i := range results {
+		r := &results[i]
+		if r.Spotify == nil || r.Spotify.Mix != mix {
+			continue
+		}
+		if !offered {
+			var xy plotter.XYs
+			for _, s := range r.Spotify.Seconds {
+				xy = append(xy, plotter.XY{X: float64(s.T), Y: s.TargetOpsS})
+			}
+			args = append(args, fmt.Sprintf("offered (seed %d)", r.Spotify.Seed), xy)
+			offered = true
+		}
+		var xy plotter.XYs
+		for _, s := range r.Series {
+			if s.T > len(r.Spotify.Seconds) {
+				break // operations finished after the last second
+			}
+			xy = append(xy, plotter.XY{X: float64(s.T), Y: float64(s.Ops)})
+		}
+		args = append(args, fmt.Sprintf("%s, served", r.System), xy)
+	}
+	if len(args) == 0 {
+		return nil, nil
+	}
+	p := newPlot("spotify ("+mix+"): throughput against the offered rate", "seconds", "operations per second")
+	if err := plotutil.AddLines(p, args...); err != nil {
+		return nil, fmt.Errorf("plot: spotify %s: %w", mix, err)
+	}
+	p.Y.Min = 0
 	return p, nil
 }
 
