@@ -39,6 +39,12 @@ type SpotifyConfig struct {
 	ListLimit int   // entries asked for by ls
 	PoolSize  int   // random files pre-chosen for read and stat
 	Keep      bool  // keep the files and directories the run made
+	// HotWriters, from 0 to 1, adds that fraction of Workers as closed-loop
+	// clients creating files in one directory for the whole run, beside
+	// the open loop (issue 30: a mixed run where a tenth of the clients
+	// write into one directory). Their creates are reported apart, as
+	// per_op "create-hot", and are not in the run's totals.
+	HotWriters float64
 }
 
 // DefaultSpotifyConfig returns the paper's mix at 1,000 ops/s for 60 s.
@@ -65,6 +71,8 @@ func (c SpotifyConfig) Validate() error {
 		return fmt.Errorf("bench: spotify: duration %v, want whole seconds", c.Duration)
 	case c.Workers < 1:
 		return errors.New("bench: spotify: at least one worker is needed")
+	case !(c.HotWriters >= 0 && c.HotWriters <= 1):
+		return fmt.Errorf("bench: spotify: hot writers %v, want a fraction from 0 to 1", c.HotWriters)
 	case c.ReadSize < 1 || c.ListLimit < 1 || c.PoolSize < 1:
 		return errors.New("bench: spotify: read size, list limit and pool size must be positive")
 	}
@@ -154,7 +162,7 @@ func Spotify(ctx context.Context, env *Env, cfg SpotifyConfig, tree *Tree, progr
 	for i := 0; i < tree.NumDirs(); i++ {
 		r.dirs = append(r.dirs, tree.DirPath(i))
 	}
-	for _, op := range MixOps {
+	for _, op := range append(MixOps, hotCreate) {
 		r.perOp[op] = &opAcc{hist: hdrhistogram.New(histMinUs, histMaxUs, histSig)}
 	}
 	if err := r.makeSpares(); err != nil {
@@ -189,7 +197,7 @@ func Spotify(ctx context.Context, env *Env, cfg SpotifyConfig, tree *Tree, progr
 	res := NewResult("spotify", cfg.Mix.Name, env, m)
 	res.Files = tree.NumFiles()
 	res.PerOp = make(map[string]OpStats)
-	for _, op := range MixOps {
+	for _, op := range append(MixOps, hotCreate) {
 		a := r.perOp[op]
 		if a.ops+a.errs == 0 {
 			continue
@@ -338,6 +346,27 @@ func (r *spotifyRun) drive(secs int, progress *Progress) (*Measurement, *Spotify
 			}
 		}(uint64(cfg.Seed)*1000 + uint64(w))
 	}
+	hotStop := make(chan struct{})
+	var hotWG sync.WaitGroup
+	if n := int(math.Ceil(cfg.HotWriters * float64(cfg.Workers))); n > 0 {
+		dir := meta.JoinPath(r.tree.Root(), ".hot-"+r.run)
+		if err := r.env.FS.Mkdirs(r.ctx, r.env.User, dir, meta.DefaultDir); err != nil {
+			r.mu.Lock()
+			r.firstErr = append(r.firstErr, fmt.Sprintf("hot directory %s: %v", dir, err))
+			r.mu.Unlock()
+		} else {
+			r.mu.Lock()
+			r.madeDirs = append(r.madeDirs, dir)
+			r.mu.Unlock()
+			for w := 0; w < n; w++ {
+				hotWG.Add(1)
+				go func() {
+					defer hotWG.Done()
+					r.hotWriter(dir, t0, hotStop)
+				}()
+			}
+		}
+	}
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x09))
 	perInterval := int(cfg.Interval / time.Second)
 	timer := time.NewTimer(time.Hour)
@@ -423,12 +452,16 @@ func (r *spotifyRun) drive(secs int, progress *Progress) (*Measurement, *Spotify
 		st.OfferedOpS = float64(st.Offered) / float64(secs)
 	}
 	close(jobs)
+	close(hotStop)
 	wg.Wait()
+	hotWG.Wait()
 
 	m := &Measurement{Clients: cfg.Workers, Duration: time.Since(t0), Hist: r.hist}
-	for _, a := range r.perOp {
-		m.Ops += a.ops
-		m.Errors += a.errs
+	for op, a := range r.perOp {
+		if op != hotCreate {
+			m.Ops += a.ops
+			m.Errors += a.errs
+		}
 	}
 	for i, p := range r.done {
 		if p.Ops+p.Errors > 0 || i < secs {
@@ -440,6 +473,40 @@ func (r *spotifyRun) drive(secs int, progress *Progress) (*Measurement, *Spotify
 	st.Response = latencyOf(r.resp)
 	st.Fallbacks = r.fallbacks
 	return m, st
+}
+
+// hotCreate is the per_op name of the hot writers' creates.
+const hotCreate = "create-hot"
+
+// hotWriter creates files in dir, one after the other, until stop. Its
+// files are not the run's to rename or delete; they go with dir.
+func (r *spotifyRun) hotWriter(dir string, t0 time.Time, stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		if r.ctx.Err() != nil {
+			return
+		}
+		p := r.newName(dir, "h")
+		begin := time.Now()
+		err := createFile(r.ctx, r.env, p, nil, false)
+		end := time.Now()
+		r.mu.Lock()
+		a := r.perOp[hotCreate]
+		if err != nil {
+			a.errs++
+			if len(r.firstErr) < 5 {
+				r.firstErr = append(r.firstErr, err.Error())
+			}
+		} else {
+			a.ops++
+			_ = a.hist.RecordValue(clampUs(end.Sub(begin).Microseconds()))
+		}
+		r.mu.Unlock()
+	}
 }
 
 // schedule draws the next operation and its path.

@@ -287,6 +287,7 @@ func benchSpotify(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the rates, the operations and their paths")
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "most operations in flight (the open loop's clients)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the files and directories the run made")
+	fs.Float64Var(&cfg.HotWriters, "hot-writers", 0, "add this fraction of --workers as clients creating files in one directory throughout (reported as create-hot)")
 	files := fs.Int("files", 10000, "size of the tree to prepare when the target has none")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
