@@ -1,0 +1,323 @@
+package platform
+
+import (
+	"container/heap"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+var t0 = time.Unix(1_700_000_000, 0)
+
+func mustPolicy(t *testing.T, cfg Config) *Policy {
+	t.Helper()
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestScaleUpAndDown(t *testing.T) {
+	cfg := Config{Deployments: 2, Concurrency: 2, MaxInstances: 5, MaxPerDeployment: 4, MinInstances: 1, KeepAlive: 10 * time.Second, MaxQueue: 3}
+	p := mustPolicy(t, cfg)
+	p.Tick(t0)
+	r := p.Ready()
+	if len(r.Starts) != 2 {
+		t.Fatalf("first tick: %+v, want the minimum of each deployment started", r)
+	}
+	for _, s := range r.Starts {
+		p.Started(t0.Add(time.Millisecond), s.Instance)
+	}
+	// Five invocations of deployment 0: two fit the warm instance, three
+	// wait, and two instances start for them (two slots each).
+	for i := 1; i <= 5; i++ {
+		p.Invoke(t0.Add(time.Second), 0, InvocationID(i))
+	}
+	r = p.Ready()
+	if len(r.Assigns) != 2 || len(r.Starts) != 2 || p.Queued(0) != 3 {
+		t.Fatalf("burst: %+v, queued %d", r, p.Queued(0))
+	}
+	// The queue is full (3): a sixth is refused while no slot is free.
+	p.Invoke(t0.Add(time.Second), 0, 6)
+	if r = p.Ready(); len(r.Refused) != 1 || r.Refused[0] != 6 {
+		t.Fatalf("queue full: %+v", r)
+	}
+	// The cold starts end: the queue drains onto them.
+	for _, s := range []InstanceID{3, 4} {
+		p.Started(t0.Add(1500*time.Millisecond), s)
+	}
+	if r = p.Ready(); len(r.Assigns) != 3 || p.Queued(0) != 0 {
+		t.Fatalf("after the cold starts: %+v", r)
+	}
+	// Everything ends; past the keep-alive the extra instances go, the
+	// oldest (warmest) stays.
+	for _, a := range []InstanceID{1, 1, 3, 3, 4} {
+		p.Done(t0.Add(2*time.Second), a)
+	}
+	p.Tick(t0.Add(13 * time.Second))
+	r = p.Ready()
+	if len(r.Reclaims) != 2 || len(p.deps[0].instances) != 1 || p.deps[0].instances[0].id != 1 {
+		t.Fatalf("after the keep-alive: %+v, instances %+v", r, p.Instances())
+	}
+}
+
+// At the global cap, a deployment with invocations waiting takes the place
+// of another deployment's idle instance at once.
+func TestGlobalCapTakesIdleElsewhere(t *testing.T) {
+	cfg := Config{Deployments: 2, Concurrency: 1, MaxInstances: 3, MaxPerDeployment: 3, MinInstances: 1, KeepAlive: time.Hour, MaxQueue: 10}
+	p := mustPolicy(t, cfg)
+	p.Tick(t0)
+	for _, s := range p.Ready().Starts {
+		p.Started(t0, s.Instance)
+	}
+	p.Invoke(t0, 1, 1)
+	p.Invoke(t0, 1, 2) // deployment 1 grows to 2: the cap (3) is reached
+	r := p.Ready()
+	p.Started(t0, r.Starts[0].Instance)
+	p.Done(t0, 3)
+	p.Done(t0, r.Starts[0].Instance) // deployment 1's two instances idle
+	p.Ready()
+	p.Invoke(t0, 0, 3)
+	p.Invoke(t0, 0, 4) // deployment 0 needs a second instance
+	r = p.Ready()
+	if len(r.Reclaims) != 1 || len(r.Starts) != 1 || r.Starts[0].Deployment != 0 {
+		t.Fatalf("at the cap: %+v", r)
+	}
+}
+
+// The simulator: a seeded stream of bursts over several deployments, cold
+// starts and service times drawn at random, instances crashing; after every
+// event the invariants hold, every invocation is assigned or refused once,
+// and bursts scale deployments up, idle time back down.
+func TestPolicySimulated(t *testing.T) {
+	seeds := 40
+	if s := os.Getenv("NIMBUS_SIM_SEEDS"); s != "" {
+		seeds, _ = strconv.Atoi(s)
+	}
+	first := 1
+	if s := os.Getenv("NIMBUS_SIM_SEED"); s != "" {
+		first, _ = strconv.Atoi(s)
+		seeds = 1
+	}
+	for seed := first; seed < first+seeds; seed++ {
+		if err := simulate(uint64(seed)); err != nil {
+			t.Fatalf("seed %d: %v\nreplay: NIMBUS_SIM_SEED=%d go test -run TestPolicySimulated ./platform", seed, err, seed)
+		}
+	}
+}
+
+type event struct {
+	at   time.Time
+	kind int // evArrive, evStarted, evDone, evCrash, evTick
+	dep  int
+	inst InstanceID
+	seq  int
+}
+
+const (
+	evArrive = iota
+	evStarted
+	evDone
+	evCrash
+	evTick
+)
+
+type events []event
+
+func (e events) Len() int { return len(e) }
+func (e events) Less(i, j int) bool {
+	if !e[i].at.Equal(e[j].at) {
+		return e[i].at.Before(e[j].at)
+	}
+	return e[i].seq < e[j].seq
+}
+func (e events) Swap(i, j int) { e[i], e[j] = e[j], e[i] }
+func (e *events) Push(x any)   { *e = append(*e, x.(event)) }
+func (e *events) Pop() any {
+	old := *e
+	x := old[len(old)-1]
+	*e = old[:len(old)-1]
+	return x
+}
+
+func simulate(seed uint64) error {
+	rng := rand.New(rand.NewPCG(seed, 0x9a7f))
+	cfg := Config{Deployments: 1 + rng.IntN(3), Concurrency: 1 + rng.IntN(4), MaxPerDeployment: 2 + rng.IntN(6),
+		KeepAlive: time.Duration(1+rng.IntN(5)) * time.Second, MaxQueue: 5 + rng.IntN(50)}
+	cfg.MaxInstances = cfg.MaxPerDeployment * (1 + rng.IntN(cfg.Deployments))
+	cfg.MinInstances = rng.IntN(2)
+	if cfg.MinInstances*cfg.Deployments > cfg.MaxInstances {
+		cfg.MinInstances = 0
+	}
+	p, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	var q events
+	seq := 0
+	push := func(e event) { seq++; e.seq = seq; heap.Push(&q, e) }
+	// Load: per deployment, bursts of arrivals at a rate drawn per second.
+	end := t0.Add(60 * time.Second)
+	for dep := 0; dep < cfg.Deployments; dep++ {
+		for s := 0; s < 50; s++ {
+			n := rng.IntN(5)
+			if rng.IntN(8) == 0 {
+				n = 20 + rng.IntN(60) // a burst
+			}
+			for i := 0; i < n; i++ {
+				push(event{at: t0.Add(time.Duration(s)*time.Second + time.Duration(rng.IntN(1000))*time.Millisecond), kind: evArrive, dep: dep})
+			}
+		}
+	}
+	for at := t0; at.Before(end); at = at.Add(250 * time.Millisecond) {
+		push(event{at: at, kind: evTick})
+	}
+
+	assigned := map[InvocationID]InstanceID{}
+	refused := map[InvocationID]bool{}
+	invDep := map[InvocationID]int{}
+	inflight := map[InstanceID]int{}
+	alive := map[InstanceID]bool{}
+	nextInv := InvocationID(1)
+	maxSeen := make([]int, cfg.Deployments)
+	apply := func(now time.Time) error {
+		r := p.Ready()
+		for _, s := range r.Starts {
+			alive[s.Instance] = true
+			d := time.Duration(20+rng.IntN(200)) * time.Millisecond
+			kind := evStarted
+			if rng.IntN(40) == 0 {
+				kind = evCrash // failed to start
+			}
+			push(event{at: now.Add(d), kind: kind, inst: s.Instance})
+		}
+		for _, a := range r.Assigns {
+			if _, dup := assigned[a.Invocation]; dup || refused[a.Invocation] {
+				return fmt.Errorf("invocation %d assigned twice", a.Invocation)
+			}
+			if !alive[a.Instance] {
+				return fmt.Errorf("invocation %d assigned to instance %d, not alive", a.Invocation, a.Instance)
+			}
+			assigned[a.Invocation] = a.Instance
+			inflight[a.Instance]++
+			if inflight[a.Instance] > cfg.Concurrency {
+				return fmt.Errorf("instance %d has %d in flight, concurrency %d", a.Instance, inflight[a.Instance], cfg.Concurrency)
+			}
+			push(event{at: now.Add(time.Duration(5+rng.IntN(300)) * time.Millisecond), kind: evDone, inst: a.Instance})
+			if rng.IntN(500) == 0 {
+				push(event{at: now.Add(time.Duration(rng.IntN(100)) * time.Millisecond), kind: evCrash, inst: a.Instance})
+			}
+		}
+		for _, id := range r.Reclaims {
+			if inflight[id] != 0 {
+				return fmt.Errorf("instance %d reclaimed with %d in flight", id, inflight[id])
+			}
+			delete(alive, id)
+		}
+		for _, inv := range r.Refused {
+			if _, dup := assigned[inv]; dup || refused[inv] {
+				return fmt.Errorf("invocation %d refused after an answer", inv)
+			}
+			refused[inv] = true
+		}
+		return check(p, cfg, now, maxSeen)
+	}
+	for q.Len() > 0 {
+		e := heap.Pop(&q).(event)
+		switch e.kind {
+		case evArrive:
+			inv := nextInv
+			nextInv++
+			invDep[inv] = e.dep
+			if err := p.Invoke(e.at, e.dep, inv); err != nil {
+				return err
+			}
+		case evStarted:
+			if alive[e.inst] {
+				if err := p.Started(e.at, e.inst); err != nil {
+					return err
+				}
+			}
+		case evDone:
+			if alive[e.inst] && inflight[e.inst] > 0 {
+				inflight[e.inst]--
+				if err := p.Done(e.at, e.inst); err != nil {
+					return err
+				}
+			}
+		case evCrash:
+			if alive[e.inst] {
+				delete(alive, e.inst)
+				inflight[e.inst] = 0 // the caller fails what was in flight
+				if err := p.Gone(e.at, e.inst); err != nil {
+					return err
+				}
+			}
+		case evTick:
+			p.Tick(e.at)
+		}
+		if err := apply(e.at); err != nil {
+			return fmt.Errorf("at %v after event %+v: %w", e.at.Sub(t0), e, err)
+		}
+	}
+	// The end: everything arrived was answered, and idle time has taken the
+	// deployments back to their minimum.
+	for inv := InvocationID(1); inv < nextInv; inv++ {
+		_, a := assigned[inv]
+		if !a && !refused[inv] && p.Queued(invDep[inv]) == 0 {
+			return fmt.Errorf("invocation %d never assigned nor refused", inv)
+		}
+	}
+	p.Tick(end.Add(time.Hour))
+	if err := apply(end.Add(time.Hour)); err != nil {
+		return err
+	}
+	for dep := 0; dep < cfg.Deployments; dep++ {
+		n := len(p.deps[dep].instances)
+		if p.Queued(dep) == 0 && n > cfg.MinInstances {
+			return fmt.Errorf("deployment %d keeps %d instances after an idle hour, minimum %d", dep, n, cfg.MinInstances)
+		}
+		if maxSeen[dep] < 2 && cfg.MaxPerDeployment >= 2 && cfg.MaxInstances >= cfg.Deployments*2 {
+			return fmt.Errorf("deployment %d never scaled past %d instance(s) under bursts", dep, maxSeen[dep])
+		}
+	}
+	return nil
+}
+
+// check verifies the policy's invariants at now.
+func check(p *Policy, cfg Config, now time.Time, maxSeen []int) error {
+	total := 0
+	for dep := range p.deps {
+		d := &p.deps[dep]
+		n := len(d.instances)
+		total += n
+		maxSeen[dep] = max(maxSeen[dep], n)
+		if n > cfg.MaxPerDeployment {
+			return fmt.Errorf("deployment %d has %d instances, cap %d", dep, n, cfg.MaxPerDeployment)
+		}
+		if len(d.queue) > cfg.MaxQueue {
+			return fmt.Errorf("deployment %d queues %d, bound %d", dep, len(d.queue), cfg.MaxQueue)
+		}
+		starting := 0
+		for _, in := range d.instances {
+			if in.state == Running && in.inflight < cfg.Concurrency && len(d.queue) > 0 {
+				return fmt.Errorf("deployment %d queues %d while instance %d has a free slot", dep, len(d.queue), in.id)
+			}
+			if in.state == Starting {
+				starting++
+			}
+		}
+		// A queue waits only for starting instances or the caps.
+		if len(d.queue) > 0 && starting == 0 && n < cfg.MaxPerDeployment && p.total < cfg.MaxInstances {
+			return fmt.Errorf("deployment %d queues %d with nothing starting and room to start", dep, len(d.queue))
+		}
+	}
+	if total != p.total || total > cfg.MaxInstances {
+		return fmt.Errorf("%d instances (counted %d), cap %d", total, p.total, cfg.MaxInstances)
+	}
+	return nil
+}
