@@ -69,6 +69,12 @@ type ServerOptions struct {
 	// Tenants, when set, counts every request under its tenant (user, or
 	// user/job) and refuses, retryably, those over a tenant's limit.
 	Tenants *tenant.Tracker
+	// Meter, when set, records every request as instance activity (what a
+	// serverless platform bills: platform.Meter).
+	Meter interface {
+		Begin()
+		End()
+	}
 }
 
 // DefaultServerOptions returns options with every default filled in.
@@ -228,6 +234,10 @@ func (s *Server) handle(ctx context.Context, frame []byte, out []byte) (_ []byte
 		return out, false
 	}
 	m, path := MethodOf(req)
+	if mt := s.opts.Meter; mt != nil {
+		mt.Begin()
+		defer mt.End()
+	}
 	start := time.Now()
 	s.met.inflight.Inc()
 	if t := req.GetTimeoutMs(); t > 0 {

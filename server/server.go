@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nimbus-fs/nimbus/platform"
 	"github.com/nimbus-fs/nimbus/tenant"
 	"io"
 	"log/slog"
@@ -92,6 +93,10 @@ type Config struct {
 	// requests per second (`--tenant-top`, `--tenant-limit`). Registerer and
 	// Now are filled in.
 	Tenants tenant.Config
+	// Prices turn this instance's metered activity into dollars
+	// (`--price-gb-second`, `--price-million-invocations`,
+	// `--instance-memory-gb`; GET /status/instance).
+	Prices platform.Prices
 	// Version is shown on the status page.
 	Version string
 }
@@ -109,6 +114,7 @@ func DefaultConfig() Config {
 		SubtreeHeapMargin: 32 << 20,
 		Limits:            DefaultLimits(),
 		OrphanBlockGrace:  time.Minute,
+		Prices:            platform.DefaultPrices(),
 	}
 }
 
@@ -180,6 +186,7 @@ func StoreDir(dataDir string) string { return filepath.Join(dataDir, "meta") }
 type Server struct {
 	cfg     Config
 	tenants *tenant.Tracker // who loads the server (tenant.go)
+	meter   *platform.Meter // what a serverless platform would bill it
 	log     *slog.Logger
 	reg     *prometheus.Registry
 	store   store.Store
@@ -223,6 +230,12 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.tenants = tn
+	if err := cfg.Prices.Validate(); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	if s.meter, err = platform.NewMeter(nil, s.reg); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 
 	st, err := s.openStore()
 	if err != nil {
@@ -265,7 +278,7 @@ func New(cfg Config) (*Server, error) {
 	lim := cfg.Limits.withDefaults()
 	s.rpc = rpc.NewServer(ns, rpc.ServerOptions{Logger: s.log.With("component", "rpc"), Registerer: s.reg, Fsck: ns.Fsck,
 		MaxConnBytes: lim.RPCConnBytes, MaxServerBytes: lim.RPCServerBytes, FrameTimeout: lim.RPCFrameTimeout, IdleTimeout: lim.RPCIdleTimeout,
-		Tenants: s.tenants})
+		Tenants: s.tenants, Meter: s.meter})
 	wcfg := webhdfs.DefaultConfig()
 	wcfg.Advertise = cfg.Advertise
 	wcfg.Superuser = nc.Superuser
@@ -274,6 +287,7 @@ func New(cfg Config) (*Server, error) {
 	wcfg.Logger = s.log.With("component", "webhdfs")
 	wcfg.Registerer = s.reg
 	wcfg.Tenants = s.tenants
+	wcfg.Meter = s.meter
 	wh, err := webhdfs.New(ns, wcfg)
 	if err != nil {
 		ns.Close()
@@ -291,6 +305,7 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("/readyz", s.readyz)
 	mux.HandleFunc("/{$}", s.statusPage)
 	mux.HandleFunc("GET /status/tenants", s.tenantsJSON)
+	mux.HandleFunc("GET /status/instance", s.instanceJSON)
 	if cfg.DebugAddr != "" {
 		dm := http.NewServeMux()
 		dm.HandleFunc("/debug/pprof/", pprof.Index)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/nimbus-fs/nimbus/platform"
 	"github.com/nimbus-fs/nimbus/tenant"
 	"html/template"
 	"net/http"
@@ -147,4 +148,19 @@ func (s *Server) tenantsJSON(w http.ResponseWriter, r *http.Request) {
 		Tenants []tenant.Stat `json:"tenants"`
 		Limited []string      `json:"limited"`
 	}{s.tenants.Snapshot(), s.tenants.Limited()})
+}
+
+// instanceJSON answers GET /status/instance: this instance's metered
+// activity and what it costs at the configured prices, serverless (active
+// time and invocations) and serverful (its whole uptime), for `nimbus status
+// --json` and the benchmark's cost figures.
+func (s *Server) instanceJSON(w http.ResponseWriter, r *http.Request) {
+	u := s.meter.Usage()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(struct {
+		Addr   string          `json:"address"`
+		Usage  platform.Usage  `json:"usage"`
+		Prices platform.Prices `json:"prices"`
+		Cost   platform.Cost   `json:"cost"`
+	}{s.Addr(), u, s.cfg.Prices, s.cfg.Prices.CostOf(u)})
 }

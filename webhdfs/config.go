@@ -50,6 +50,12 @@ type Config struct {
 	// or user.name/job with the Nimbus parameter job=JOB) and refuses,
 	// retryably (503, RetriableException), those over a tenant's limit.
 	Tenants *tenant.Tracker
+	// Meter, when set, records every request as instance activity (what a
+	// serverless platform bills: platform.Meter).
+	Meter interface {
+		Begin()
+		End()
+	}
 }
 
 // DefaultConfig returns the defaults described on each field.

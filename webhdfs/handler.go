@@ -132,6 +132,10 @@ func (s *statusWriter) Flush() {
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if mt := h.cfg.Meter; mt != nil {
+		mt.Begin()
+		defer mt.End()
+	}
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
 	opLabel := "invalid"

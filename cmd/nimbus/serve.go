@@ -45,6 +45,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fl.StringVar(&cfg.Listen, "listen", cfg.Listen, "HTTP address for the RPC, WebHDFS, /metrics and /readyz (default: NIMBUS_ADDR's host:port when set)")
 	fl.StringVar(&cfg.Advertise, "advertise", "", "base URL put in WebHDFS redirects (default: the address each request came to)")
 	fl.StringVar(&cfg.DebugAddr, "debug-addr", "", "address of a second HTTP listener serving /debug/pprof/ (default: none; the profiler is never on --listen)")
+	fl.Float64Var(&cfg.Prices.PerGBSecond, "price-gb-second", cfg.Prices.PerGBSecond, "USD per GB-second of active instance time, for the cost on `nimbus status` (the λFS paper's, AWS Lambda's)")
+	fl.Float64Var(&cfg.Prices.PerMillionInvocation, "price-million-invocations", cfg.Prices.PerMillionInvocation, "USD per million invocations (requests), for the cost on `nimbus status`")
+	fl.Float64Var(&cfg.Prices.MemoryGB, "instance-memory-gb", cfg.Prices.MemoryGB, "an instance's memory in GB, what a GB-second of its active time counts")
 	fl.IntVar(&cfg.Tenants.Top, "tenant-top", 20, "tenants (users, user/job) counted by name on /metrics and `nimbus status --tenants`; the rest count as \"other\"")
 	fl.Func("tenant-limit", "`USER=OPS/S` or USER/JOB=OPS/S: most requests per second of that tenant (a user's limit covers its jobs); more are refused with a retryable busy error. Repeat for several", func(v string) error {
 		id, r, err := tenant.ParseLimit(v)

@@ -143,6 +143,34 @@ func TestTenants(t *testing.T) {
 	if n := strings.Count(string(metrics), "nimbus_tenant_requests_total{"); n != 4 || !strings.Contains(string(metrics), `nimbus_tenant_throttled_total{tenant="mallory/flood"}`) {
 		t.Errorf("%d request series on /metrics:\n%s", n, grepLines(string(metrics), "nimbus_tenant_"))
 	}
+	// The instance's metered activity, and its price (nimbus status).
+	var inst struct {
+		Usage struct {
+			ActiveS     float64 `json:"active_s"`
+			Invocations int64   `json:"invocations"`
+			UptimeS     float64 `json:"uptime_s"`
+		} `json:"usage"`
+		Cost struct {
+			ServerlessUSD float64 `json:"serverless_usd"`
+			ServerfulUSD  float64 `json:"serverful_usd"`
+		} `json:"cost"`
+	}
+	r = s.nimbus("", "status", "--json")
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &inst) != nil {
+		t.Fatalf("nimbus status --json: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	u := inst.Usage
+	if u.Invocations < total || u.ActiveS <= 0 || u.ActiveS > u.UptimeS {
+		t.Errorf("instance usage %+v, after %d requests", u, total)
+	}
+	// The paper's prices, 2 GB: the cost follows from the usage.
+	want := u.ActiveS*2*0.0000166667 + float64(u.Invocations)*0.20/1e6
+	if d := inst.Cost.ServerlessUSD - want; d > want*0.01 || d < -want*0.01 || inst.Cost.ServerfulUSD <= 0 {
+		t.Errorf("cost %+v for usage %+v, want serverless %v", inst.Cost, u, want)
+	}
+	if r := s.nimbus("", "status"); r.code != 0 || !strings.Contains(r.stdout, "serverless $") {
+		t.Errorf("nimbus status:\n%s%s", r.stdout, r.stderr)
+	}
 	// A client that waits as the server says (the default) gets every
 	// call through, at the limit's pace: the CLI, whose job is NIMBUS_JOB,
 	// as bob/cli, limited to one request a second.

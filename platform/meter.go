@@ -1,0 +1,145 @@
+package platform
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Meter records what a serverless platform bills an instance for: its
+// active time (wall time while at least one request is being served,
+// overlapping requests counted once, reported in whole milliseconds) and
+// its invocations.
+// Every request an instance serves, over the RPC or WebHDFS, passes Begin
+// and End. Safe for concurrent use.
+type Meter struct {
+	now     func() time.Time
+	started time.Time
+
+	mu          sync.Mutex
+	inflight    int
+	since       time.Time // when inflight last went from 0 to 1
+	active      time.Duration
+	invocations int64
+
+	activeDesc, invDesc, upDesc *prometheus.Desc
+}
+
+// NewMeter returns a meter started now; now nil means time.Now. With reg,
+// it exports nimbus_instance_active_seconds_total,
+// nimbus_instance_invocations_total and nimbus_instance_uptime_seconds.
+func NewMeter(now func() time.Time, reg prometheus.Registerer) (*Meter, error) {
+	if now == nil {
+		now = time.Now
+	}
+	m := &Meter{now: now, started: now(),
+		activeDesc: prometheus.NewDesc("nimbus_instance_active_seconds_total", "Time this instance served at least one request (wall time, whole milliseconds): what a serverless platform bills.", nil, nil),
+		invDesc:    prometheus.NewDesc("nimbus_instance_invocations_total", "Requests this instance served (RPC and WebHDFS): the invocations a serverless platform bills.", nil, nil),
+		upDesc:     prometheus.NewDesc("nimbus_instance_uptime_seconds", "Time since this instance started: what a serverful deployment bills.", nil, nil)}
+	if reg != nil {
+		if err := reg.Register(m); err != nil {
+			return nil, fmt.Errorf("platform: registering the meter: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// Begin records a request starting.
+func (m *Meter) Begin() {
+	m.mu.Lock()
+	if m.inflight == 0 {
+		m.since = m.now()
+	}
+	m.inflight++
+	m.invocations++
+	m.mu.Unlock()
+}
+
+// End records a request ending.
+func (m *Meter) End() {
+	m.mu.Lock()
+	if m.inflight > 0 {
+		m.inflight--
+		if m.inflight == 0 {
+			m.active += m.now().Sub(m.since)
+		}
+	}
+	m.mu.Unlock()
+}
+
+// Usage is what the meter recorded.
+type Usage struct {
+	ActiveS     float64 `json:"active_s"`
+	Invocations int64   `json:"invocations"`
+	UptimeS     float64 `json:"uptime_s"`
+}
+
+// Usage returns the active time (the stretch under way counted to now),
+// invocations and uptime.
+func (m *Meter) Usage() Usage {
+	now := m.now()
+	m.mu.Lock()
+	active := m.active
+	if m.inflight > 0 {
+		active += now.Sub(m.since)
+	}
+	u := Usage{ActiveS: active.Truncate(time.Millisecond).Seconds(), Invocations: m.invocations, UptimeS: now.Sub(m.started).Seconds()}
+	m.mu.Unlock()
+	return u
+}
+
+// Describe implements prometheus.Collector.
+func (m *Meter) Describe(ch chan<- *prometheus.Desc) {
+	ch <- m.activeDesc
+	ch <- m.invDesc
+	ch <- m.upDesc
+}
+
+// Collect implements prometheus.Collector.
+func (m *Meter) Collect(ch chan<- prometheus.Metric) {
+	u := m.Usage()
+	ch <- prometheus.MustNewConstMetric(m.activeDesc, prometheus.CounterValue, u.ActiveS)
+	ch <- prometheus.MustNewConstMetric(m.invDesc, prometheus.CounterValue, float64(u.Invocations))
+	ch <- prometheus.MustNewConstMetric(m.upDesc, prometheus.GaugeValue, u.UptimeS)
+}
+
+// Prices are a platform's prices; the defaults are those the λFS paper
+// used (AWS Lambda's): $0.0000166667 per GB-second of active instance
+// time and $0.20 per million invocations. `nimbus serve` takes them as
+// flags.
+type Prices struct {
+	PerGBSecond          float64 `json:"per_gb_second_usd"`
+	PerMillionInvocation float64 `json:"per_million_invocations_usd"`
+	MemoryGB             float64 `json:"memory_gb"` // an instance's memory, what a GB-second counts
+}
+
+// DefaultPrices returns the paper's prices for an instance of 2 GB.
+func DefaultPrices() Prices {
+	return Prices{PerGBSecond: 0.0000166667, PerMillionInvocation: 0.20, MemoryGB: 2}
+}
+
+// Validate reports a negative price or memory.
+func (p Prices) Validate() error {
+	if p.PerGBSecond < 0 || p.PerMillionInvocation < 0 || !(p.MemoryGB > 0) {
+		return fmt.Errorf("platform: prices %+v: want non-negative prices and a positive memory size", p)
+	}
+	return nil
+}
+
+// Cost is what usage costs: Serverless bills active time and invocations;
+// Serverful bills the instance for its whole uptime (provisioned, as a
+// fixed pool of NameNodes is), with no invocation charge.
+type Cost struct {
+	ServerlessUSD float64 `json:"serverless_usd"`
+	ServerfulUSD  float64 `json:"serverful_usd"`
+}
+
+// CostOf prices usage.
+func (p Prices) CostOf(u Usage) Cost {
+	return Cost{
+		ServerlessUSD: u.ActiveS*p.MemoryGB*p.PerGBSecond + float64(u.Invocations)*p.PerMillionInvocation/1e6,
+		ServerfulUSD:  u.UptimeS * p.MemoryGB * p.PerGBSecond,
+	}
+}

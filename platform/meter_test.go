@@ -1,0 +1,94 @@
+package platform
+
+import (
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type manual struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *manual) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *manual) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// Active time counts overlapping requests once and idle gaps not at all,
+// in whole milliseconds.
+func TestMeterActiveTime(t *testing.T) {
+	c := &manual{t: t0}
+	reg := prometheus.NewRegistry()
+	m, err := NewMeter(c.now, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Begin() // stretch 1: 10 ms, two requests overlapping
+	c.add(4 * time.Millisecond)
+	m.Begin()
+	c.add(6 * time.Millisecond)
+	m.End()
+	m.End()
+	c.add(time.Second) // idle
+	m.Begin()          // stretch 2: 0.3 ms
+	c.add(300 * time.Microsecond)
+	m.End()
+	c.add(time.Second)
+	m.Begin() // stretch 3, still going: 2 ms so far
+	c.add(2 * time.Millisecond)
+	u := m.Usage()
+	if math.Abs(u.ActiveS-0.012) > 1e-9 || u.Invocations != 4 || math.Abs(u.UptimeS-2.0123) > 1e-9 {
+		t.Fatalf("usage %+v, want 12 ms active (12.3 truncated), 4 invocations, 2.0123 s up", u)
+	}
+	if got := gathered(t, reg, "nimbus_instance_invocations_total"); got != 4 {
+		t.Errorf("invocations metric %v", got)
+	}
+	if got := gathered(t, reg, "nimbus_instance_active_seconds_total"); math.Abs(got-0.012) > 1e-9 {
+		t.Errorf("active seconds metric %v", got)
+	}
+	m.End()
+	m.End() // an extra End does not go negative
+	if u := m.Usage(); math.Abs(u.ActiveS-0.012) > 1e-9 {
+		t.Errorf("after the last end: %+v", u)
+	}
+}
+
+// gathered returns the value of the metric named name in reg.
+func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			m := mf.GetMetric()[0]
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+// The paper's prices: a million invocations and 2 GB for 1000 active
+// seconds, against the same instance provisioned for an hour.
+func TestCost(t *testing.T) {
+	p := DefaultPrices()
+	c := p.CostOf(Usage{ActiveS: 1000, Invocations: 1_000_000, UptimeS: 3600})
+	if math.Abs(c.ServerlessUSD-(1000*2*0.0000166667+0.20)) > 1e-12 || math.Abs(c.ServerfulUSD-3600*2*0.0000166667) > 1e-12 {
+		t.Fatalf("cost %+v", c)
+	}
+	if (Prices{PerGBSecond: -1, MemoryGB: 1}).Validate() == nil || (Prices{}).Validate() == nil {
+		t.Error("bad prices accepted")
+	}
+}
