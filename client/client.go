@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	mrand "math/rand/v2"
 	"net/http"
 	"os"
@@ -84,6 +85,16 @@ type Options struct {
 	// again with its id, after the time the server said). 0 means 30s;
 	// negative: never wait, return the busy error at once.
 	ThrottleWait time.Duration
+	// StragglerFactor: a stat or read that has waited this many times the
+	// moving average of its operation's latency is sent again, as a new
+	// request on another pooled connection where there is one, and the
+	// first answer wins (λFS's straggler mitigation; reads only, so a
+	// duplicate is harmless). 0 means 10; negative: never.
+	StragglerFactor float64
+	// StragglerFloor is the least wait before a straggler is sent again,
+	// whatever the average (a fast average must not turn a 1 ms hiccup
+	// into duplicate load). 0 means 5ms.
+	StragglerFloor time.Duration
 }
 
 // JobFromEnv returns NIMBUS_JOB: the job `nimbus fs` and `nimbus bench`
@@ -116,6 +127,12 @@ func (o Options) withDefaults() Options {
 	if o.ThrottleWait == 0 {
 		o.ThrottleWait = 30 * time.Second
 	}
+	if o.StragglerFactor == 0 {
+		o.StragglerFactor = 10
+	}
+	if o.StragglerFloor == 0 {
+		o.StragglerFloor = 5 * time.Millisecond
+	}
 	if o.DialTimeout == 0 {
 		o.DialTimeout = d.DialTimeout
 	}
@@ -143,15 +160,24 @@ type Client struct {
 	addr    string // TCP host:port
 	baseURL string // http://host:port
 	opts    Options
-	log     *slog.Logger
-	hc      *http.Client
-	name    string
-	tag     uint64 // random high bits of every request id
-	seq     atomic.Uint64
-	next    atomic.Uint32
-	calls   atomic.Int32 // requests under way on the pool (see pick)
-	slots   []slot
-	closed  atomic.Bool
+	lat     latency // moving averages, for straggler mitigation
+	// stragglers counts reads sent again (sent) and those whose second
+	// copy answered first (won).
+	stragglers struct{ sent, won atomic.Int64 }
+	ticks      struct {
+		once sync.Once
+		cur  atomic.Pointer[chan struct{}]
+	}
+	stopTicks chan struct{} // closed by Close
+	log       *slog.Logger
+	hc        *http.Client
+	name      string
+	tag       uint64 // random high bits of every request id
+	seq       atomic.Uint64
+	next      atomic.Uint32
+	calls     atomic.Int32 // requests under way on the pool (see pick)
+	slots     []slot
+	closed    atomic.Bool
 }
 
 // slot is one pooled connection, redialled when it fails.
@@ -180,7 +206,7 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 		return nil, fmt.Errorf("client: random client id: %w", err)
 	}
 	c := &Client{
-		addr: hp, baseURL: "http://" + hp, opts: opts, log: opts.Logger, hc: opts.HTTPClient,
+		addr: hp, baseURL: "http://" + hp, opts: opts, log: opts.Logger, hc: opts.HTTPClient, stopTicks: make(chan struct{}),
 		name: "nimbus-" + hex.EncodeToString(rnd[:8]),
 		// 24 random bits on top, a 40-bit sequence below: unique per client
 		// for 10^12 requests, and unlikely to collide across clients.
@@ -209,6 +235,7 @@ func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
+	close(c.stopTicks)
 	for i := range c.slots {
 		s := &c.slots[i]
 		s.mu.Lock()
@@ -372,32 +399,43 @@ func (c *Client) exchange(ctx context.Context, m rpc.Method, path string, u meta
 			}
 			return nil, meta.Errorf(op, path, meta.ErrBusy, "cannot reach the server at %s: %v", c.addr, err)
 		}
-		var after uint32 // a throttled request's retry-after, ms
 		if view == nil {
 			var resp *api.Response
-			if resp, err = conn.Call(ctx, req); err == nil {
+			if c.opts.StragglerFactor > 0 && (m == rpc.MethodStat || m == rpc.MethodRead) {
+				resp, err = c.hedgedCall(ctx, m, conn, req, busy)
+			} else {
+				resp, err = conn.Call(ctx, req)
+			}
+			if err == nil {
 				e := resp.GetError()
 				if e == nil {
 					return resp, nil
 				}
-				if after = e.GetRetryAfterMs(); after == 0 || !c.waitThrottled(ctx, &waited, after) {
+				// A throttled request's retry-after, ms: wait and send again.
+				if after := e.GetRetryAfterMs(); after == 0 || !c.waitThrottled(ctx, &waited, after) {
 					return nil, rpc.ErrorFromProto(e)
 				}
 				continue
 			}
 		} else {
-			var opErr error // the operation's own, sent back in the response
+			// What the response said: the operation's own error, and its
+			// retry-after (ms) when throttled. One variable, one allocation
+			// for the closure.
+			var said struct {
+				err   error
+				after uint32
+			}
 			err = conn.CallView(ctx, req, view.resp, func(resp *api.Response) error {
 				if e := resp.GetError(); e != nil {
-					opErr, after = rpc.ErrorFromProto(e), e.GetRetryAfterMs()
+					said.err, said.after = rpc.ErrorFromProto(e), e.GetRetryAfterMs()
 				} else {
 					view.got()
 				}
 				return nil
 			})
 			if err == nil {
-				if after == 0 || !c.waitThrottled(ctx, &waited, after) {
-					return nil, opErr
+				if said.after == 0 || !c.waitThrottled(ctx, &waited, said.after) {
+					return nil, said.err
 				}
 				continue
 			}
@@ -459,6 +497,175 @@ func (c *Client) waitThrottled(ctx context.Context, waited *time.Duration, after
 	case <-t.C:
 		return true
 	}
+}
+
+// latency keeps, for the methods straggler mitigation applies to (stat
+// and read), the moving average of a successful call's latency (float64
+// bits of nanoseconds; 0: none yet).
+type latency struct{ stat, read atomic.Uint64 }
+
+func (l *latency) slot(m rpc.Method) *atomic.Uint64 {
+	if m == rpc.MethodStat {
+		return &l.stat
+	}
+	return &l.read
+}
+
+func (l *latency) observe(m rpc.Method, d time.Duration) {
+	a := l.slot(m)
+	for {
+		old := a.Load()
+		avg := float64(d)
+		if old != 0 {
+			avg = 0.9*math.Float64frombits(old) + 0.1*float64(d)
+		}
+		if a.CompareAndSwap(old, math.Float64bits(avg)) {
+			return
+		}
+	}
+}
+
+func (l *latency) average(m rpc.Method) time.Duration {
+	return time.Duration(math.Float64frombits(l.slot(m).Load()))
+}
+
+// hedgedCall is Call for a read: if no answer came within StragglerFactor
+// times the operation's moving average (at least StragglerFloor), it sends
+// the request again with a new id, on the connection pick gives, and takes
+// the first answer. Without an average yet it is a plain Call.
+func (c *Client) hedgedCall(ctx context.Context, m rpc.Method, conn *rpc.Conn, req *api.Request, busy int) (*api.Response, error) {
+	start := time.Now()
+	avg := c.lat.average(m)
+	if avg == 0 {
+		resp, err := conn.Call(ctx, req)
+		if err == nil {
+			c.lat.observe(m, time.Since(start))
+		}
+		return resp, err
+	}
+	var p1 rpc.Pending
+	if err := conn.StartIn(ctx, req, &p1); err != nil {
+		return nil, err
+	}
+	first := &p1
+	// No timer per call: the client's ticker (tick) wakes the waiting calls
+	// every half StragglerFloor, and only then do they look at the clock.
+	deadline := start.Add(max(time.Duration(c.opts.StragglerFactor*float64(avg)), c.opts.StragglerFloor))
+wait:
+	for {
+		select {
+		case <-first.C():
+			resp, err := first.Result()
+			if err == nil {
+				c.lat.observe(m, time.Since(start))
+			}
+			return resp, err
+		case <-ctx.Done():
+			return first.Abandon(ctx.Err())
+		case <-c.tick():
+			if !time.Now().Before(deadline) {
+				break wait
+			}
+		}
+	}
+	// A straggler: the same read again, as a request of its own.
+	again := &api.Request{}
+	if b, err := req.MarshalVT(); err == nil && again.UnmarshalVT(b) == nil {
+		again.RequestId = c.nextID()
+	} else {
+		again = nil
+	}
+	var second *rpc.Pending
+	if again != nil {
+		if conn2, err := c.pick(ctx, busy); err == nil {
+			second, _ = conn2.Start(ctx, again)
+		}
+	}
+	if second == nil {
+		select {
+		case <-first.C():
+			return first.Result()
+		case <-ctx.Done():
+			return first.Abandon(ctx.Err())
+		}
+	}
+	c.stragglers.sent.Add(1)
+	for {
+		select {
+		case <-first.C():
+			resp, err := first.Result()
+			if err != nil && second != nil {
+				first = second // the other may still answer
+				second = nil
+				continue
+			}
+			if second != nil {
+				_, _ = second.Abandon(errStragglerLost)
+			}
+			return resp, err
+		case <-secondC(second):
+			resp, err := second.Result()
+			if err != nil {
+				second = nil // wait for the first
+				continue
+			}
+			c.stragglers.won.Add(1)
+			_, _ = first.Abandon(errStragglerLost)
+			return resp, nil
+		case <-ctx.Done():
+			if second != nil {
+				_, _ = second.Abandon(ctx.Err())
+			}
+			return first.Abandon(ctx.Err())
+		}
+	}
+}
+
+// tick returns a channel that is closed within half StragglerFloor: the
+// straggler clock of the calls in flight, one goroutine for the whole
+// client (started with the first call that needs it, stopped by Close)
+// instead of a timer per call.
+func (c *Client) tick() <-chan struct{} {
+	if ch := c.ticks.cur.Load(); ch != nil {
+		return *ch
+	}
+	c.ticks.once.Do(func() {
+		ch := make(chan struct{})
+		c.ticks.cur.Store(&ch)
+		go c.ticker(c.opts.StragglerFloor / 2)
+	})
+	return *c.ticks.cur.Load()
+}
+
+func (c *Client) ticker(every time.Duration) {
+	t := time.NewTicker(max(every, 100*time.Microsecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stopTicks:
+			return
+		case <-t.C:
+		}
+		next := make(chan struct{})
+		old := c.ticks.cur.Swap(&next)
+		close(*old)
+	}
+}
+
+// secondC is p's channel, or nil (never ready) when there is no p.
+func secondC(p *rpc.Pending) <-chan struct{} {
+	if p == nil {
+		return nil
+	}
+	return p.C()
+}
+
+var errStragglerLost = errors.New("client: the other copy of a straggling read answered first")
+
+// Stragglers returns how many reads were sent again for being slow, and
+// how many of those the second copy answered first.
+func (c *Client) Stragglers() (sent, won int64) {
+	return c.stragglers.sent.Load(), c.stragglers.won.Load()
 }
 
 // Echo makes a no-op round trip over a pooled TCP connection.

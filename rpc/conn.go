@@ -264,15 +264,76 @@ type view struct {
 
 // call is Call, or CallView when v is not nil.
 func (c *Conn) call(ctx context.Context, req *api.Request, v *view) (*api.Response, error) {
+	var p Pending // on the stack: Call allocates nothing for it
+	if err := c.start(ctx, req, v, &p); err != nil {
+		return nil, err
+	}
+	select {
+	case <-p.cl.ch:
+		return p.result()
+	case <-ctx.Done():
+		return p.abandon(ctx.Err())
+	}
+}
+
+// Pending is a request sent by Start whose answer has not been taken.
+// Exactly one of Result (after C delivered) or Abandon must be called.
+type Pending struct {
+	c  *Conn
+	cl *call
+	id uint64
+	v  *view
+}
+
+// Start sends req and returns at once: C delivers when its answer (or the
+// connection's failure) is in, Result then returns it, and Abandon gives
+// up on it. A caller that waits for one of several requests (a hedged
+// read: the first answer wins) starts each and selects on their C. Start's
+// error is Call's for a request that was never sent.
+func (c *Conn) Start(ctx context.Context, req *api.Request) (*Pending, error) {
+	p := &Pending{}
+	if err := c.start(ctx, req, nil, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// StartIn is Start into a Pending of the caller's (one on its stack: no
+// allocation on a hot path).
+func (c *Conn) StartIn(ctx context.Context, req *api.Request, p *Pending) error {
+	return c.start(ctx, req, nil, p)
+}
+
+// C delivers once the answer is in; then call Result.
+func (p *Pending) C() <-chan struct{} { return p.cl.ch }
+
+// Result returns the answer, after C delivered.
+func (p *Pending) Result() (*api.Response, error) { return p.result() }
+
+// Abandon gives up on the request (its answer, if it comes, is dropped)
+// and returns err, or the answer if it raced in: use whichever comes back.
+func (p *Pending) Abandon(err error) (*api.Response, error) { return p.abandon(err) }
+
+func (p *Pending) result() (*api.Response, error) {
+	defer p.c.w.end()
+	return p.c.decode(p.cl, p.v)
+}
+
+func (p *Pending) abandon(err error) (*api.Response, error) {
+	defer p.c.w.end()
+	return p.c.finish(p.cl, p.id, err, p.v)
+}
+
+func (c *Conn) start(ctx context.Context, req *api.Request, v *view, p *Pending) error {
 	id := req.GetRequestId()
 	if id == 0 {
-		return nil, errors.New("rpc: request id 0 is reserved")
+		return errors.New("rpc: request id 0 is reserved")
 	}
 	ob := getBuf()
 	out, err := AppendFrame((*ob)[:0], req, c.max)
 	if err != nil {
 		putBuf(ob)
-		return nil, err
+		return err
 	}
 	*ob = out
 	cl := callPool.Get().(*call)
@@ -282,31 +343,27 @@ func (c *Conn) call(ctx context.Context, req *api.Request, v *view) (*api.Respon
 		c.mu.Unlock()
 		putBuf(ob)
 		callPool.Put(cl)
-		return nil, fmt.Errorf("%w: %v", ErrConnClosed, err)
+		return fmt.Errorf("%w: %v", ErrConnClosed, err)
 	}
 	if _, dup := c.mu.pending[id]; dup {
 		c.mu.Unlock()
 		putBuf(ob)
 		callPool.Put(cl)
-		return nil, fmt.Errorf("rpc: request id %d already in flight", id)
+		return fmt.Errorf("rpc: request id %d already in flight", id)
 	}
 	c.mu.pending[id] = cl
 	c.mu.Unlock()
 
+	c.w.begin() // ended by result or abandon
+	*p = Pending{c: c, cl: cl, id: id, v: v}
 	if err := ctx.Err(); err != nil {
 		putBuf(ob)
-		return c.finish(cl, id, err, v)
+		_, err := p.abandon(err)
+		return err
 	}
 	// A write error fails the connection, and with it this call.
-	c.w.begin()
-	defer c.w.end()
 	c.w.send(ob)
-	select {
-	case <-cl.ch:
-		return c.decode(cl, v)
-	case <-ctx.Done():
-		return c.finish(cl, id, ctx.Err(), v)
-	}
+	return nil
 }
 
 // finish abandons call id with err, unless its response raced in.
