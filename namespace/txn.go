@@ -233,10 +233,16 @@ func (e *Engine) attempt(ctx context.Context, op *opState, user string, groups [
 	case err == nil && (len(t.dirty) > 0 || t.raw):
 		recorded = t.putRecord()
 		if err = t.flush(); err == nil {
-			if e.testHookCommit != nil {
-				e.testHookCommit()
+			// Invalidate with the locks held, before the commit; release
+			// after it (invalidate.go).
+			var release func(bool)
+			if release, err = t.invalidate(ctx); err == nil {
+				if e.testHookCommit != nil {
+					e.testHookCommit()
+				}
+				err = st.Commit(ctx)
+				release(err == nil)
 			}
-			err = st.Commit(ctx)
 		}
 	case err == nil, !t.raw && !errors.Is(err, errRetry) && !store.IsRetryable(err):
 		// Nothing to write, but an answer to give (a stat, or "exists"):
@@ -680,15 +686,16 @@ func (t *tx) cacheRowAt(hk hintKey, val []byte) error { return t.cacheRowHinted(
 // was just seen to hold (hinted, 0 if not): the hint is not put again when
 // the row confirms it, the common case on every path component.
 func (t *tx) cacheRowHinted(hk hintKey, val []byte, hinted uint64) error {
+	keep := t.e.inv != nil
 	if val == nil {
-		t.rows.set(hk, nil)
+		t.rows.setRead(hk, nil, keep)
 		return nil
 	}
 	n := t.newInode()
 	if err := store.DecodeInodeValue(hk.parent, hk.name, val, n); err != nil {
 		return err
 	}
-	t.rows.set(hk, n)
+	t.rows.setRead(hk, n, keep)
 	if n.Type == meta.TypeDir && n.ID != hinted {
 		t.e.hints.put(n.Parent, n.Name, n.ID)
 	}
