@@ -97,7 +97,8 @@ func kindLabel(k cache.Kind) string {
 //
 //   - a created row (none was read, or another inode's: a rename over it):
 //     its key and its parent's listing;
-//   - a deleted row: its key (which drops the entry with its hot
+//   - a deleted row (through dirty, or delRaw: a recursive delete's): its
+//     key (which drops the entry with its hot
 //     attributes, its listing pages and its cached subtree: the cache keeps
 //     a child only under its cached parent) and its parent's listing;
 //   - a changed row: its key when its resolution part changed
@@ -128,6 +129,15 @@ func (t *tx) targets() []cache.Target {
 	var inside map[uint64]bool // the subtree of t.op.own, as far as this attempt read it
 	if t.op.own != 0 {
 		inside = t.flaggedSubtree()
+	}
+	for _, key := range t.rawDeleted {
+		// Rows a recursive delete removed past dirty: every one below its
+		// flagged directory is inside, and the directory itself is its
+		// parent's entry.
+		if parent, name, ok := store.DecodeInodeKey([]byte(key)); ok && !inside[parent] {
+			add(cache.Key(parent, name))
+			add(cache.ListingOf(parent))
+		}
 	}
 	for key, n := range t.dirty {
 		parent, name, ok := store.DecodeInodeKey([]byte(key))

@@ -60,9 +60,12 @@ type tx struct {
 	dirty  map[string]*store.Inode // rows to write at commit (nil: delete)
 	fresh  map[string]bool         // keys of dirty rows that create an inode where no row was (create)
 	chunks map[string][]byte       // content chunks written by this transaction
-	inodes []store.Inode           // slab of decoded rows (newInode)
-	after  []func()                // run once the transaction committed
-	undo   []func()                // run if it did not
+	// rawDeleted: inode rows deleted with delRaw, not through dirty, kept
+	// for the invalidation targets (invalidate.go) when those are computed.
+	rawDeleted []string
+	inodes     []store.Inode // slab of decoded rows (newInode)
+	after      []func()      // run once the transaction committed
+	undo       []func()      // run if it did not
 	// commitUnknown: the commit's outcome is unknown (store.ErrCommitUnknown):
 	// an undo must not destroy what the commit may have kept.
 	commitUnknown bool
@@ -768,6 +771,11 @@ func (t *tx) putRaw(key, value []byte) {
 func (t *tx) delRaw(key []byte) {
 	t.raw = true
 	t.st.Delete(key)
+	if _, _, ok := store.DecodeInodeKey(key); ok && t.e.inv != nil {
+		// An inode row deleted past dirty (a recursive delete's): its
+		// invalidation targets are computed with the others (targets).
+		t.rawDeleted = append(t.rawDeleted, string(key))
+	}
 }
 
 // flush hands the dirty inode rows to the store in one batch. Every inode
