@@ -28,6 +28,7 @@ type Cache struct {
 		free    int32            // free entry slots, linked by next
 		keys    map[uint64]int32 // keyHash(parent, name) → slot
 		ids     map[uint64]int32 // inode id → slot
+		attrs   map[uint64]Attrs // inode id → hot attributes (attrs.go), of cached entries only
 		pages   []page
 		freePg  int32
 		stack   []int32 // dropLocked's scratch
@@ -63,6 +64,7 @@ func New(cfg Config) (*Cache, error) {
 	c.mu.free, c.mu.freePg = -1, -1
 	c.mu.keys = make(map[uint64]int32)
 	c.mu.ids = make(map[uint64]int32)
+	c.mu.attrs = make(map[uint64]Attrs)
 	c.mu.userIdx = make(map[string]uint32)
 	c.mu.inv.init()
 	m, err := newMetrics(cfg.Registerer, c)
@@ -162,8 +164,16 @@ func (c *Cache) Get(parent uint64, name string) (n Inode, ok bool) {
 // rest from the store (a fill beginning with the last row returned).
 func (c *Cache) Resolve(names []string, dst []Inode) []Inode {
 	c.mu.RLock()
+	dst, h := c.resolveLocked(names, dst)
+	c.mu.RUnlock()
+	c.countResolve(h, len(names), dst)
+	return dst
+}
+
+// resolveLocked is Resolve under the read lock; it also returns the hash of
+// the last key looked up, which picks the stripe of the hit counters.
+func (c *Cache) resolveLocked(names []string, dst []Inode) ([]Inode, uint64) {
 	parent, name := store.RootParentID, ""
-	found := 0
 	var h uint64
 	for k := -1; k < len(names); k++ {
 		if k >= 0 {
@@ -179,18 +189,22 @@ func (c *Cache) Resolve(names []string, dst []Inode) []Inode {
 		var n Inode
 		c.decodeLocked(e, &n)
 		dst = append(dst, n)
-		found++
 		if e.typ != uint8(meta.TypeDir) {
 			break
 		}
 		parent = e.id
 	}
-	c.mu.RUnlock()
+	return dst, h
+}
+
+// countResolve counts the hits and the miss of a resolution of n names that
+// found rows (the rows appended to dst by this resolution are its tail).
+func (c *Cache) countResolve(h uint64, n int, rows []Inode) {
+	found := min(len(rows), n+1)
 	c.m.hitEntry.add(h, uint64(found))
-	if found < len(names)+1 && (found == 0 || dst[len(dst)-1].Type == meta.TypeDir) {
+	if found < n+1 && (found == 0 || rows[len(rows)-1].Type == meta.TypeDir) {
 		c.m.missEntry.add(h, 1)
 	}
-	return dst
 }
 
 // Listing returns the cached page of directory dir that starts after
@@ -199,14 +213,8 @@ func (c *Cache) Listing(dir uint64, cursor string) ([]byte, bool) {
 	var data []byte
 	ok := false
 	c.mu.RLock()
-	if i, found := c.mu.ids[dir]; found {
-		for p := c.mu.entries[i].pages; p >= 0; p = c.mu.pages[p].next {
-			if pg := &c.mu.pages[p]; pg.cursor == cursor {
-				touch(&pg.ref)
-				data, ok = pg.data, true
-				break
-			}
-		}
+	if pg := c.pageLocked(dir, cursor); pg != nil {
+		data, ok = pg.data, true
 	}
 	c.mu.RUnlock()
 	if ok {
@@ -215,6 +223,39 @@ func (c *Cache) Listing(dir uint64, cursor string) ([]byte, bool) {
 		c.m.missListing.add(dir, 1)
 	}
 	return data, ok
+}
+
+// ListingValue is Listing for a page installed by PutListingValue.
+func (c *Cache) ListingValue(dir uint64, cursor string) (any, bool) {
+	var v any
+	ok := false
+	c.mu.RLock()
+	if pg := c.pageLocked(dir, cursor); pg != nil {
+		v, ok = pg.val, true
+	}
+	c.mu.RUnlock()
+	if ok {
+		c.m.hitListing.add(dir, 1)
+	} else {
+		c.m.missListing.add(dir, 1)
+	}
+	return v, ok
+}
+
+// pageLocked returns the cached page of dir after cursor, or nil, and sets
+// its reference bit. Read lock held.
+func (c *Cache) pageLocked(dir uint64, cursor string) *page {
+	i, found := c.mu.ids[dir]
+	if !found {
+		return nil
+	}
+	for p := c.mu.entries[i].pages; p >= 0; p = c.mu.pages[p].next {
+		if pg := &c.mu.pages[p]; pg.cursor == cursor {
+			touch(&pg.ref)
+			return pg
+		}
+	}
+	return nil
 }
 
 // PutPath installs rows read from the store by a fill that began with t
@@ -247,6 +288,19 @@ func (c *Cache) Put(t Token, row Inode) bool { return c.PutPath(t, row) == 1 }
 // cached (the page goes when it goes). The cache keeps data: the caller must
 // not change it afterwards.
 func (c *Cache) PutListing(t Token, dir uint64, cursor string, data []byte) bool {
+	return c.putPage(t, dir, cursor, data, nil, 0)
+}
+
+// PutListingValue is PutListing for a page the caller keeps as a Go value
+// rather than bytes (the engine keeps decoded listing pages: a hit then
+// copies a slice, where bytes would be decoded entry by entry). The value
+// must be immutable from now on: every hit returns it, to concurrent
+// readers. size is what it counts against the budget.
+func (c *Cache) PutListingValue(t Token, dir uint64, cursor string, v any, size int64) bool {
+	return c.putPage(t, dir, cursor, nil, v, size)
+}
+
+func (c *Cache) putPage(t Token, dir uint64, cursor string, data []byte, val any, size int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	i, ok := c.mu.ids[dir]
@@ -261,7 +315,7 @@ func (c *Cache) PutListing(t Token, dir uint64, cursor string, data []byte) bool
 	for p := e.pages; p >= 0; p = c.mu.pages[p].next {
 		if pg := &c.mu.pages[p]; pg.cursor == cursor {
 			c.mu.bytes -= pageCost(pg)
-			pg.data = data
+			pg.data, pg.val, pg.valSize = data, val, size
 			c.mu.bytes += pageCost(pg)
 			c.evictLocked()
 			return true
@@ -269,7 +323,7 @@ func (c *Cache) PutListing(t Token, dir uint64, cursor string, data []byte) bool
 	}
 	p := c.allocPageLocked()
 	pg := &c.mu.pages[p]
-	*pg = page{dir: i, next: e.pages, prev: -1, cursor: cursor, data: data}
+	*pg = page{dir: i, next: e.pages, prev: -1, cursor: cursor, data: data, val: val, valSize: size}
 	if e.pages >= 0 {
 		c.mu.pages[e.pages].prev = p
 	}
@@ -393,6 +447,7 @@ func (c *Cache) dropLocked(i int32) int {
 			stack = append(stack, ch)
 		}
 		c.dropPagesLocked(e)
+		c.dropAttrsLocked(e)
 		delete(c.mu.keys, c.keyHash(e.parent, e.name()))
 		if k, ok := c.mu.ids[e.id]; ok && k == j {
 			delete(c.mu.ids, e.id)

@@ -12,7 +12,7 @@ import (
 func (c *Cache) check() error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	live, free := 0, 0
+	live, free, withAttrs := 0, 0, 0
 	var bytes int64
 	for i := range c.mu.entries {
 		e := &c.mu.entries[i]
@@ -21,6 +21,13 @@ func (c *Cache) check() error {
 		}
 		live++
 		bytes += entryCost(e)
+		if _, ok := c.mu.attrs[e.id]; ok != (e.flags&fAttrs != 0) {
+			return fmt.Errorf("entry %d (id %d): attrs flag %v, in the attrs map %v", i, e.id, e.flags&fAttrs != 0, ok)
+		}
+		if e.flags&fAttrs != 0 {
+			bytes += AttrsOverhead
+			withAttrs++
+		}
 		if j, ok := c.mu.keys[c.keyHash(e.parent, e.name())]; !ok || j != int32(i) {
 			return fmt.Errorf("entry %d (%d, %q) not in the key index", i, e.parent, e.name())
 		}
@@ -58,6 +65,9 @@ func (c *Cache) check() error {
 	if live != c.mu.nEnt || live != len(c.mu.keys) || live != len(c.mu.ids) || live+free != len(c.mu.entries) {
 		return fmt.Errorf("%d live, %d free of %d slots; nEnt %d, keys %d, ids %d",
 			live, free, len(c.mu.entries), c.mu.nEnt, len(c.mu.keys), len(c.mu.ids))
+	}
+	if withAttrs != len(c.mu.attrs) {
+		return fmt.Errorf("%d entries with hot attributes, %d in the attrs map", withAttrs, len(c.mu.attrs))
 	}
 	pages := 0
 	for p := range c.mu.pages {

@@ -32,9 +32,13 @@
 // quota usage, nor a file's length or lease: those change on every create
 // in the directory or write to the file, and keeping them here would make
 // every such write invalidate every cached path through the directory.
-// Listings, whose entries do carry those attributes, are pages of bytes
-// the caller encodes, cached per directory and invalidated per directory
-// (ListingOf).
+// Those hot attributes are a second kind of value (Attrs), keyed by inode
+// id, kept only while the inode's entry is and invalidated on their own
+// (AttrsOf): a create in a directory invalidates its Attrs and its listing,
+// and no path through it. Listings, whose entries carry both, are pages the
+// caller encodes (bytes, or an immutable Go value), cached per directory
+// and invalidated per directory (ListingOf). Look reads a path, the hot
+// attributes of its last row and a listing page under one read lock.
 //
 // An entry takes about 80 bytes in a slab (no pointer but its strings, so
 // a million entries are not a million objects for the collector) plus its

@@ -52,6 +52,7 @@ const PageOverhead = 96
 const (
 	fXAttrs  = 1 << 0
 	fSubtree = 1 << 1
+	fAttrs   = 1 << 2 // Cache.mu.attrs holds the entry's hot attributes (attrs.go)
 )
 
 // entry is one cached inode row. Entries live in a slab (Cache.mu.entries)
@@ -101,7 +102,7 @@ func encodeBlob(e *entry, n *Inode) {
 	b = append(b, n.Name...)
 	b = append(b, n.Symlink...)
 	b = append(b, n.ACL...)
-	e.flags = 0
+	e.flags &= fAttrs // the hot attributes stay: an invalidation drops them, not a newer row
 	if n.SubtreeOwner != 0 {
 		b = binary.LittleEndian.AppendUint64(b, n.SubtreeOwner)
 		e.flags |= fSubtree
@@ -132,15 +133,19 @@ func entryCost(e *entry) int64 { return EntryOverhead + int64(len(e.blob)) }
 // (the cache does not look inside), found by the directory and the cursor the
 // page starts after.
 type page struct {
-	dir    int32 // the directory's entry slot; -1: a free slot
-	next   int32
-	prev   int32
-	ref    uint32
-	cursor string
-	data   []byte
+	dir     int32 // the directory's entry slot; -1: a free slot
+	next    int32
+	prev    int32
+	ref     uint32
+	cursor  string
+	data    []byte
+	val     any   // a page kept as a Go value (PutListingValue), or nil
+	valSize int64 // what val counts against the budget
 }
 
-func pageCost(p *page) int64 { return PageOverhead + int64(len(p.cursor)) + int64(len(p.data)) }
+func pageCost(p *page) int64 {
+	return PageOverhead + int64(len(p.cursor)) + int64(len(p.data)) + p.valSize
+}
 
 // ResolutionChanged reports whether a write that turns row old into row new
 // changes what the cache holds of it (FromStore), that is, whether the write

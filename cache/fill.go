@@ -13,7 +13,7 @@ import "github.com/nimbus-fs/nimbus/meta"
 //  1. A fill calls Begin before it reads the store and keeps the Token.
 //  2. Every invalidation moves the epoch on and records the new epoch in the
 //     slots of the invalidation table that its target covers: the slot of
-//     the key's hash (Key), of the inode id (Inode, Listing), or, for a
+//     the key's hash (Key), of the inode id (Inode, Listing, Attrs), or, for a
 //     subtree, one cache-wide epoch (Subtree: the cache cannot tell which
 //     rows below a directory a fill in flight is carrying).
 //  3. An install is refused if any slot its row maps to (its key's, its
@@ -101,6 +101,10 @@ const (
 	// a whole subtree operation (chmod -R, chown -R, recursive delete, set
 	// quota), never one per inode.
 	KindSubtree
+	// KindAttrs names the hot attributes of inode ID (attrs.go), and
+	// nothing else: a create in a directory changes its entry count and
+	// times, not its entry, so no cached path through it goes.
+	KindAttrs
 )
 
 // Target is one thing a write invalidates.
@@ -114,8 +118,13 @@ type Target struct {
 // Key targets the row keyed (parent, name).
 func Key(parent uint64, name string) Target { return Target{Kind: KindKey, Parent: parent, Name: name} }
 
-// InodeID targets the row of inode id.
+// InodeID targets the row of inode id, whatever its key: its entry with
+// what goes with it (its hot attributes, its listing pages, its cached
+// subtree).
 func InodeID(id uint64) Target { return Target{Kind: KindInode, ID: id} }
+
+// AttrsOf targets the hot attributes of inode id alone.
+func AttrsOf(id uint64) Target { return Target{Kind: KindAttrs, ID: id} }
 
 // ListingOf targets the listing pages of directory dir.
 func ListingOf(dir uint64) Target { return Target{Kind: KindListing, ID: dir} }
@@ -176,20 +185,26 @@ func (c *Cache) holdLocked(targets []Target) {
 				c.dropLocked(i)
 			}
 			c.m.invKey.Inc()
-		case KindInode, KindListing:
+		case KindInode, KindListing, KindAttrs:
 			s := idSlot(t.ID)
 			v.id[s], v.idHeld[s] = e, v.idHeld[s]+1
 			if i, ok := c.mu.ids[t.ID]; ok {
-				if t.Kind == KindInode {
+				switch t.Kind {
+				case KindInode:
 					c.dropLocked(i)
-				} else {
+				case KindListing:
 					c.dropPagesLocked(&c.mu.entries[i])
+				case KindAttrs:
+					c.dropAttrsLocked(&c.mu.entries[i])
 				}
 			}
-			if t.Kind == KindInode {
+			switch t.Kind {
+			case KindInode:
 				c.m.invInode.Inc()
-			} else {
+			case KindListing:
 				c.m.invListing.Inc()
+			case KindAttrs:
+				c.m.invAttrs.Inc()
 			}
 		case KindSubtree:
 			s := idSlot(t.ID)
@@ -212,7 +227,7 @@ func (c *Cache) releaseLocked(targets []Target) {
 		case KindKey:
 			s := keySlot(c.keyHash(t.Parent, t.Name))
 			v.key[s], v.keyHeld[s] = e, v.keyHeld[s]-1
-		case KindInode, KindListing:
+		case KindInode, KindListing, KindAttrs:
 			s := idSlot(t.ID)
 			v.id[s], v.idHeld[s] = e, v.idHeld[s]-1
 		case KindSubtree:

@@ -148,6 +148,20 @@ type stressModel struct {
 	mu        sync.Mutex   // the store's own consistency
 	ver       []int64
 	committed []atomic.Int64 // the write of this version has returned
+	// dver is /d's hot attributes, as a version (its Mtime): every write
+	// of a row in /d changes it, as a create in a directory does.
+	dver       int64
+	dCommitted atomic.Int64
+}
+
+// commitD records that the write that set /d's version to v returned.
+func (m *stressModel) commitD(v int64) {
+	for {
+		old := m.dCommitted.Load()
+		if v <= old || m.dCommitted.CompareAndSwap(old, v) {
+			return
+		}
+	}
 }
 
 func (m *stressModel) read(k int) int64 {
@@ -230,17 +244,20 @@ func stress(t *testing.T, cfg Config, ops int, unheld bool) (violations int64, f
 				}
 				k := r.IntN(keys)
 				m.rowMu[k].Lock()
-				h := hold(Key(2, "k"+strconv.Itoa(k)), ListingOf(2))
+				h := hold(Key(2, "k"+strconv.Itoa(k)), ListingOf(2), AttrsOf(2))
 				for range 3 { // the ACK round: fills begin and read meanwhile
 					runtime.Gosched()
 				}
 				m.mu.Lock()
 				m.ver[k]++
 				v := m.ver[k]
+				m.dver++
+				dv := m.dver
 				m.mu.Unlock()
 				runtime.Gosched()
 				h.Release()
 				m.committed[k].Store(v)
+				m.commitD(dv)
 				m.rowMu[k].Unlock()
 				writes.Add(1)
 			}
@@ -251,6 +268,25 @@ func stress(t *testing.T, cfg Config, ops int, unheld bool) (violations int64, f
 			r := rand.New(rand.NewPCG(uint64(rd), 2))
 			var rows []Inode
 			for range ops {
+				if r.IntN(5) == 0 { // the hot attributes of /d
+					before := m.dCommitted.Load()
+					if a, ok := c.Attrs(2); ok {
+						if a.Mtime < before {
+							bad.Add(1)
+						}
+						hits.Add(1)
+						continue
+					}
+					tk := c.Begin()
+					m.mu.Lock()
+					dv := m.dver
+					m.mu.Unlock()
+					runtime.Gosched()
+					if c.PutAttrs(tk, 2, Attrs{Mtime: dv}) {
+						filled.Add(1)
+					}
+					continue
+				}
 				if r.IntN(4) == 0 { // a listing of /d
 					before := make([]int64, keys)
 					for k := range keys {

@@ -15,7 +15,7 @@ type metrics struct {
 	// stripes of their own cache lines rather than on one Prometheus
 	// counter, whose one line every lookup would write
 	// (BenchmarkGetParallel).
-	hitEntry, missEntry, hitListing, missListing striped
+	hitEntry, missEntry, hitListing, missListing, hitAttrs, missAttrs striped
 
 	evictions     *prometheus.CounterVec
 	invalidations *prometheus.CounterVec // kind: key, inode, listing, prefix
@@ -23,6 +23,7 @@ type metrics struct {
 
 	evictEntry, evictListing                prometheus.Counter
 	invKey, invInode, invListing, invPrefix prometheus.Counter
+	invAttrs                                prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, c *Cache) (*metrics, error) {
@@ -31,13 +32,14 @@ func newMetrics(reg prometheus.Registerer, c *Cache) (*metrics, error) {
 		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "evictions_total",
 			Help: "Entries and pages evicted to stay within the byte budget (an evicted directory takes its cached subtree with it), by kind."}, []string{"kind"}),
 		invalidations: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "invalidations_total",
-			Help: "Invalidation targets received, by kind (key: parent id and name; inode: an inode id; listing: a directory's pages; prefix: a subtree)."}, []string{"kind"}),
+			Help: "Invalidation targets received, by kind (key: parent id and name; inode: an inode id; listing: a directory's pages; attrs: an inode's hot attributes; prefix: a subtree)."}, []string{"kind"}),
 		fillsDropped: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "fills_dropped_total",
 			Help: "Fills not installed because an invalidation that could cover them arrived after they began (the fill-race rule)."}),
 	}
 	m.evictEntry, m.evictListing = m.evictions.WithLabelValues("entry"), m.evictions.WithLabelValues("listing")
 	m.invKey, m.invInode = m.invalidations.WithLabelValues("key"), m.invalidations.WithLabelValues("inode")
 	m.invListing, m.invPrefix = m.invalidations.WithLabelValues("listing"), m.invalidations.WithLabelValues("prefix")
+	m.invAttrs = m.invalidations.WithLabelValues("attrs")
 	if reg == nil {
 		return m, nil
 	}
@@ -51,11 +53,12 @@ func newMetrics(reg prometheus.Registerer, c *Cache) (*metrics, error) {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help,
 			ConstLabels: prometheus.Labels{"kind": kind}}, func() float64 { return float64(s.sum()) })
 	}
-	const hitHelp = "Lookups answered from the cache, by kind (entry: one path component; listing: one page)."
-	const missHelp = "Lookups the cache could not answer, by kind (entry: a path's first uncached component; listing: a page)."
+	const hitHelp = "Lookups answered from the cache, by kind (entry: one path component; listing: one page; attrs: an inode's hot attributes)."
+	const missHelp = "Lookups the cache could not answer, by kind (entry: a path's first uncached component; listing: a page; attrs: an inode's hot attributes)."
 	for _, col := range []prometheus.Collector{
 		lookups("hits_total", hitHelp, "entry", &m.hitEntry), lookups("hits_total", hitHelp, "listing", &m.hitListing),
 		lookups("misses_total", missHelp, "entry", &m.missEntry), lookups("misses_total", missHelp, "listing", &m.missListing),
+		lookups("hits_total", hitHelp, "attrs", &m.hitAttrs), lookups("misses_total", missHelp, "attrs", &m.missAttrs),
 		m.evictions, m.invalidations, m.fillsDropped, bytes, entries, pages} {
 		if err := reg.Register(col); err != nil {
 			var are prometheus.AlreadyRegisteredError

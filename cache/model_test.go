@@ -11,8 +11,24 @@ import (
 
 // modelTree is the store in the model test: inodes by id, each with its key.
 type modelTree struct {
-	rows map[uint64]*Inode
-	next uint64
+	rows  map[uint64]*Inode
+	attrs map[uint64]*Attrs // the hot attributes of every row
+	next  uint64
+}
+
+// touched is what a change of directory id's entries invalidates besides
+// the entry's key and id's listing: id's hot attributes, and the listing of
+// id's parent, which shows them.
+func (m *modelTree) touched(id uint64) []Target {
+	return []Target{AttrsOf(id), ListingOf(m.rows[id].Parent)}
+}
+
+// touch changes the hot attributes of id as a create or delete of one of
+// its entries (d: +1 or -1) does.
+func (m *modelTree) touch(id uint64, d int64) {
+	a := m.attrs[id]
+	a.Children += d
+	a.Mtime++
 }
 
 func (m *modelTree) children(id uint64) []*Inode {
@@ -88,7 +104,7 @@ func TestModel(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := root()
-		m := &modelTree{rows: map[uint64]*Inode{1: &r}, next: 2}
+		m := &modelTree{rows: map[uint64]*Inode{1: &r}, attrs: map[uint64]*Attrs{1: {}}, next: 2}
 		t.Repeat(map[string]func(*rapid.T){
 			"mkdir or create": func(t *rapid.T) {
 				p := m.ids(t, "parent")
@@ -104,14 +120,25 @@ func TestModel(t *testing.T) {
 					n = dir(p, m.next, name)
 				}
 				m.next++
-				c.Invalidate(Key(p, name), ListingOf(p))
+				c.Invalidate(append(m.touched(p), Key(p, name), ListingOf(p))...)
 				m.rows[n.ID] = &n
+				m.attrs[n.ID] = &Attrs{Mtime: 1}
+				m.touch(p, 1)
 			},
 			"chmod": func(t *rapid.T) {
 				id := m.ids(t, "id")
 				r := m.rows[id]
 				c.Invalidate(Key(r.Parent, r.Name), ListingOf(r.Parent)) // the parent's listing shows it
 				r.Perm = meta.Perm(rapid.IntRange(0, 0o777).Draw(t, "perm"))
+			},
+			"write": func(t *rapid.T) { // a file's length: its hot attributes and its parent's listing
+				id := m.ids(t, "id")
+				if id == 1 || m.rows[id].Type != meta.TypeFile {
+					return
+				}
+				h := c.Hold(AttrsOf(id), ListingOf(m.rows[id].Parent))
+				m.attrs[id].Length += int64(rapid.IntRange(1, 100).Draw(t, "bytes"))
+				h.Release()
 			},
 			"chmod -R": func(t *rapid.T) {
 				id := m.ids(t, "id")
@@ -136,7 +163,10 @@ func TestModel(t *testing.T) {
 						return
 					}
 				}
-				c.Invalidate(Key(r.Parent, r.Name), Key(to, name), ListingOf(r.Parent), ListingOf(to))
+				c.Invalidate(append(append(m.touched(r.Parent), m.touched(to)...),
+					Key(r.Parent, r.Name), Key(to, name), ListingOf(r.Parent), ListingOf(to))...)
+				m.touch(r.Parent, -1)
+				m.touch(to, 1)
 				r.Parent, r.Name = to, name
 			},
 			"delete": func(t *rapid.T) {
@@ -145,9 +175,11 @@ func TestModel(t *testing.T) {
 					return
 				}
 				r := m.rows[id]
-				h := c.Hold(Key(r.Parent, r.Name), ListingOf(r.Parent), Subtree(id))
-				m.below(id, func(x *Inode) { delete(m.rows, x.ID) })
+				h := c.Hold(append(m.touched(r.Parent), Key(r.Parent, r.Name), ListingOf(r.Parent), Subtree(id))...)
+				m.below(id, func(x *Inode) { delete(m.rows, x.ID); delete(m.attrs, x.ID) })
 				delete(m.rows, id)
+				delete(m.attrs, id)
+				m.touch(r.Parent, -1)
 				h.Release()
 			},
 			"fill": func(t *rapid.T) {
@@ -161,6 +193,28 @@ func TestModel(t *testing.T) {
 				tk := c.Begin()
 				c.PutPath(tk, m.chain(id)...)
 				c.PutListing(tk, id, "", []byte(listing(m, id)))
+				l := listing(m, id)
+				c.PutListingValue(tk, id, "v", &l, int64(len(l)))
+			},
+			"fill attrs": func(t *rapid.T) {
+				id := m.ids(t, "id")
+				tk := c.Begin()
+				c.PutPath(tk, m.chain(id)...)
+				c.PutAttrs(tk, id, *m.attrs[id])
+			},
+			"stale fill attrs": func(t *rapid.T) { // a write overtakes the fill of a file's attributes
+				id := m.ids(t, "id")
+				if m.rows[id].Type != meta.TypeFile {
+					return
+				}
+				tk := c.Begin()
+				c.PutPath(tk, m.chain(id)...)
+				read := *m.attrs[id]
+				c.Invalidate(AttrsOf(id), ListingOf(m.rows[id].Parent))
+				m.attrs[id].Length++
+				if c.PutAttrs(tk, id, read) {
+					t.Fatalf("a fill of the attributes of %d overtaken by a write installed them", id)
+				}
 			},
 			"stale fill": func(t *rapid.T) { // a fill that a write overtakes: must not install
 				id := m.ids(t, "id")
@@ -192,6 +246,22 @@ func TestModel(t *testing.T) {
 				if b, ok := c.Listing(id, ""); ok && string(b) != listing(m, id) {
 					t.Fatalf("listing of %d = %q, want %q", id, b, listing(m, id))
 				}
+				if a, ok := c.Attrs(id); ok && a != *m.attrs[id] {
+					t.Fatalf("attrs of %d = %+v, want %+v", id, a, *m.attrs[id])
+				}
+				var v View
+				c.Look(names, true, "v", &v)
+				for k, g := range v.Rows {
+					if g != want[k] {
+						t.Fatalf("Look(%q).Rows[%d] = %+v, want %+v", names, k, g, want[k])
+					}
+				}
+				if v.HasAttrs && v.Attrs != *m.attrs[id] {
+					t.Fatalf("Look(%q).Attrs = %+v, want %+v", names, v.Attrs, *m.attrs[id])
+				}
+				if v.HasPage && *v.Page.(*string) != listing(m, id) {
+					t.Fatalf("Look(%q).Page = %q, want %q", names, *v.Page.(*string), listing(m, id))
+				}
 			},
 			"": func(t *rapid.T) {
 				if err := c.check(); err != nil {
@@ -205,7 +275,7 @@ func TestModel(t *testing.T) {
 func listing(m *modelTree, id uint64) string {
 	var s []string
 	for _, ch := range m.children(id) {
-		s = append(s, fmt.Sprintf("%s:%d:%o", ch.Name, ch.ID, ch.Perm))
+		s = append(s, fmt.Sprintf("%s:%d:%o:%+v", ch.Name, ch.ID, ch.Perm, *m.attrs[ch.ID]))
 	}
 	for i := range s {
 		for j := i + 1; j < len(s); j++ {

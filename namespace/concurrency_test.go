@@ -19,6 +19,73 @@ import (
 // -race.
 func TestConcurrentMutations(t *testing.T) {
 	e, _ := newEngine(t)
+	concurrentMutations(t, e)
+	fsckClean(t, e)
+}
+
+// TestConcurrentMutationsCached is TestConcurrentMutations with a metadata
+// cache small enough to evict; afterwards every path's stat and listing
+// answered from the cache must be what the store says.
+func TestConcurrentMutationsCached(t *testing.T) {
+	e, _ := newCachedEngine(t, 64<<10)
+	concurrentMutations(t, e)
+	fsckClean(t, e)
+	sameAsStore(t, e)
+}
+
+// sameAsStore compares, for every path of the namespace, the stat and
+// listing the engine answers (from its cache where it can: each is asked
+// twice, so that the second is a hit) with what the store says (the engine
+// with its cache switched off; nothing runs concurrently).
+func sameAsStore(t *testing.T, e *Engine) {
+	t.Helper()
+	ctx := context.Background()
+	c := e.cache
+	type answer struct {
+		st *meta.FileStatus
+		l  *meta.Listing
+	}
+	ask := func(p string) answer {
+		s, err := e.Stat(ctx, root, p)
+		if err != nil {
+			t.Fatalf("stat %s: %v", p, err)
+		}
+		l, err := e.List(ctx, root, p, "", 0)
+		if err != nil {
+			t.Fatalf("list %s: %v", p, err)
+		}
+		return answer{s, l}
+	}
+	paths := []string{"/"}
+	hits := 0
+	for i := 0; i < len(paths); i++ {
+		p := paths[i]
+		ask(p)
+		cached := ask(p)
+		e.cache = nil
+		want := ask(p)
+		e.cache = c
+		if fmt.Sprint(*cached.st) != fmt.Sprint(*want.st) {
+			t.Errorf("stat %s: cached %+v, store %+v", p, *cached.st, *want.st)
+		}
+		if fmt.Sprint(*cached.l) != fmt.Sprint(*want.l) {
+			t.Errorf("list %s: cached %+v, store %+v", p, *cached.l, *want.l)
+		}
+		if _, ok := c.Attrs(want.st.FileID); ok {
+			hits++
+		}
+		for _, en := range want.l.Entries {
+			if en.IsDir() {
+				paths = append(paths, en.Path)
+			}
+		}
+	}
+	if hits == 0 {
+		t.Fatal("nothing was answered from the cache: the comparison compared nothing")
+	}
+}
+
+func concurrentMutations(t *testing.T, e *Engine) {
 	ctx := context.Background()
 	dirs := []string{"/p", "/q", "/p/x", "/q/y", "/r"}
 	for _, d := range dirs {
@@ -36,7 +103,7 @@ func TestConcurrentMutations(t *testing.T) {
 			for i := 0; i < steps; i++ {
 				name := fmt.Sprintf("n%d", rng.IntN(6))
 				var err error
-				switch rng.IntN(6) {
+				switch rng.IntN(7) {
 				case 0:
 					_, err = e.Create(ctx, root, pick()+"/"+name, meta.CreateOptions{Client: fmt.Sprint("w", w), Overwrite: true})
 					if err == nil {
@@ -53,6 +120,11 @@ func TestConcurrentMutations(t *testing.T) {
 					err = e.Rename(ctx, root, pick(), pick()+"/"+name, meta.RenameOptions{})
 				case 5:
 					_, err = e.List(ctx, root, pick(), "", 0)
+				case 6:
+					_, err = e.Stat(ctx, root, pick()+"/"+name)
+					if meta.KindOf(err) == meta.KindNotFound {
+						err = nil
+					}
 				}
 				switch meta.KindOf(err) {
 				case meta.KindUnknown:
@@ -71,7 +143,6 @@ func TestConcurrentMutations(t *testing.T) {
 		t.Errorf("unexpected error: %v", k)
 		return true
 	})
-	fsckClean(t, e)
 }
 
 // pauseFirstCommit makes the first writing attempt that reaches its commit

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nimbus-fs/nimbus/blocks"
+	"github.com/nimbus-fs/nimbus/cache"
 	"github.com/nimbus-fs/nimbus/meta"
 )
 
@@ -120,6 +121,22 @@ type Config struct {
 	// Go heap's growth there (internal/gctune.HoldHeap): the work's garbage
 	// would otherwise grow the heap to its GOGC goal. Nil: nothing.
 	HoldMemory func() (release func())
+
+	// Cache is this instance's metadata cache (package cache): stats and
+	// listings of cached paths are answered from it without a store round
+	// trip, and every write invalidates what it changes through
+	// Invalidator. Nil: no cache (the default until measured over every
+	// store; docs/ELASTIC.md, "Wired into the engine"). A cache serves one
+	// engine, and, until the coherence layer sends invalidations between
+	// instances, only an engine that is the only one on its store.
+	Cache *cache.Cache
+	// Invalidator receives the invalidation targets of every write before
+	// its commit (invalidate.go). Nil with a Cache: the cache itself, held
+	// locally. Nil without one: no targets are computed.
+	Invalidator Invalidator
+	// DisableInvalidation computes the targets but sends none: for the
+	// tests that show a stale cache is caught, only.
+	DisableInvalidation bool
 
 	// Now is the clock (injected so that tests control it).
 	Now func() time.Time

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nimbus-fs/nimbus/blocks"
+	"github.com/nimbus-fs/nimbus/cache"
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/namespace/subtree"
 	"github.com/nimbus-fs/nimbus/store"
@@ -28,6 +29,8 @@ type Engine struct {
 	st      store.Store
 	log     *slog.Logger
 	hints   *hints
+	cache   *cache.Cache // nil: reads go to the store (read_cache.go)
+	inv     Invalidator  // nil: writes compute no invalidation targets (invalidate.go)
 	metrics *metrics
 	leases  *leaseTable
 	blocks  blocks.Store // nil: every file is inline
@@ -100,6 +103,10 @@ func New(st store.Store, cfg Config) (*Engine, error) {
 		blocks:  cfg.Blocks,
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
+	}
+	e.cache, e.inv = cfg.Cache, cfg.Invalidator
+	if e.inv == nil && e.cache != nil {
+		e.inv = localInvalidator{e.cache}
 	}
 	for e.instance == 0 {
 		e.instance = rand.Uint64()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/nimbus-fs/nimbus/cache"
 	"testing"
 	"time"
 
@@ -35,7 +36,35 @@ func openEngine(t testing.TB, dir string) (*Engine, store.Store) {
 
 // openEngineDir opens an engine on a Pebble store in dir; the caller closes
 // both.
-func openEngineDir(dir string) (*Engine, store.Store, error) {
+func openEngineDir(dir string) (*Engine, store.Store, error) { return openEngineDirWith(dir, nil) }
+
+// newCachedEngine is newEngine with a metadata cache of maxBytes.
+func newCachedEngine(t testing.TB, maxBytes int64) (*Engine, store.Store) {
+	t.Helper()
+	e, st, err := openEngineDirWith(t.TempDir(), withCache(maxBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		e.Close()
+		st.Close()
+	})
+	return e, st
+}
+
+// withCache gives a Config a metadata cache of maxBytes.
+func withCache(maxBytes int64) func(*Config) {
+	return func(cfg *Config) {
+		c, err := cache.New(cache.Config{MaxBytes: maxBytes})
+		if err != nil {
+			panic(err)
+		}
+		cfg.Cache = c
+	}
+}
+
+// openEngineDirWith is openEngineDir with edit applied to the Config.
+func openEngineDirWith(dir string, edit func(*Config)) (*Engine, store.Store, error) {
 	opts := pebblestore.DefaultOptions()
 	opts.CacheSize = 8 << 20
 	opts.MemTableSize = 4 << 20
@@ -53,6 +82,9 @@ func openEngineDir(dir string) (*Engine, store.Store, error) {
 			return []string{"bob"}
 		}
 		return nil
+	}
+	if edit != nil {
+		edit(&cfg)
 	}
 	e, err := New(st, cfg)
 	if err != nil {

@@ -34,6 +34,11 @@ type metrics struct {
 	requestsInDoubt  prometheus.Counter
 	requestsKept     prometheus.Gauge
 	requestsExpired  prometheus.Counter
+
+	// Invalidations (invalidate.go): the targets each write sent, and how
+	// many of each kind.
+	invTargets     prometheus.Histogram
+	invTargetKinds *prometheus.CounterVec // kind
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -96,10 +101,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "nimbus", Subsystem: "namespace", Name: "request_records_expired_total",
 			Help: "Request records deleted by the sweep once older than the TTL.",
 		}),
+		invTargets: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "nimbus", Subsystem: "namespace", Name: "invalidation_targets",
+			Help:    "Cache invalidation targets per write, sent before its commit (0: the write changed nothing a cache holds). Observed only while a cache or an invalidator is configured.",
+			Buckets: []float64{0, 1, 2, 3, 4, 6, 8, 12, 16, 32, 64},
+		}),
+		invTargetKinds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "namespace", Name: "invalidation_targets_total",
+			Help: "Cache invalidation targets sent by writes, by kind (key, inode, listing, attrs, subtree).",
+		}, []string{"kind"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.ops, m.latency, m.retries, m.hintHits, m.hintMisses, m.recovered, m.monitorLeader, m.subtreePhase, m.subtreeDone, m.quiesceSeconds,
-			m.requestsAnswered, m.requestsInDoubt, m.requestsKept, m.requestsExpired)
+			m.requestsAnswered, m.requestsInDoubt, m.requestsKept, m.requestsExpired, m.invTargets, m.invTargetKinds)
 	}
 	return m
 }

@@ -208,8 +208,14 @@ func sameKind(t *rapid.T, op string, got, want error) {
 
 // TestModel runs random operation sequences against the engine and the
 // reference model and compares every result, then checks the whole tree and
-// fsck.
+// fsck; without a metadata cache, and with one small enough to evict
+// (stats and listings answered from it must be the model's too).
 func TestModel(t *testing.T) {
+	t.Run("nocache", func(t *testing.T) { testModel(t, nil) })
+	t.Run("cache", func(t *testing.T) { testModel(t, withCache(16<<10)) })
+}
+
+func testModel(t *testing.T, edit func(*Config)) {
 	genPath := rapid.Custom(func(t *rapid.T) string {
 		depth := rapid.IntRange(1, 3).Draw(t, "depth")
 		p := ""
@@ -222,7 +228,7 @@ func TestModel(t *testing.T) {
 	run := 0
 	rapid.Check(t, func(t *rapid.T) {
 		run++
-		e, st, err := openEngineDir(filepath.Join(base, strconv.Itoa(run)))
+		e, st, err := openEngineDirWith(filepath.Join(base, strconv.Itoa(run)), edit)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,7 +2,9 @@ package namespace
 
 import (
 	"context"
+	"slices"
 
+	"github.com/nimbus-fs/nimbus/cache"
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/store"
 )
@@ -17,6 +19,29 @@ func (e *Engine) Stat(ctx context.Context, u meta.User, path string) (*meta.File
 		return nil, err
 	}
 	var out *meta.FileStatus
+	cached := 0
+	if e.cache != nil {
+		var ok bool
+		ok, cached, err = e.readCached(op, p, u, false, "", func(t *tx, r *resolved, v *cache.View) (bool, error) {
+			if _, err := t.existing(op, r); err != nil {
+				return true, err
+			}
+			if !v.HasAttrs {
+				return false, nil
+			}
+			full := cache.ToStore(&v.Rows[len(v.Rows)-1], &v.Attrs)
+			out = status(p, &full)
+			return true, nil
+		})
+		if ok {
+			return out, err
+		}
+	}
+	var tk cache.Token
+	var read *resolved
+	if e.cache != nil {
+		tk = e.cache.Begin()
+	}
 	err = e.run(ctx, op, p, u, func(t *tx) error {
 		rs, err := t.resolve(ctx, want{path: p})
 		if err != nil {
@@ -27,8 +52,12 @@ func (e *Engine) Stat(ctx context.Context, u meta.User, path string) (*meta.File
 			return err
 		}
 		out = status(p, n)
+		read = rs[0]
 		return nil
 	})
+	if err == nil && read != nil && e.cache != nil {
+		e.fillPath(tk, read, cached, true)
+	}
 	return out, err
 }
 
@@ -45,6 +74,41 @@ func (e *Engine) List(ctx context.Context, u meta.User, dir, startAfter string, 
 		limit = e.cfg.ListLimit
 	}
 	var out *meta.Listing
+	cached := 0
+	if e.cache != nil {
+		var ok bool
+		ok, cached, err = e.readCached(op, p, u, true, pageCursor(limit, startAfter), func(t *tx, r *resolved, v *cache.View) (bool, error) {
+			n, err := t.existing(op, r)
+			if err != nil {
+				return true, err
+			}
+			if n.Type != meta.TypeDir {
+				if !v.HasAttrs {
+					return false, nil
+				}
+				full := cache.ToStore(&v.Rows[len(v.Rows)-1], &v.Attrs)
+				out = listOfOne(p, &full, startAfter)
+				return true, nil
+			}
+			if err := t.require(op, p, n, permR|permX); err != nil {
+				return true, err
+			}
+			if !v.HasPage {
+				return false, nil
+			}
+			out = v.Page.(*cachedPage).listing(p)
+			return true, nil
+		})
+		if ok {
+			return out, err
+		}
+	}
+	var tk cache.Token
+	var read *resolved
+	var readDir *store.Inode
+	if e.cache != nil {
+		tk = e.cache.Begin()
+	}
 	err = e.run(ctx, op, p, u, func(t *tx) error {
 		rs, err := t.resolve(ctx, want{path: p, last: store.Shared})
 		if err != nil {
@@ -54,12 +118,9 @@ func (e *Engine) List(ctx context.Context, u meta.User, dir, startAfter string, 
 		if err != nil {
 			return err
 		}
+		read, readDir = rs[0], n
 		if n.Type != meta.TypeDir {
-			if startAfter != "" {
-				out = &meta.Listing{}
-			} else {
-				out = &meta.Listing{Entries: []meta.FileStatus{*status(p, n)}}
-			}
+			out = listOfOne(p, n, startAfter)
 			return nil
 		}
 		if err := t.require(op, p, n, permR|permX); err != nil {
@@ -97,7 +158,34 @@ func (e *Engine) List(ctx context.Context, u meta.User, dir, startAfter string, 
 		out = l
 		return nil
 	})
+	if err == nil && read != nil && e.cache != nil {
+		e.fillList(tk, read, cached, readDir, p, startAfter, limit, out)
+	}
 	return out, err
+}
+
+// listOfOne is the listing of a path that is not a directory: its own
+// status on the first page, nothing after.
+func listOfOne(p string, n *store.Inode, startAfter string) *meta.Listing {
+	if startAfter != "" {
+		return &meta.Listing{}
+	}
+	return &meta.Listing{Entries: []meta.FileStatus{*status(p, n)}}
+}
+
+// fillList fills the cache after a listing read from the store: the path,
+// and the page (a copy: the caller owns out) or, for a file, its hot
+// attributes.
+func (e *Engine) fillList(tk cache.Token, r *resolved, cached int, n *store.Inode, p, startAfter string, limit int, out *meta.Listing) {
+	if n.Type != meta.TypeDir {
+		e.fillPath(tk, r, cached, true)
+		return
+	}
+	if !e.fillPath(tk, r, cached, false) {
+		return
+	}
+	pg := &cachedPage{dir: p, entries: slices.Clone(out.Entries), remaining: out.Remaining}
+	e.cache.PutListingValue(tk, n.ID, pageCursor(limit, startAfter), pg, pg.size())
 }
 
 // Read implements meta.FileSystem.

@@ -18,6 +18,11 @@ type rowEntry struct {
 	hk   hintKey
 	n    *store.Inode // nil: absent, or only locked so far
 	mode store.Mode   // ReadCommitted when never locked
+	// orig is the row as first read from the store (nil: absent), before
+	// this transaction changed it, when read is set; kept only while the
+	// engine computes invalidation targets (invalidate.go).
+	orig *store.Inode
+	read bool
 }
 
 const rowTableLinear = 16
@@ -68,6 +73,30 @@ func (r *rowTable) get(hk hintKey) *store.Inode {
 // set records n (nil: absent) as hk's row.
 func (r *rowTable) set(hk hintKey, n *store.Inode) {
 	r.entry(hk).n = n
+}
+
+// setRead records n (nil: absent) as hk's row, read from the store; the
+// first read of hk is kept as its original (orig) when keep is set: a copy,
+// since operations change the rows they read in place before they put them.
+func (r *rowTable) setRead(hk hintKey, n *store.Inode, keep bool) {
+	e := r.entry(hk)
+	e.n = n
+	if keep && !e.read {
+		e.read = true
+		if n != nil {
+			c := *n
+			e.orig = &c
+		}
+	}
+}
+
+// orig returns hk's row as first read from the store, and whether it was
+// read at all.
+func (r *rowTable) orig(hk hintKey) (*store.Inode, bool) {
+	if i := r.find(hk); i >= 0 {
+		return r.list[i].orig, r.list[i].read
+	}
+	return nil, false
 }
 
 // mode returns the mode hk was locked in (ReadCommitted if never).

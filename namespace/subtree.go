@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/nimbus-fs/nimbus/cache"
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/namespace/subtree"
 	"github.com/nimbus-fs/nimbus/store"
@@ -438,7 +439,9 @@ func (e *Engine) clearFlag(ctx context.Context, f flagRef) error {
 			txn.Delete(store.SubtreeOpKey(f.id))
 		}
 	}
-	if err := txn.Commit(ctx); err != nil {
+	// The flagged row is not cached (the engine does not fill one), but a
+	// fill that read it before the flag was set may be in flight.
+	if err := e.invalidateRaw(ctx, func() error { return txn.Commit(ctx) }, cache.Key(f.parent, f.name)); err != nil {
 		return err
 	}
 	if f.owner == e.instance {

@@ -60,9 +60,12 @@ type tx struct {
 	dirty  map[string]*store.Inode // rows to write at commit (nil: delete)
 	fresh  map[string]bool         // keys of dirty rows that create an inode where no row was (create)
 	chunks map[string][]byte       // content chunks written by this transaction
-	inodes []store.Inode           // slab of decoded rows (newInode)
-	after  []func()                // run once the transaction committed
-	undo   []func()                // run if it did not
+	// rawDeleted: inode rows deleted with delRaw, not through dirty, kept
+	// for the invalidation targets (invalidate.go) when those are computed.
+	rawDeleted []string
+	inodes     []store.Inode // slab of decoded rows (newInode)
+	after      []func()      // run once the transaction committed
+	undo       []func()      // run if it did not
 	// commitUnknown: the commit's outcome is unknown (store.ErrCommitUnknown):
 	// an undo must not destroy what the commit may have kept.
 	commitUnknown bool
@@ -233,10 +236,16 @@ func (e *Engine) attempt(ctx context.Context, op *opState, user string, groups [
 	case err == nil && (len(t.dirty) > 0 || t.raw):
 		recorded = t.putRecord()
 		if err = t.flush(); err == nil {
-			if e.testHookCommit != nil {
-				e.testHookCommit()
+			// Invalidate with the locks held, before the commit; release
+			// after it (invalidate.go).
+			var release func(bool)
+			if release, err = t.invalidate(ctx); err == nil {
+				if e.testHookCommit != nil {
+					e.testHookCommit()
+				}
+				err = st.Commit(ctx)
+				release(err == nil)
 			}
-			err = st.Commit(ctx)
 		}
 	case err == nil, !t.raw && !errors.Is(err, errRetry) && !store.IsRetryable(err):
 		// Nothing to write, but an answer to give (a stat, or "exists"):
@@ -680,15 +689,16 @@ func (t *tx) cacheRowAt(hk hintKey, val []byte) error { return t.cacheRowHinted(
 // was just seen to hold (hinted, 0 if not): the hint is not put again when
 // the row confirms it, the common case on every path component.
 func (t *tx) cacheRowHinted(hk hintKey, val []byte, hinted uint64) error {
+	keep := t.e.inv != nil
 	if val == nil {
-		t.rows.set(hk, nil)
+		t.rows.setRead(hk, nil, keep)
 		return nil
 	}
 	n := t.newInode()
 	if err := store.DecodeInodeValue(hk.parent, hk.name, val, n); err != nil {
 		return err
 	}
-	t.rows.set(hk, n)
+	t.rows.setRead(hk, n, keep)
 	if n.Type == meta.TypeDir && n.ID != hinted {
 		t.e.hints.put(n.Parent, n.Name, n.ID)
 	}
@@ -761,6 +771,11 @@ func (t *tx) putRaw(key, value []byte) {
 func (t *tx) delRaw(key []byte) {
 	t.raw = true
 	t.st.Delete(key)
+	if _, _, ok := store.DecodeInodeKey(key); ok && t.e.inv != nil {
+		// An inode row deleted past dirty (a recursive delete's): its
+		// invalidation targets are computed with the others (targets).
+		t.rawDeleted = append(t.rawDeleted, string(key))
+	}
 }
 
 // flush hands the dirty inode rows to the store in one batch. Every inode

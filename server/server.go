@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nimbus-fs/nimbus/cache"
 	"github.com/nimbus-fs/nimbus/platform"
 	"github.com/nimbus-fs/nimbus/tenant"
 	"io"
@@ -97,6 +98,13 @@ type Config struct {
 	// (`--price-gb-second`, `--price-million-invocations`,
 	// `--instance-memory-gb`; GET /status/instance).
 	Prices platform.Prices
+	// CacheBytes is the byte budget of the NameNode's metadata cache
+	// (package cache; docs/ELASTIC.md, "Metadata cache"): stats and
+	// listings of cached paths take no store round trip. 0 (the default):
+	// no cache. Until the coherence layer invalidates between servers, a
+	// cache is coherent only while this server is the only one on its
+	// store.
+	CacheBytes int64
 	// Version is shown on the status page.
 	Version string
 }
@@ -131,6 +139,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SubtreeHeapMargin < 0 {
 		return fmt.Errorf("server: SubtreeHeapMargin = %d, want >= 0", c.SubtreeHeapMargin)
+	}
+	if c.CacheBytes != 0 && c.CacheBytes < cache.EntryOverhead {
+		return fmt.Errorf("server: CacheBytes = %d, want 0 (no cache) or at least %d", c.CacheBytes, cache.EntryOverhead)
 	}
 	if c.FailStopTimeout <= 0 {
 		return fmt.Errorf("server: FailStopTimeout = %v, want > 0", c.FailStopTimeout)
@@ -256,6 +267,18 @@ func New(cfg Config) (*Server, error) {
 	nc.Blocks = bs
 	// The lease monitor runs as an elected duty (duties.go).
 	nc.LeaseMonitor = false
+	if cfg.CacheBytes > 0 {
+		c, err := cache.New(cache.Config{MaxBytes: cfg.CacheBytes, Registerer: s.reg})
+		if err != nil {
+			bs.Close()
+			st.Close()
+			return nil, fmt.Errorf("server: metadata cache: %w", err)
+		}
+		nc.Cache = c
+		if s.pebble == nil {
+			s.log.Warn("the metadata cache is coherent only while this server is the only one on the store (invalidations between servers are not implemented yet)")
+		}
+	}
 	if m := cfg.SubtreeHeapMargin; m > 0 && nc.HoldMemory == nil {
 		nc.HoldMemory = func() func() { return gctune.HoldHeap(m) }
 	}

@@ -79,6 +79,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cacheMB := fl.Int64("cache-mb", cfg.Store.CacheSize>>20, "store block cache, in MiB")
 	memtableMB := fl.Uint64("memtable-mb", cfg.Store.MemTableSize>>20, "size of one store memtable (and of its write-ahead log), in MiB")
 	fl.IntVar(&cfg.Store.RowCacheEntries, "row-cache-rows", cfg.Store.RowCacheEntries, "rows (up to 1 KB each) the store keeps in memory in front of Pebble, 0 for none")
+	fl.Func("cache-bytes", "byte budget of the NameNode's metadata cache (stats and listings of cached paths without a store round trip), bytes or with suffix k/m/g; 0 for none (the default). Only for a server alone on its store: servers sharing one do not invalidate each other's caches yet", func(v string) (err error) {
+		cfg.CacheBytes, err = parseSize(v)
+		return err
+	})
 	fl.IntVar(&cfg.Namespace.HintCacheEntries, "hint-cache-entries", cfg.Namespace.HintCacheEntries, "directories whose ids the namespace keeps to build keys without reading")
 	memLimitMB := fl.Int64("memory-limit-mb", -1, "soft limit of the server's Go memory, in MiB, 0 for none (default: 2048 + the block cache + two memtables, unless GOMEMLIMIT is set)")
 	subtreeHeapMB := fl.Int64("subtree-heap-margin-mb", cfg.SubtreeHeapMargin>>20, "while a recursive delete, chmod -R or chown -R works, the Go heap may grow by at most this many MiB over what it held when the work started (the soft memory limit is lowered meanwhile), 0 for no bound")

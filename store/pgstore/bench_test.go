@@ -7,7 +7,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/nimbus-fs/nimbus/cache"
 	"github.com/nimbus-fs/nimbus/internal/pgtest"
+	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/namespace"
 	"github.com/nimbus-fs/nimbus/store"
 )
 
@@ -109,4 +112,57 @@ func BenchmarkCreateTxn(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkNamespaceCachedReads is namespace's BenchmarkCachedReads over
+// PostgreSQL: stat of a file at depth 7 and a listing of 100 entries, from
+// 2×GOMAXPROCS goroutines, without and with the engine's metadata cache.
+func BenchmarkNamespaceCachedReads(b *testing.B) {
+	root := meta.User{Name: "root"}
+	for _, cached := range []bool{false, true} {
+		name := map[bool]string{false: "off", true: "on"}[cached]
+		dir := "/user/alice/warehouse/sales/year=2026/" + name
+		opts := DefaultOptions()
+		st, err := Open(bg, pgtest.DB(b), opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg := namespace.DefaultConfig()
+		cfg.Superuser = "root"
+		if cached {
+			if cfg.Cache, err = cache.New(cache.Config{MaxBytes: 64 << 20}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		e, err := namespace.New(st, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { e.Close(); st.Close() })
+		for i := range 100 {
+			if _, err := e.CreateFile(bg, root, fmt.Sprintf("%s/part-%05d", dir, i), meta.CreateOptions{CreateParent: true}, []byte("x")); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run("stat/cache="+name, func(b *testing.B) {
+			b.SetParallelism(2)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := e.Stat(bg, root, dir+"/part-00000"); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+		b.Run("list100/cache="+name, func(b *testing.B) {
+			b.SetParallelism(2)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if l, err := e.List(bg, root, dir, "", 1000); err != nil || len(l.Entries) != 100 {
+						b.Fatalf("%v, %d entries", err, len(l.Entries))
+					}
+				}
+			})
+		})
+	}
 }

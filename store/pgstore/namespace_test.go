@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/nimbus-fs/nimbus/cache"
 	"github.com/nimbus-fs/nimbus/internal/pgtest"
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/namespace"
@@ -75,6 +76,65 @@ func TestNamespaceRoundTrips(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestNamespaceCachedRoundTrips: with the engine's metadata cache, a
+// repeated stat (of a directory and of a file) and a repeated listing of a
+// cached path take no round trip to the database; a create in the directory
+// invalidates its listing and its attributes, which the next reads fill
+// again, and no cached path through it.
+func TestNamespaceCachedRoundTrips(t *testing.T) {
+	c, err := cache.New(cache.Config{MaxBytes: 16 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, e := newEngineWith(t, func(cfg *namespace.Config) { cfg.Cache = c })
+	ctx := context.Background()
+	root := meta.User{Name: "root"}
+	const dir = "/user/alice/warehouse/sales/year=2026/month=11"
+	if _, err := e.CreateFile(ctx, root, dir+"/f", meta.CreateOptions{CreateParent: true}, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	reads := []struct {
+		name string
+		fn   func() error
+	}{
+		{"stat", func() error { _, err := e.Stat(ctx, root, dir); return err }},
+		{"stat file", func() error { _, err := e.Stat(ctx, root, dir+"/f"); return err }},
+		{"list", func() error { _, err := e.List(ctx, root, dir, "", 100); return err }},
+	}
+	trips := func(fn func() error) float64 {
+		before := roundTrips(st)
+		if err := fn(); err != nil {
+			t.Fatal(err)
+		}
+		return roundTrips(st) - before
+	}
+	for round := range 3 {
+		for _, r := range reads {
+			n := trips(r.fn)
+			if round > 0 && n != 0 {
+				t.Errorf("round %d: %s of a cached path: %v round trips, want 0", round, r.name, n)
+			}
+			if round == 0 && n == 0 {
+				t.Errorf("%s of a path not cached yet: no round trip", r.name)
+			}
+		}
+	}
+	// A create in the directory: the stat of the directory (its entry
+	// count) and the listing go to the store once, the file's does not.
+	if _, err := e.CreateFile(ctx, root, dir+"/g", meta.CreateOptions{}, []byte("y")); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range []bool{true, false, true} {
+		if n := trips(reads[k].fn); (n > 0) != want {
+			t.Errorf("%s after a create in the directory: %v round trips, want them %v", reads[k].name, n, map[bool]string{true: "> 0", false: "0"}[want])
+		}
+	}
+	l, err := e.List(ctx, root, dir, "", 100)
+	if err != nil || len(l.Entries) != 2 {
+		t.Fatalf("list after the create: %+v, %v", l, err)
 	}
 }
 
@@ -186,9 +246,18 @@ func reqCtx(op, i int) context.Context {
 // of the test's cluster; both are closed with the test.
 func newEngine(t *testing.T) (*Store, *namespace.Engine) {
 	t.Helper()
+	return newEngineWith(t, nil)
+}
+
+// newEngineWith is newEngine with edit applied to the engine's Config.
+func newEngineWith(t *testing.T, edit func(*namespace.Config)) (*Store, *namespace.Engine) {
+	t.Helper()
 	st := open(t, pgtest.DB(t), prometheus.NewRegistry())
 	cfg := namespace.DefaultConfig()
 	cfg.Superuser = "root"
+	if edit != nil {
+		edit(&cfg)
+	}
 	e, err := namespace.New(st, cfg)
 	if err != nil {
 		t.Fatal(err)

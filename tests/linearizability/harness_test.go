@@ -71,6 +71,12 @@ func openEngine(t *testing.T, wrap func(store.Store) store.Store) *namespace.Eng
 // sync, without touching the engine.
 func openEngineWith(t *testing.T, wrap func(store.Store) store.Store, syncIDs bool) *namespace.Engine {
 	t.Helper()
+	return openEngineCfg(t, wrap, syncIDs, nil)
+}
+
+// openEngineCfg is openEngineWith with edit applied to the engine's Config.
+func openEngineCfg(t *testing.T, wrap func(store.Store) store.Store, syncIDs bool, edit func(*namespace.Config)) *namespace.Engine {
+	t.Helper()
 	opts := pebblestore.DefaultOptions()
 	opts.CacheSize = 8 << 20
 	opts.MemTableSize = 4 << 20
@@ -93,6 +99,9 @@ func openEngineWith(t *testing.T, wrap func(store.Store) store.Store, syncIDs bo
 	cfg.Groups = func(string) []string { return nil }
 	if syncIDs {
 		cfg.IDBatch = 1
+	}
+	if edit != nil {
+		edit(&cfg)
 	}
 	e, err := namespace.New(st, cfg)
 	if err != nil {
@@ -193,9 +202,9 @@ func TestMain(m *testing.M) { testproc.Main(m, &binary) }
 
 // startServer starts `nimbus serve` on a fresh data directory and returns a
 // client connected to it.
-func startServer(t *testing.T) *client.Client {
+func startServer(t *testing.T, args ...string) *client.Client {
 	t.Helper()
-	addr := testproc.Start(t, binary, "", "", "--superuser", linmodel.Superuser).Addr
+	addr := testproc.Start(t, binary, "", "", append([]string{"--superuser", linmodel.Superuser}, args...)...).Addr
 	c, err := client.Dial(context.Background(), "http://"+addr, client.Options{})
 	if err != nil {
 		t.Fatal(err)

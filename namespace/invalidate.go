@@ -1,0 +1,199 @@
+package namespace
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nimbus-fs/nimbus/cache"
+	"github.com/nimbus-fs/nimbus/store"
+)
+
+// Invalidator is told, by a write holding its locks and before it commits,
+// the cache targets the write changes; it returns once every instance that
+// may cache them holds them (cache.Hold: drops what they cover and refuses
+// fills of it), and the write calls the returned release after its commit
+// or abort, exactly once. An error fails the write's attempt before
+// anything is committed; the attempt is retried. Implementations must be
+// safe for concurrent use.
+//
+// Today's implementation is local (localInvalidator, over the engine's own
+// cache): one instance. The coherence layer implements it over the
+// network: INV to every live instance that may cache a target, wait for
+// the ACKs, then RELEASE after the commit (docs/ELASTIC.md, "Metadata
+// cache").
+type Invalidator interface {
+	Invalidate(ctx context.Context, targets []cache.Target) (release func(committed bool), err error)
+}
+
+// localInvalidator holds the targets in one cache: the engine's own.
+type localInvalidator struct{ c *cache.Cache }
+
+func (l localInvalidator) Invalidate(_ context.Context, targets []cache.Target) (func(bool), error) {
+	h := l.c.Hold(targets...)
+	return func(bool) { h.Release() }, nil
+}
+
+func noRelease(bool) {}
+
+// invalidate computes the targets of the attempt's writes and hands them
+// to the invalidator, if any. Its error is retryable: nothing is committed.
+func (t *tx) invalidate(ctx context.Context) (func(bool), error) {
+	e := t.e
+	if e.inv == nil {
+		return noRelease, nil
+	}
+	ts := t.targets()
+	e.metrics.invTargets.Observe(float64(len(ts)))
+	for _, x := range ts {
+		e.metrics.invTargetKinds.WithLabelValues(kindLabel(x.Kind)).Inc()
+	}
+	if len(ts) == 0 || e.cfg.DisableInvalidation {
+		return noRelease, nil
+	}
+	release, err := e.inv.Invalidate(ctx, ts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: cache invalidation: %v", errRetry, err)
+	}
+	return release, nil
+}
+
+// invalidateRaw is invalidate for a write outside a tx (clearFlag): it
+// holds targets across commit, which reports whether the write committed.
+func (e *Engine) invalidateRaw(ctx context.Context, commit func() error, targets ...cache.Target) error {
+	if e.inv == nil || e.cfg.DisableInvalidation {
+		return commit()
+	}
+	e.metrics.invTargets.Observe(float64(len(targets)))
+	for _, x := range targets {
+		e.metrics.invTargetKinds.WithLabelValues(kindLabel(x.Kind)).Inc()
+	}
+	release, err := e.inv.Invalidate(ctx, targets)
+	if err != nil {
+		return fmt.Errorf("%w: cache invalidation: %v", store.ErrUnavailable, err)
+	}
+	err = commit()
+	release(err == nil)
+	return err
+}
+
+func kindLabel(k cache.Kind) string {
+	switch k {
+	case cache.KindKey:
+		return "key"
+	case cache.KindInode:
+		return "inode"
+	case cache.KindListing:
+		return "listing"
+	case cache.KindAttrs:
+		return "attrs"
+	case cache.KindSubtree:
+		return "subtree"
+	}
+	return "unknown"
+}
+
+// targets returns what the attempt's inode writes change in a cache, in one
+// place, from each dirty row and the row as the transaction first read it:
+//
+//   - a created row (none was read, or another inode's: a rename over it):
+//     its key and its parent's listing;
+//   - a deleted row (through dirty, or delRaw: a recursive delete's): its
+//     key (which drops the entry with its hot
+//     attributes, its listing pages and its cached subtree: the cache keeps
+//     a child only under its cached parent) and its parent's listing;
+//   - a changed row: its key when its resolution part changed
+//     (cache.ResolutionChanged), its hot attributes when they changed
+//     (cache.AttrsChanged), its parent's listing when either did (a
+//     listing shows both); a subtree flag being set is Subtree(id), the
+//     one target of a whole subtree operation, sent before it changes
+//     anything below;
+//   - a row below the flagged directory of a subtree operation this
+//     attempt owns: nothing. Its Subtree target dropped everything cached
+//     below when the flag was set, and nothing below a flagged directory is
+//     filled again until the flag goes (the engine does not install a
+//     flagged row, and a child needs its parent cached), with the
+//     operation's last commit, which invalidates the directory's key.
+//
+// Rows other than inodes (content chunks, xattrs, blocks, records) are not
+// cached, so they have no targets: a read of them always goes to the store.
+func (t *tx) targets() []cache.Target {
+	var ts []cache.Target
+	add := func(x cache.Target) {
+		for _, y := range ts {
+			if y == x {
+				return
+			}
+		}
+		ts = append(ts, x)
+	}
+	var inside map[uint64]bool // the subtree of t.op.own, as far as this attempt read it
+	if t.op.own != 0 {
+		inside = t.flaggedSubtree()
+	}
+	for _, key := range t.rawDeleted {
+		// Rows a recursive delete removed past dirty: every one below its
+		// flagged directory is inside, and the directory itself is its
+		// parent's entry.
+		if parent, name, ok := store.DecodeInodeKey([]byte(key)); ok && !inside[parent] {
+			add(cache.Key(parent, name))
+			add(cache.ListingOf(parent))
+		}
+	}
+	for key, n := range t.dirty {
+		parent, name, ok := store.DecodeInodeKey([]byte(key))
+		if !ok {
+			continue
+		}
+		if inside[parent] {
+			continue
+		}
+		old, read := t.rows.orig(hintKey{parent, name})
+		switch {
+		case n == nil || !read || old == nil || old.ID != n.ID:
+			// Deleted, created, replaced, or written without a read (a
+			// directory mkdir -p created in this transaction): the key
+			// and the listing cover every case.
+			add(cache.Key(parent, name))
+			add(cache.ListingOf(parent))
+			if n != nil && !read {
+				add(cache.AttrsOf(n.ID))
+			}
+		default:
+			res, attrs := cache.ResolutionChanged(old, n), cache.AttrsChanged(old, n)
+			if old.SubtreeOwner == 0 && n.SubtreeOwner != 0 {
+				add(cache.Subtree(n.ID))
+			}
+			if res {
+				add(cache.Key(parent, name))
+			}
+			if attrs {
+				add(cache.AttrsOf(n.ID))
+			}
+			if res || attrs {
+				add(cache.ListingOf(parent))
+			}
+		}
+	}
+	return ts
+}
+
+// flaggedSubtree returns the ids of the directories below t.op.own (own
+// included) among the rows this attempt read: a row whose parent is one of
+// them is inside the flagged subtree.
+func (t *tx) flaggedSubtree() map[uint64]bool {
+	in := map[uint64]bool{t.op.own: true}
+	for grew := true; grew; {
+		grew = false
+		for i := range t.rows.list {
+			r := &t.rows.list[i]
+			n := r.orig
+			if n == nil {
+				n = r.n
+			}
+			if n != nil && !in[n.ID] && in[n.Parent] {
+				in[n.ID], grew = true, true
+			}
+		}
+	}
+	return in
+}
