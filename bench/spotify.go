@@ -2,11 +2,14 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -120,6 +123,24 @@ type SpotifyStats struct {
 	// Fallbacks counts mv and delete turned into create because no file
 	// made by the run was left to rename or delete.
 	Fallbacks int64 `json:"fallbacks,omitempty"`
+	// What the run cost, when the target is a Nimbus server that meters
+	// itself (GET /status/instance, docs/ELASTIC.md "What an instance
+	// costs"): the instances' active time and invocations over the run,
+	// priced at the server's prices. Nil otherwise.
+	Cost *RunCost `json:"cost,omitempty"`
+}
+
+// RunCost is what a run cost, serverless (active time and invocations)
+// and serverful (every instance for the whole run), and the operations it
+// served per dollar of each.
+type RunCost struct {
+	InstancesMax           int     `json:"instances_max"`
+	ActiveS                float64 `json:"active_s"`
+	Invocations            int64   `json:"invocations"`
+	ServerlessUSD          float64 `json:"cost_usd"`
+	ServerfulUSD           float64 `json:"serverful_cost_usd"`
+	PerfPerDollar          float64 `json:"perf_per_dollar"`           // operations served per serverless dollar
+	ServerfulPerfPerDollar float64 `json:"serverful_perf_per_dollar"` // per serverful dollar
 }
 
 // SpotifySecond is the schedule of one second of a spotify run.
@@ -180,6 +201,7 @@ func Spotify(ctx context.Context, env *Env, cfg SpotifyConfig, tree *Tree, progr
 	if probe != nil {
 		before, probeErr = probe.read(ctx)
 	}
+	meterBefore, meterErr := readInstance(ctx, env)
 	progress.Start("spotify", int64(secs))
 	cpu0 := processCPU()
 	m, stats := r.drive(secs, progress)
@@ -205,6 +227,11 @@ func Spotify(ctx context.Context, env *Env, cfg SpotifyConfig, tree *Tree, progr
 		res.PerOp[op] = OpStats{Ops: a.ops, Errors: a.errs, Latency: latencyOf(a.hist)}
 	}
 	res.Spotify = stats
+	if meterErr == nil {
+		if after, err := readInstance(ctx, env); err == nil {
+			stats.Cost = runCost(meterBefore, after, m.Duration, res.Ops)
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return res, fmt.Errorf("bench: spotify: run interrupted: %w", err)
 	}
@@ -649,4 +676,63 @@ func latencyOf(h *hdrhistogram.Histogram) LatencyMs {
 	ms := func(us int64) float64 { return float64(us) / 1000 }
 	return LatencyMs{P50: ms(h.ValueAtQuantile(50)), P90: ms(h.ValueAtQuantile(90)), P99: ms(h.ValueAtQuantile(99)),
 		P999: ms(h.ValueAtQuantile(99.9)), Max: ms(h.Max()), Mean: h.Mean() / 1000}
+}
+
+// instanceStatus is a Nimbus server's GET /status/instance.
+type instanceStatus struct {
+	Usage struct {
+		ActiveS     float64 `json:"active_s"`
+		Invocations int64   `json:"invocations"`
+	} `json:"usage"`
+	Prices struct {
+		PerGBSecond          float64 `json:"per_gb_second_usd"`
+		PerMillionInvocation float64 `json:"per_million_invocations_usd"`
+		MemoryGB             float64 `json:"memory_gb"`
+	} `json:"prices"`
+}
+
+// readInstance reads the target's meter, when it is a Nimbus server (its
+// metrics URL's /status/instance).
+func readInstance(ctx context.Context, env *Env) (*instanceStatus, error) {
+	base, ok := strings.CutSuffix(env.MetricsURL, "/metrics")
+	if !ok || base == "" {
+		return nil, errors.New("bench: no Nimbus status endpoint")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/status/instance", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := httpClientForSamples.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("bench: %s/status/instance: %s", base, resp.Status)
+	}
+	var st instanceStatus
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return nil, fmt.Errorf("bench: %s/status/instance: %w", base, err)
+	}
+	return &st, nil
+}
+
+// runCost prices what the instance did between two readings, for a run of
+// duration d that served ops operations. One instance for now: the elastic
+// layer's deployments will report theirs.
+func runCost(before, after *instanceStatus, d time.Duration, ops int64) *RunCost {
+	p := after.Prices
+	c := &RunCost{InstancesMax: 1, ActiveS: after.Usage.ActiveS - before.Usage.ActiveS,
+		Invocations: after.Usage.Invocations - before.Usage.Invocations}
+	c.ServerlessUSD = c.ActiveS*p.MemoryGB*p.PerGBSecond + float64(c.Invocations)*p.PerMillionInvocation/1e6
+	c.ServerfulUSD = d.Seconds() * float64(c.InstancesMax) * p.MemoryGB * p.PerGBSecond
+	if c.ServerlessUSD > 0 {
+		c.PerfPerDollar = float64(ops) / c.ServerlessUSD
+	}
+	if c.ServerfulUSD > 0 {
+		c.ServerfulPerfPerDollar = float64(ops) / c.ServerfulUSD
+	}
+	return c
 }

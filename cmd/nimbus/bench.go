@@ -320,6 +320,10 @@ func benchSpotify(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		sp := res.Spotify
 		fmt.Fprintf(stdout, "offered %.0f ops/s on average (%d ops), issued %d, served %.0f ops/s; behind: server %d s, driver %d s; response p50 %.3f ms p99 %.3f ms\n",
 			sp.OfferedOpS, sp.Offered, sp.Issued, res.ThroughputOpsS, sp.ServerBehindS, sp.DriverBehindS, sp.Response.P50, sp.Response.P99)
+		if c := sp.Cost; c != nil {
+			fmt.Fprintf(stdout, "cost: serverless $%.6f (%.3f s active, %d invocations), serverful $%.6f; %.3g ops per serverless dollar, %.3g per serverful dollar\n",
+				c.ServerlessUSD, c.ActiveS, c.Invocations, c.ServerfulUSD, c.PerfPerDollar, c.ServerfulPerfPerDollar)
+		}
 	}
 	return finish(stdout, stderr, &c, append([]string{"spotify"}, args...), results, err)
 }

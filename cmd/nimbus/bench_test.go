@@ -155,4 +155,11 @@ func TestBenchSpotifyEmbedded(t *testing.T) {
 		r.Errors != 0 || r.Ops != sp.Issued || r.PerOp["read"].Ops == 0 || len(sp.Seconds) != 2 || sp.Shares["read"] != 0.6922 {
 		t.Fatalf("spotify result: %+v\nschedule %+v", r, sp)
 	}
+	// The embedded server meters itself: the run's cost and its
+	// performance per dollar.
+	c := sp.Cost
+	if c == nil || c.InstancesMax != 1 || c.Invocations < r.Ops || c.ActiveS <= 0 || c.ServerlessUSD <= 0 ||
+		c.ServerfulUSD <= 0 || c.PerfPerDollar <= 0 || c.PerfPerDollar != float64(r.Ops)/c.ServerlessUSD {
+		t.Fatalf("spotify cost: %+v", c)
+	}
 }
