@@ -53,6 +53,9 @@ type Result struct {
 	ErrorSamples   []string      `json:"error_samples,omitempty"` // up to five distinct errors
 	Files          int           `json:"files,omitempty"`         // size of the prepared tree used
 	Bigdir         *BigdirStats  `json:"bigdir,omitempty"`        // bigdir only
+	// Profile and ServerFlags: the server configuration measured (Env).
+	Profile     string   `json:"profile,omitempty"`
+	ServerFlags []string `json:"server_flags,omitempty"`
 	// PerOp splits a mixed workload's figures by operation (spotify).
 	PerOp   map[string]OpStats `json:"per_op,omitempty"`
 	Spotify *SpotifyStats      `json:"spotify,omitempty"` // spotify only: the schedule
@@ -108,6 +111,8 @@ func NewResult(workload, op string, env *Env, m *Measurement) Result {
 		ErrorSamples:   m.ErrorSamples,
 		Server:         m.Server,
 		ServerError:    m.ServerError,
+		Profile:        env.Profile,
+		ServerFlags:    env.ServerFlags,
 	}
 	if m.Ops > 0 {
 		r.DriverCPUUsPerOp = float64(m.DriverCPU.Microseconds()) / float64(m.Ops)

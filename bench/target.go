@@ -35,6 +35,12 @@ type Env struct {
 	MetricsURL string    // Prometheus text endpoint of the server, or a JMX /jmx URL; "" when unknown
 	User       meta.User // the caller of every operation
 	Client     string    // lease holder name passed to Create
+	// Profile names the server configuration the run measures (a baseline
+	// of the λFS evaluation: hopsfs, hopsfs-cache, ...), and ServerFlags
+	// are the `nimbus serve` flags it stands for; both go into every
+	// result. Empty: none given.
+	Profile     string
+	ServerFlags []string
 }
 
 // serverProbe reads the server's counters around measured runs (nil when

@@ -66,13 +66,14 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 // benchCommon are the flags every workload that talks to a target shares.
 type benchCommon struct {
-	target string
-	json   string
-	label  string
-	user   string
-	conns  int
-	root   string
-	job    string
+	target  string
+	json    string
+	label   string
+	user    string
+	conns   int
+	root    string
+	job     string
+	profile string
 }
 
 func (c *benchCommon) register(fs *flag.FlagSet) {
@@ -82,6 +83,7 @@ func (c *benchCommon) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.user, "user", "", "user the operations run as (default: NIMBUS_USER, else the OS user)")
 	fs.IntVar(&c.conns, "conns", 0, "TCP connections of the Nimbus client (default: the client's own default)")
 	fs.StringVar(&c.root, "root", "/bench", "directory the tree lives under")
+	fs.StringVar(&c.profile, "profile", "", "the server configuration measured, a baseline of the λFS evaluation ("+profileNames()+"): the embedded server is started with its flags; with --target it labels the results, and the server must run with them")
 	fs.StringVar(&c.job, "job", client.JobFromEnv(), "job id the Nimbus RPC requests carry, for the server's per-tenant accounting (default: NIMBUS_JOB)")
 }
 

@@ -13,13 +13,16 @@ import (
 // startEmbedded starts a fresh Nimbus server in a temporary directory on an
 // ephemeral loopback port and returns its address ("http://127.0.0.1:PORT")
 // and the function that stops it and removes the directory.
-func startEmbedded(ctx context.Context, stderr io.Writer) (string, func(), error) {
+func startEmbedded(ctx context.Context, stderr io.Writer, profile *benchProfile) (string, func(), error) {
 	dir, err := os.MkdirTemp("", "nimbus-bench-")
 	if err != nil {
 		return "", nil, err
 	}
 	cfg := server.DefaultConfig()
 	cfg.DataDir, cfg.Listen = dir, "127.0.0.1:0"
+	if profile != nil {
+		profile.apply(&cfg)
+	}
 	srv, err := server.New(cfg)
 	if err == nil {
 		if err = srv.Start(ctx); err != nil {

@@ -29,10 +29,22 @@ func openTarget(ctx context.Context, c *benchCommon, clients int, stderr io.Writ
 	if err != nil {
 		return nil, nil, err
 	}
+	var profile *benchProfile
+	if c.profile != "" {
+		p, err := lookupProfile(c.profile)
+		if err != nil {
+			return nil, nil, err
+		}
+		profile = &p
+		env.Profile, env.ServerFlags = c.profile, p.flags
+		if scheme != "embedded" {
+			fmt.Fprintf(stderr, "nimbus bench: profile %s labels the results; %s must run with %s\n", c.profile, c.target, strings.Join(p.flags, " "))
+		}
+	}
 	stop := func() {}
 	switch scheme {
 	case "embedded":
-		addr, stopServer, err := startEmbedded(ctx, stderr)
+		addr, stopServer, err := startEmbedded(ctx, stderr, profile)
 		if err != nil {
 			return nil, nil, fmt.Errorf("start the embedded target: %w", err)
 		}

@@ -138,7 +138,7 @@ func TestBenchCommandsOverFakeWebHDFS(t *testing.T) {
 func TestBenchSpotifyEmbedded(t *testing.T) {
 	js := filepath.Join(t.TempDir(), "spotify.json")
 	code, out, stderr := runBench("spotify", "--duration", "2s", "--interval", "1s", "--base-rate", "150",
-		"--files", "300", "--workers", "8", "--json", js)
+		"--files", "300", "--workers", "8", "--profile", "hopsfs-cache", "--json", js)
 	if code != 0 || !strings.Contains(out, "offered") {
 		t.Fatalf("spotify: exit %d\n%s\n%s", code, out, stderr)
 	}
@@ -154,6 +154,13 @@ func TestBenchSpotifyEmbedded(t *testing.T) {
 	if r.Workload != "spotify" || r.Op != "paper" || sp == nil || sp.Offered < 300 || sp.Issued+sp.Unissued != sp.Offered ||
 		r.Errors != 0 || r.Ops != sp.Issued || r.PerOp["read"].Ops == 0 || len(sp.Seconds) != 2 || sp.Shares["read"] != 0.6922 {
 		t.Fatalf("spotify result: %+v\nschedule %+v", r, sp)
+	}
+	if r.Profile != "hopsfs-cache" || strings.Join(r.ServerFlags, " ") != "--cache-bytes 268435456" {
+		t.Fatalf("profile %q, server flags %q", r.Profile, r.ServerFlags)
+	}
+	// A profile that needs what is not built says so.
+	if code, _, stderr := runBench("spotify", "--duration", "1s", "--interval", "1s", "--profile", "lambda"); code == 0 || !strings.Contains(stderr, "needs the serverless platform") {
+		t.Fatalf("--profile lambda: exit %d, %s", code, stderr)
 	}
 	// The embedded server meters itself: the run's cost and its
 	// performance per dollar.
