@@ -3,6 +3,7 @@ package platform
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,11 +19,17 @@ type Meter struct {
 	now     func() time.Time
 	started time.Time
 
-	mu          sync.Mutex
-	inflight    int
-	since       time.Time // when inflight last went from 0 to 1
-	active      time.Duration
-	invocations int64
+	// The hot path is two atomic adds; only a request that takes the
+	// count from 0 to 1 or back takes the mutex, and under it the state is
+	// squared with the count as it is then (a stretch a racing pair opens
+	// and closes within nanoseconds may go uncounted).
+	inflight    atomic.Int64
+	invocations atomic.Int64
+
+	mu     sync.Mutex
+	open   bool      // an active stretch is being timed
+	since  time.Time // its start
+	active time.Duration
 
 	activeDesc, invDesc, upDesc *prometheus.Desc
 }
@@ -48,23 +55,32 @@ func NewMeter(now func() time.Time, reg prometheus.Registerer) (*Meter, error) {
 
 // Begin records a request starting.
 func (m *Meter) Begin() {
-	m.mu.Lock()
-	if m.inflight == 0 {
-		m.since = m.now()
+	m.invocations.Add(1)
+	if m.inflight.Add(1) == 1 {
+		m.settle()
 	}
-	m.inflight++
-	m.invocations++
-	m.mu.Unlock()
 }
 
 // End records a request ending.
 func (m *Meter) End() {
+	if n := m.inflight.Add(-1); n == 0 {
+		m.settle()
+	} else if n < 0 {
+		m.inflight.Add(1) // an End without its Begin: ignored
+	}
+}
+
+// settle opens or closes the active stretch to match the count of
+// requests in flight now.
+func (m *Meter) settle() {
 	m.mu.Lock()
-	if m.inflight > 0 {
-		m.inflight--
-		if m.inflight == 0 {
-			m.active += m.now().Sub(m.since)
-		}
+	busy := m.inflight.Load() > 0
+	switch {
+	case busy && !m.open:
+		m.open, m.since = true, m.now()
+	case !busy && m.open:
+		m.open = false
+		m.active += m.now().Sub(m.since)
 	}
 	m.mu.Unlock()
 }
@@ -82,12 +98,11 @@ func (m *Meter) Usage() Usage {
 	now := m.now()
 	m.mu.Lock()
 	active := m.active
-	if m.inflight > 0 {
+	if m.open {
 		active += now.Sub(m.since)
 	}
-	u := Usage{ActiveS: active.Truncate(time.Millisecond).Seconds(), Invocations: m.invocations, UptimeS: now.Sub(m.started).Seconds()}
 	m.mu.Unlock()
-	return u
+	return Usage{ActiveS: active.Truncate(time.Millisecond).Seconds(), Invocations: m.invocations.Load(), UptimeS: now.Sub(m.started).Seconds()}
 }
 
 // Describe implements prometheus.Collector.

@@ -92,3 +92,33 @@ func TestCost(t *testing.T) {
 		t.Error("bad prices accepted")
 	}
 }
+
+// Concurrent requests: every invocation counted, the active time never
+// more than the wall time, and nothing left open once all have ended.
+func TestMeterConcurrent(t *testing.T) {
+	m, err := NewMeter(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				m.Begin()
+				if i%100 == 0 {
+					time.Sleep(10 * time.Microsecond)
+				}
+				m.End()
+			}
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(start).Seconds()
+	u := m.Usage()
+	if u.Invocations != 16000 || u.ActiveS > wall || m.inflight.Load() != 0 || m.open {
+		t.Fatalf("usage %+v after %.3f s, in flight %d, open %v", u, wall, m.inflight.Load(), m.open)
+	}
+}

@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -125,22 +126,31 @@ type Stat struct {
 	Limit     float64 `json:"limit_ops_s,omitempty"`
 }
 
+// entry is one tenant's counts. The counters are atomic: a named tenant's
+// request updates them under the tracker's read lock. The decayed rate
+// moves once a second (roll), not per request: the requests of the
+// current second are in win, and the rate is that of the seconds before.
 type entry struct {
-	ops, errs, throttled int64
-	busy                 time.Duration
-	decayed              float64   // decayed count of operations
-	at                   time.Time // when decayed was last brought up to date
+	ops, errs, throttled atomic.Int64
+	busy                 atomic.Int64 // nanoseconds
+	win                  atomic.Int64 // requests in the current second
+	rate                 float64      // decayed count of the seconds before; under the write lock
 }
 
-// Tracker counts operations per tenant. Safe for concurrent use.
+// Tracker counts operations per tenant. Safe for concurrent use: a named
+// tenant's request takes the read lock and atomic adds; the write lock is
+// for the others (other, and the candidates for a name) and for the turn
+// of each second.
 type Tracker struct {
 	cfg      Config
 	tau      float64 // seconds: HalfLife / ln 2
 	limiters map[string]*rate.Limiter
 
-	mu      sync.Mutex
+	sec atomic.Int64 // the second the windows count (Unix seconds)
+
+	mu      sync.RWMutex
 	named   map[string]*entry
-	pending map[string]*entry // candidates: their decayed rate only
+	pending map[string]*entry // candidates: their rate only
 	other   entry
 
 	opsDesc, busyDesc, errDesc, thrDesc *prometheus.Desc
@@ -159,6 +169,7 @@ func New(cfg Config) (*Tracker, error) {
 	}
 	t := &Tracker{cfg: cfg, tau: cfg.HalfLife.Seconds() / math.Ln2, limiters: map[string]*rate.Limiter{},
 		named: map[string]*entry{}, pending: map[string]*entry{}}
+	t.sec.Store(cfg.Now().Unix())
 	for id, r := range cfg.Limits {
 		if !(r > 0) {
 			return nil, fmt.Errorf("tenant: limit of %s is %v ops/s, want more than 0", id, r)
@@ -208,90 +219,116 @@ func (t *Tracker) Done(id string, busy time.Duration, failed bool) {
 }
 
 func (t *Tracker) record(id string, busy time.Duration, failed, throttled bool, now time.Time) {
+	if now.Unix() != t.sec.Load() {
+		t.roll(now)
+	}
+	t.mu.RLock()
+	e := t.named[id]
+	if e != nil {
+		e.win.Add(1)
+		count(e, busy, failed, throttled)
+		t.mu.RUnlock()
+		return
+	}
+	t.mu.RUnlock()
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	e := t.entryFor(id, now)
-	e.ops++
+	count(t.entryFor(id), busy, failed, throttled)
+	t.mu.Unlock()
+}
+
+func count(e *entry, busy time.Duration, failed, throttled bool) {
+	e.ops.Add(1)
 	if failed {
-		e.errs++
+		e.errs.Add(1)
 	}
 	if throttled {
-		e.throttled++
+		e.throttled.Add(1)
 	}
-	e.busy += busy
+	e.busy.Add(int64(busy))
 }
 
-// bump brings e's decayed count to now and adds one operation.
-func (t *Tracker) bump(e *entry, now time.Time) {
-	e.decayed = t.decayedAt(e, now) + 1
-	e.at = now
+// roll turns the second: each entry's window goes into its decayed rate.
+func (t *Tracker) roll(now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	sec := now.Unix()
+	last := t.sec.Load()
+	if sec <= last {
+		return
+	}
+	f := math.Exp(-float64(sec-last) / t.tau)
+	for _, m := range [2]map[string]*entry{t.named, t.pending} {
+		for _, e := range m {
+			e.rate = (e.rate + float64(e.win.Swap(0))) * f
+		}
+	}
+	t.sec.Store(sec)
 }
 
-// entryFor counts an operation of tenant id in its decayed rate and
-// returns the entry its counts go to: its own if it is named, or becomes
-// named (there is room, or its decayed rate passed the slowest named
-// tenant's, which is then folded into other), else other. t.mu is held.
-func (t *Tracker) entryFor(id string, now time.Time) *entry {
-	if e := t.named[id]; e != nil {
-		t.bump(e, now)
+// decayed is e's decayed count now: the rate of the seconds before and
+// the requests of this one. t.mu is held (either way).
+func (t *Tracker) decayed(e *entry) float64 { return e.rate + float64(e.win.Load()) }
+
+// entryFor counts a request of unnamed tenant id in its decayed rate and
+// returns the entry its counts go to: its own, once it is named (there is
+// room, or its rate passed the slowest named tenant's, which is then
+// folded into other), else other. t.mu is held for writing.
+func (t *Tracker) entryFor(id string) *entry {
+	if e := t.named[id]; e != nil { // named since the read lock was let go
+		e.win.Add(1)
 		return e
 	}
 	if len(t.named) < t.cfg.Top {
 		e := &entry{}
-		t.bump(e, now)
+		e.win.Add(1)
 		t.named[id] = e
 		return e
 	}
 	p := t.pending[id]
 	if p == nil {
 		if len(t.pending) >= 4*t.cfg.Top {
-			t.dropSlowestPending(now)
+			t.dropSlowestPending()
 		}
 		p = &entry{}
 		t.pending[id] = p
 	}
-	t.bump(p, now)
-	sid, slow := t.slowestNamed(now)
-	if p.decayed <= slow {
+	p.win.Add(1)
+	sid, slow := t.slowestNamed()
+	if t.decayed(p) <= slow {
 		return &t.other
 	}
 	old := t.named[sid]
-	t.other.ops += old.ops
-	t.other.errs += old.errs
-	t.other.throttled += old.throttled
-	t.other.busy += old.busy
+	t.other.ops.Add(old.ops.Load())
+	t.other.errs.Add(old.errs.Load())
+	t.other.throttled.Add(old.throttled.Load())
+	t.other.busy.Add(old.busy.Load())
 	delete(t.named, sid)
-	t.pending[sid] = &entry{decayed: slow, at: now}
+	demoted := &entry{rate: old.rate}
+	demoted.win.Store(old.win.Load())
+	t.pending[sid] = demoted
 	delete(t.pending, id)
 	t.named[id] = p // its counts start now; its rate comes with it
 	return p
 }
 
-func (t *Tracker) decayedAt(e *entry, now time.Time) float64 {
-	if e.at.IsZero() {
-		return e.decayed
-	}
-	return e.decayed * math.Exp(-now.Sub(e.at).Seconds()/t.tau)
-}
-
-// slowestNamed returns the named tenant with the lowest decayed rate now,
-// and that rate (ties: the greater id, so that the choice is stable).
-func (t *Tracker) slowestNamed(now time.Time) (string, float64) {
+// slowestNamed returns the named tenant with the lowest decayed rate, and
+// that rate (ties: the greater id, so that the choice is stable).
+func (t *Tracker) slowestNamed() (string, float64) {
 	var sid string
 	low := math.Inf(1)
 	for id, e := range t.named {
-		if d := t.decayedAt(e, now); d < low || (d == low && id > sid) {
+		if d := t.decayed(e); d < low || (d == low && id > sid) {
 			sid, low = id, d
 		}
 	}
 	return sid, low
 }
 
-func (t *Tracker) dropSlowestPending(now time.Time) {
+func (t *Tracker) dropSlowestPending() {
 	var sid string
 	low := math.Inf(1)
 	for id, e := range t.pending {
-		if d := t.decayedAt(e, now); d < low || (d == low && id < sid) {
+		if d := t.decayed(e); d < low || (d == low && id < sid) {
 			sid, low = id, d
 		}
 	}
@@ -301,22 +338,28 @@ func (t *Tracker) dropSlowestPending(now time.Time) {
 // Snapshot returns the named tenants, heaviest first by decayed rate, then
 // other.
 func (t *Tracker) Snapshot() []Stat {
-	now := t.cfg.Now()
-	t.mu.Lock()
+	if now := t.cfg.Now(); now.Unix() != t.sec.Load() {
+		t.roll(now)
+	}
+	stat := func(id string, e *entry, rate float64) Stat {
+		return Stat{Tenant: id, Ops: e.ops.Load(), Errors: e.errs.Load(), Throttled: e.throttled.Load(),
+			BusyS: time.Duration(e.busy.Load()).Seconds(), RateOpsS: rate, Limit: t.limitOf(id)}
+	}
+	t.mu.RLock()
 	out := make([]Stat, 0, len(t.named)+1)
 	for id, e := range t.named {
-		out = append(out, Stat{Tenant: id, Ops: e.ops, Errors: e.errs, Throttled: e.throttled, BusyS: e.busy.Seconds(),
-			RateOpsS: t.decayedAt(e, now) / t.tau, Limit: t.limitOf(id)})
+		out = append(out, stat(id, e, t.decayed(e)/t.tau))
 	}
-	o := t.other
-	t.mu.Unlock()
+	o := stat(Other, &t.other, 0)
+	t.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].RateOpsS != out[j].RateOpsS {
 			return out[i].RateOpsS > out[j].RateOpsS
 		}
 		return out[i].Tenant < out[j].Tenant
 	})
-	return append(out, Stat{Tenant: Other, Ops: o.ops, Errors: o.errs, Throttled: o.throttled, BusyS: o.busy.Seconds()})
+	o.Limit = 0
+	return append(out, o)
 }
 
 func (t *Tracker) limitOf(id string) float64 {
