@@ -11,6 +11,7 @@ package plot
 import (
 	"errors"
 	"fmt"
+	"image/color"
 	"math"
 	"os"
 	"path/filepath"
@@ -73,6 +74,10 @@ func Write(results []bench.Result, dir string) ([]string, error) {
 	for _, mix := range spotifyMixes(results) {
 		p, err := spotifyChart(results, mix)
 		if err := add("spotify-"+mix+"-throughput.png", p, err); err != nil {
+			return files, err
+		}
+		p, err = spotifyLatencyChart(results, mix)
+		if err := add("spotify-"+mix+"-latency.png", p, err); err != nil {
 			return files, err
 		}
 	}
@@ -245,6 +250,67 @@ func spotifyChart(results []bench.Result, mix string) (*plot.Plot, error) {
 	}
 	p.Y.Min = 0
 	return p, nil
+}
+
+// spotifyLatencyChart: each operation's p50 and p99 in one mix, a group of
+// bars per run (system and profile): the per-operation latency the paper's
+// comparisons show.
+func spotifyLatencyChart(results []bench.Result, mix string) (*plot.Plot, error) {
+	var runs []*bench.Result
+	opSet := map[string]bool{}
+	for i := range results {
+		r := &results[i]
+		if r.Spotify == nil || r.Spotify.Mix != mix || len(r.PerOp) == 0 {
+			continue
+		}
+		runs = append(runs, r)
+		for op := range r.PerOp {
+			opSet[op] = true
+		}
+	}
+	if len(runs) == 0 {
+		return nil, nil
+	}
+	ops := sortedKeys(opSet)
+	p := newPlot("spotify ("+mix+"): latency per operation, p50 (light) and p99 (dark)", "", "ms")
+	p.Legend.Left = false
+	w := vg.Points(6)
+	for i, r := range runs {
+		p50, p99 := make(plotter.Values, len(ops)), make(plotter.Values, len(ops))
+		for j, op := range ops {
+			s := r.PerOp[op]
+			p50[j], p99[j] = math.Max(s.Latency.P50, 0.001), math.Max(s.Latency.P99, 0.001)
+		}
+		label := r.System
+		if r.Profile != "" {
+			label += " (" + r.Profile + ")"
+		}
+		offset := w * vg.Length(2*i-len(runs))
+		for k, vals := range []plotter.Values{p50, p99} {
+			b, err := plotter.NewBarChart(vals, w)
+			if err != nil {
+				return nil, fmt.Errorf("plot: spotify %s latency: %w", mix, err)
+			}
+			b.Offset = offset + w*vg.Length(k)
+			b.Color = plotutil.Color(i)
+			if k == 0 {
+				b.Color = lighten(b.Color)
+			}
+			b.LineStyle.Width = 0
+			p.Add(b)
+			if k == 1 {
+				p.Legend.Add(label, b)
+			}
+		}
+	}
+	p.NominalX(ops...)
+	return p, nil
+}
+
+// lighten mixes c halfway with white.
+func lighten(c color.Color) color.Color {
+	r, g, b, _ := c.RGBA()
+	return color.NRGBA{R: uint8(r>>9) + 127, G: uint8(g>>9) + 127, B: uint8(b>>9) + 127, A: 255}
 }
 
 // memoryChart: the server's memory while bigdir listed, one line per run.

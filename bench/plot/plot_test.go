@@ -26,7 +26,9 @@ func TestWriteDrawsPNGs(t *testing.T) {
 		Bigdir: &bench.BigdirStats{Entries: 10, MemSamples: []bench.MemSample{{TMs: 0, Bytes: 50 << 20}, {TMs: 100, Bytes: 60 << 20}}}}
 	rs = append(rs, big)
 	sp := bench.Result{Workload: "spotify", Op: "paper", Target: "t", System: "nimbus-rpc", Clients: 8,
-		Series:  []bench.SecondPoint{{T: 1, Ops: 900}, {T: 2, Ops: 2000}, {T: 3, Ops: 5}},
+		Series: []bench.SecondPoint{{T: 1, Ops: 900}, {T: 2, Ops: 2000}, {T: 3, Ops: 5}},
+		PerOp: map[string]bench.OpStats{"read": {Ops: 10, Latency: bench.LatencyMs{P50: 0.2, P99: 2}},
+			"create": {Ops: 1, Latency: bench.LatencyMs{P50: 1, P99: 9}}},
 		Spotify: &bench.SpotifyStats{Mix: "paper", Seed: 1, Seconds: []bench.SpotifySecond{{T: 1, TargetOpsS: 1000}, {T: 2, TargetOpsS: 2100}}}}
 	rs = append(rs, sp)
 	dir := t.TempDir()
@@ -38,7 +40,7 @@ func TestWriteDrawsPNGs(t *testing.T) {
 		"throughput-stat.png": true, "latency-cdf-stat.png": true,
 		"throughput-create.png": true, "latency-cdf-create.png": true,
 		"throughput-ls-bigdir.png": false, "bigdir-memory.png": true,
-		"spotify-paper-throughput.png": true, "latency-cdf-paper.png": false, // no CDF in the fake result
+		"spotify-paper-throughput.png": true, "spotify-paper-latency.png": true, "latency-cdf-paper.png": false, // no CDF in the fake result
 	}
 	for name, should := range want {
 		_, err := os.Stat(filepath.Join(dir, name))
