@@ -137,6 +137,13 @@ type Config struct {
 	// DisableInvalidation computes the targets but sends none: for the
 	// tests that show a stale cache is caught, only.
 	DisableInvalidation bool
+	// CacheServing, if set, says whether the cache may answer reads and
+	// install fills now: the coherence layer's Serving (the instance's
+	// session deadline is ahead and its join is complete; coherence/doc.go).
+	// Called on every cached read and at both ends of every fill, from
+	// many goroutines: it must be cheap and safe for concurrent use. Nil:
+	// always.
+	CacheServing func() bool
 
 	// Now is the clock (injected so that tests control it).
 	Now func() time.Time
