@@ -215,7 +215,7 @@ type Server struct {
 	// coherence keeps the caches of the servers on a shared store
 	// coherent (coherence.go); nil without a cache or on a store of its own.
 	coherence *loop.Loop
-	duties  struct {                // duties.go, from Start
+	duties    struct { // duties.go, from Start
 		cancel context.CancelFunc
 		wg     sync.WaitGroup
 	}
