@@ -118,7 +118,7 @@ func TestCoherentServerKilled(t *testing.T) {
 	}
 	procs[2].Kill()
 	killed := time.Now()
-	h := recordOn(t, fss[:2], base, 7, mix{clients: 4, ops: 25})
+	h := recordPrepared(fss[:2], base, 7, mix{clients: 4, ops: 25})
 	took := time.Since(killed)
 	check(t, "coherent-killed", 7, h, linmodel.Initial())
 	if took > 30*time.Second {
