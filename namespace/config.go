@@ -127,8 +127,9 @@ type Config struct {
 	// trip, and every write invalidates what it changes through
 	// Invalidator. Nil: no cache (the default until measured over every
 	// store; docs/ELASTIC.md, "Wired into the engine"). A cache serves one
-	// engine, and, until the coherence layer sends invalidations between
-	// instances, only an engine that is the only one on its store.
+	// engine; with several engines on one store it is coherent only with
+	// an Invalidator that reaches them all (coherence/loop) and
+	// CacheServing.
 	Cache *cache.Cache
 	// Invalidator receives the invalidation targets of every write before
 	// its commit (invalidate.go). Nil with a Cache: the cache itself, held

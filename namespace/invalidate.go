@@ -16,11 +16,12 @@ import (
 // anything is committed; the attempt is retried. Implementations must be
 // safe for concurrent use.
 //
-// Today's implementation is local (localInvalidator, over the engine's own
-// cache): one instance. The coherence layer implements it over the
-// network: INV to every live instance that may cache a target, wait for
-// the ACKs, then RELEASE after the commit (docs/ELASTIC.md, "Metadata
-// cache").
+// The local implementation (localInvalidator, over the engine's own
+// cache) serves one instance. The coherence layer (coherence/loop)
+// implements it over the network, as a Guarded one: INV to every live
+// instance that may cache a target, wait for the ACKs, check the fence and
+// the write floor in the write's transaction, then RELEASE after the
+// commit (docs/ELASTIC.md, "Coherence across servers (wired)").
 type Invalidator interface {
 	Invalidate(ctx context.Context, targets []cache.Target) (release func(committed bool), err error)
 }
@@ -119,6 +120,23 @@ func (e *Engine) invalidateRaw(ctx context.Context, txn store.Txn, targets ...ca
 	err = txn.Commit(ctx)
 	release(err == nil)
 	return err
+}
+
+// guardRaw runs a Guarded invalidator's check, without targets (the fence
+// alone), on a write transaction outside tx whose rows no cache holds (the
+// batches of a recursive chmod or chown, below their flagged directory):
+// an instance that lost its session commits nothing more, there either.
+func (e *Engine) guardRaw(ctx context.Context, txn store.Txn) error {
+	g, ok := e.inv.(Guarded)
+	if !ok || e.cfg.DisableInvalidation {
+		return nil
+	}
+	check, release, err := g.InvalidateGuarded(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("%w: cache invalidation: %v", store.ErrUnavailable, err)
+	}
+	release(true)
+	return check(ctx, txn)
 }
 
 func kindLabel(k cache.Kind) string {
