@@ -39,10 +39,13 @@ func (iv Invalidator) InvalidateGuarded(ctx context.Context, targets []cache.Tar
 	if len(targets) == 0 {
 		s := l.state.Load()
 		if s.node == nil {
-			return nil, nil, fmt.Errorf("%w: %v", store.ErrUnavailable, coherence.ErrNoView)
+			return nil, nil, errNoIncarnation
 		}
 		id := s.id
 		return func(ctx context.Context, txn store.Txn) error { return check(ctx, txn, id, 0) }, func(bool) {}, nil
+	}
+	if l.state.Load().node == nil {
+		return nil, nil, errNoIncarnation // fail fast: the write holds row locks
 	}
 	ts := make([]coherence.Target, len(targets))
 	for i, t := range targets {

@@ -231,11 +231,7 @@ func (l *Loop) run(ctx context.Context, coord coordinator.Coordinator, sessions 
 		sess, changed := sessions.Current()
 		id := sess.Member().ID
 		if used[id] {
-			select { // that incarnation is over: wait for the next
-			case <-ctx.Done():
-				return
-			case <-changed:
-			}
+			l.between(ctx, changed)
 			continue
 		}
 		used[id] = true
@@ -272,6 +268,31 @@ func (l *Loop) watch(ctx context.Context, coord coordinator.Coordinator) <-chan 
 	return out
 }
 
+// errNoIncarnation: a write came while the server has no live incarnation
+// (its session was lost and it has not joined again yet).
+var errNoIncarnation = fmt.Errorf("%w: coherence: no live incarnation (joining the coordinator again)", store.ErrUnavailable)
+
+// between waits for the next incarnation (changed, or ctx's end), failing
+// the writes that come meanwhile at once: they hold row locks, and must
+// not keep them while the server joins again.
+func (l *Loop) between(ctx context.Context, changed <-chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+			return
+		case w := <-l.writes:
+			w.reply <- writeReply{err: errNoIncarnation}
+		case e := <-l.ends:
+			if e.req.node == nil {
+				e.req.ended = true
+			}
+		case <-l.inbox: // to an incarnation that is over
+		}
+	}
+}
+
 // pending is the loop's table of writes of the current incarnation.
 type pending struct {
 	byOp map[coherence.OpID]*writeReq
@@ -296,10 +317,7 @@ func (l *Loop) incarnation(ctx context.Context, id coherence.NodeID, sess coordi
 	if err != nil {
 		if errors.Is(err, errIDTaken) {
 			log.Error("this incarnation's ID was used before; waiting for a new one", "err", err)
-			select {
-			case <-ctx.Done():
-			case <-changed:
-			}
+			l.between(ctx, changed)
 		}
 		return
 	}
@@ -343,6 +361,8 @@ func (l *Loop) incarnation(ctx context.Context, id coherence.NodeID, sess coordi
 	if v.rev != 0 {
 		n.ViewChanged(v.core())
 	}
+	l.ready(ctx, n, p, v, changed)
+	publish()
 	tick := time.NewTicker(max(l.cfg.Retry/4, time.Millisecond))
 	defer tick.Stop()
 	defer func() {
