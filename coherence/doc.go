@@ -55,9 +55,9 @@
 // older view is refused and retried: the price is a failed write per join
 // and writer in flight, where the handshake would have waited for it.
 //
-// Fencing. Fence(w) in the store refuses every later commit of w and
-// aborts its open transactions, waiting for the ones in flight (an UPDATE
-// of w's instance row, which each of w's write transactions locks shared).
+// Fencing. Fence(w) in the store refuses every later commit of w, waiting
+// for the ones in flight (coherence/loop: an UPDATE of w's fence row, which
+// each of w's write transactions locks shared before its commit).
 // Every instance that sees w leave asks for it (Ready.Fences; idempotent).
 //
 // Incarnation IDs are never reused. Peers that saw an ID leave have

@@ -331,3 +331,24 @@ func (n *Node) livePeers() []NodeID {
 	slices.Sort(ids)
 	return ids
 }
+
+// Close ends the incarnation for good (the server's session was replaced,
+// or the server stops): it releases every hold the Node placed on the
+// cache, its own writes' and its peers', and marks it lost. A server must
+// not serve from the cache again until a new incarnation's FloorRaised:
+// every write that may still commit under an old hold was begun under a
+// view that does not list the new incarnation, and the floor refuses it or
+// waits for it. Its pending writes get no Commit from now on; report them
+// with Committed or drop the Node.
+func (n *Node) Close() {
+	n.lost = true
+	for _, w := range n.writes {
+		w.local.Release()
+	}
+	n.writes = nil
+	for _, op := range n.holdOps() {
+		n.holds[op].h.Release()
+		delete(n.holds, op)
+	}
+	n.rd = Ready{}
+}

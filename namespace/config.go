@@ -127,8 +127,9 @@ type Config struct {
 	// trip, and every write invalidates what it changes through
 	// Invalidator. Nil: no cache (the default until measured over every
 	// store; docs/ELASTIC.md, "Wired into the engine"). A cache serves one
-	// engine, and, until the coherence layer sends invalidations between
-	// instances, only an engine that is the only one on its store.
+	// engine; with several engines on one store it is coherent only with
+	// an Invalidator that reaches them all (coherence/loop) and
+	// CacheServing.
 	Cache *cache.Cache
 	// Invalidator receives the invalidation targets of every write before
 	// its commit (invalidate.go). Nil with a Cache: the cache itself, held
@@ -137,6 +138,13 @@ type Config struct {
 	// DisableInvalidation computes the targets but sends none: for the
 	// tests that show a stale cache is caught, only.
 	DisableInvalidation bool
+	// CacheServing, if set, says whether the cache may answer reads and
+	// install fills now: the coherence layer's Serving (the instance's
+	// session deadline is ahead and its join is complete; coherence/doc.go).
+	// Called on every cached read and at both ends of every fill, from
+	// many goroutines: it must be cheap and safe for concurrent use. Nil:
+	// always.
+	CacheServing func() bool
 
 	// Now is the clock (injected so that tests control it).
 	Now func() time.Time

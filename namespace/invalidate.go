@@ -16,13 +16,29 @@ import (
 // anything is committed; the attempt is retried. Implementations must be
 // safe for concurrent use.
 //
-// Today's implementation is local (localInvalidator, over the engine's own
-// cache): one instance. The coherence layer implements it over the
-// network: INV to every live instance that may cache a target, wait for
-// the ACKs, then RELEASE after the commit (docs/ELASTIC.md, "Metadata
-// cache").
+// The local implementation (localInvalidator, over the engine's own
+// cache) serves one instance. The coherence layer (coherence/loop)
+// implements it over the network, as a Guarded one: INV to every live
+// instance that may cache a target, wait for the ACKs, check the fence and
+// the write floor in the write's transaction, then RELEASE after the
+// commit (docs/ELASTIC.md, "Coherence across servers (wired)").
 type Invalidator interface {
 	Invalidate(ctx context.Context, targets []cache.Target) (release func(committed bool), err error)
+}
+
+// Guarded is an Invalidator whose writes must pass a check in their own
+// store transaction just before they commit (an optional capability, found
+// by type assertion): the coherence layer's fence and write floor
+// (coherence/doc.go; coherence/loop). The engine calls InvalidateGuarded
+// instead of Invalidate for every write attempt that writes rows, with no
+// targets too (a write that changes nothing cached is still fenced), runs
+// check on the attempt's transaction after its last other read and before
+// its Commit, and calls release after the commit or abort, exactly once.
+// An error from check aborts the attempt, and is retryable when it wraps
+// store.ErrLockBusy or store.ErrUnavailable.
+type Guarded interface {
+	Invalidator
+	InvalidateGuarded(ctx context.Context, targets []cache.Target) (check func(context.Context, store.Txn) error, release func(committed bool), err error)
 }
 
 // localInvalidator holds the targets in one cache: the engine's own.
@@ -36,7 +52,9 @@ func (l localInvalidator) Invalidate(_ context.Context, targets []cache.Target) 
 func noRelease(bool) {}
 
 // invalidate computes the targets of the attempt's writes and hands them
-// to the invalidator, if any. Its error is retryable: nothing is committed.
+// to the invalidator, if any, then runs a Guarded invalidator's check on
+// the attempt's transaction. Its error is retryable (nothing is committed)
+// unless the check's is not.
 func (t *tx) invalidate(ctx context.Context) (func(bool), error) {
 	e := t.e
 	if e.inv == nil {
@@ -47,7 +65,21 @@ func (t *tx) invalidate(ctx context.Context) (func(bool), error) {
 	for _, x := range ts {
 		e.metrics.invTargetKinds.WithLabelValues(kindLabel(x.Kind)).Inc()
 	}
-	if len(ts) == 0 || e.cfg.DisableInvalidation {
+	if e.cfg.DisableInvalidation {
+		return noRelease, nil
+	}
+	if g, ok := e.inv.(Guarded); ok {
+		check, release, err := g.InvalidateGuarded(ctx, ts)
+		if err != nil {
+			return nil, fmt.Errorf("%w: cache invalidation: %v", errRetry, err)
+		}
+		if err := check(ctx, t.st); err != nil {
+			release(false)
+			return nil, err
+		}
+		return release, nil
+	}
+	if len(ts) == 0 {
 		return noRelease, nil
 	}
 	release, err := e.inv.Invalidate(ctx, ts)
@@ -58,22 +90,53 @@ func (t *tx) invalidate(ctx context.Context) (func(bool), error) {
 }
 
 // invalidateRaw is invalidate for a write outside a tx (clearFlag): it
-// holds targets across commit, which reports whether the write committed.
-func (e *Engine) invalidateRaw(ctx context.Context, commit func() error, targets ...cache.Target) error {
+// holds targets across the commit of txn (and runs a Guarded invalidator's
+// check on txn before it).
+func (e *Engine) invalidateRaw(ctx context.Context, txn store.Txn, targets ...cache.Target) error {
 	if e.inv == nil || e.cfg.DisableInvalidation {
-		return commit()
+		return txn.Commit(ctx)
 	}
 	e.metrics.invTargets.Observe(float64(len(targets)))
 	for _, x := range targets {
 		e.metrics.invTargetKinds.WithLabelValues(kindLabel(x.Kind)).Inc()
 	}
-	release, err := e.inv.Invalidate(ctx, targets)
+	var release func(bool)
+	var err error
+	if g, ok := e.inv.(Guarded); ok {
+		var check func(context.Context, store.Txn) error
+		check, release, err = g.InvalidateGuarded(ctx, targets)
+		if err == nil {
+			if err = check(ctx, txn); err != nil {
+				release(false)
+				return err
+			}
+		}
+	} else {
+		release, err = e.inv.Invalidate(ctx, targets)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: cache invalidation: %v", store.ErrUnavailable, err)
 	}
-	err = commit()
+	err = txn.Commit(ctx)
 	release(err == nil)
 	return err
+}
+
+// guardRaw runs a Guarded invalidator's check, without targets (the fence
+// alone), on a write transaction outside tx whose rows no cache holds (the
+// batches of a recursive chmod or chown, below their flagged directory):
+// an instance that lost its session commits nothing more, there either.
+func (e *Engine) guardRaw(ctx context.Context, txn store.Txn) error {
+	g, ok := e.inv.(Guarded)
+	if !ok || e.cfg.DisableInvalidation {
+		return nil
+	}
+	check, release, err := g.InvalidateGuarded(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("%w: cache invalidation: %v", store.ErrUnavailable, err)
+	}
+	release(true)
+	return check(ctx, txn)
 }
 
 func kindLabel(k cache.Kind) string {

@@ -447,6 +447,9 @@ func (e *Engine) changeRows(ctx context.Context, reqs []store.ReadReq, c attrCha
 	if e.testHookCommit != nil {
 		e.testHookCommit()
 	}
+	if err := e.guardRaw(ctx, txn); err != nil {
+		return err
+	}
 	return txn.Commit(ctx)
 }
 

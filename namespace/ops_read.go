@@ -39,7 +39,9 @@ func (e *Engine) Stat(ctx context.Context, u meta.User, path string) (*meta.File
 	}
 	var tk cache.Token
 	var read *resolved
+	fill := false
 	if e.cache != nil {
+		fill = e.serving()
 		tk = e.cache.Begin()
 	}
 	err = e.run(ctx, op, p, u, func(t *tx) error {
@@ -55,7 +57,7 @@ func (e *Engine) Stat(ctx context.Context, u meta.User, path string) (*meta.File
 		read = rs[0]
 		return nil
 	})
-	if err == nil && read != nil && e.cache != nil {
+	if err == nil && read != nil && fill && e.serving() {
 		e.fillPath(tk, read, cached, true)
 	}
 	return out, err
@@ -106,7 +108,9 @@ func (e *Engine) List(ctx context.Context, u meta.User, dir, startAfter string, 
 	var tk cache.Token
 	var read *resolved
 	var readDir *store.Inode
+	fill := false
 	if e.cache != nil {
+		fill = e.serving()
 		tk = e.cache.Begin()
 	}
 	err = e.run(ctx, op, p, u, func(t *tx) error {
@@ -158,7 +162,7 @@ func (e *Engine) List(ctx context.Context, u meta.User, dir, startAfter string, 
 		out = l
 		return nil
 	})
-	if err == nil && read != nil && e.cache != nil {
+	if err == nil && read != nil && fill && e.serving() {
 		e.fillList(tk, read, cached, readDir, p, startAfter, limit, out)
 	}
 	return out, err

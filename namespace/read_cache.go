@@ -84,10 +84,16 @@ func (e *Engine) readCached(opName, p string, u meta.User, page bool, cursor str
 	if checkUser(opName, p, u) != nil {
 		return false, 0, nil // the store path reports it
 	}
+	// Serving before and after the lookup: it held throughout (it only
+	// ends, until the next incarnation), so the lookup is where the read
+	// linearizes.
+	if !e.serving() {
+		return false, 0, nil
+	}
 	names := meta.SplitPath(p)
 	var v cache.View
 	e.cache.Look(names, page, cursor, &v)
-	if !v.Full(len(names)) {
+	if !v.Full(len(names)) || !e.serving() {
 		return false, len(v.Rows), nil
 	}
 	rows := make([]store.Inode, len(v.Rows))
@@ -108,6 +114,13 @@ func (e *Engine) readCached(opName, p string, u meta.User, page bool, cursor str
 	err = e.finish(opName, p, err)
 	e.metrics.observe(opName, err, time.Since(start))
 	return true, len(v.Rows), err
+}
+
+// serving reports whether the cache may answer reads and install fills now
+// (Config.CacheServing). Checked at the lookup, and at both ends of a fill:
+// before its Begin and before its Put.
+func (e *Engine) serving() bool {
+	return e.cfg.CacheServing == nil || e.cfg.CacheServing()
 }
 
 // fillPath installs, under token tk, the rows of a path read from the

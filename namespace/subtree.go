@@ -441,7 +441,7 @@ func (e *Engine) clearFlag(ctx context.Context, f flagRef) error {
 	}
 	// The flagged row is not cached (the engine does not fill one), but a
 	// fill that read it before the flag was set may be in flight.
-	if err := e.invalidateRaw(ctx, func() error { return txn.Commit(ctx) }, cache.Key(f.parent, f.name)); err != nil {
+	if err := e.invalidateRaw(ctx, txn, cache.Key(f.parent, f.name)); err != nil {
 		return err
 	}
 	if f.owner == e.instance {

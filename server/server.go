@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/nimbus-fs/nimbus/blocks/local"
+	"github.com/nimbus-fs/nimbus/coherence/loop"
 	"github.com/nimbus-fs/nimbus/coordinator"
 	"github.com/nimbus-fs/nimbus/internal/gctune"
 	"github.com/nimbus-fs/nimbus/namespace"
@@ -101,10 +102,15 @@ type Config struct {
 	// CacheBytes is the byte budget of the NameNode's metadata cache
 	// (package cache; docs/ELASTIC.md, "Metadata cache"): stats and
 	// listings of cached paths take no store round trip. 0 (the default):
-	// no cache. Until the coherence layer invalidates between servers, a
-	// cache is coherent only while this server is the only one on its
-	// store.
+	// no cache. On PostgreSQL with an etcd coordinator the caches of all
+	// servers on the database are kept coherent by the coherence loop
+	// (coherence.go); on PostgreSQL with the in-process coordinator a
+	// cache is coherent only while this server is alone on the database.
 	CacheBytes int64
+	// CoherenceDisableInvalidation keeps the coherence loop's fence and
+	// floor but sends no INV to peers: for the tests that show the
+	// invalidations between servers are needed, never in production.
+	CoherenceDisableInvalidation bool
 	// Version is shown on the status page.
 	Version string
 }
@@ -206,7 +212,10 @@ type Server struct {
 	ns      *namespace.Engine
 	coord   coordinator.Coordinator // from Start; nil before
 	member  *membership             // this server's session, from Start
-	duties  struct {                // duties.go, from Start
+	// coherence keeps the caches of the servers on a shared store
+	// coherent (coherence.go); nil without a cache or on a store of its own.
+	coherence *loop.Loop
+	duties    struct { // duties.go, from Start
 		cancel context.CancelFunc
 		wg     sync.WaitGroup
 	}
@@ -275,8 +284,10 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("server: metadata cache: %w", err)
 		}
 		nc.Cache = c
-		if s.pebble == nil {
-			s.log.Warn("the metadata cache is coherent only while this server is the only one on the store (invalidations between servers are not implemented yet)")
+		if err := s.setupCoherence(&nc, c); err != nil {
+			bs.Close()
+			st.Close()
+			return nil, err
 		}
 	}
 	if m := cfg.SubtreeHeapMargin; m > 0 && nc.HoldMemory == nil {
@@ -329,6 +340,9 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("/{$}", s.statusPage)
 	mux.HandleFunc("GET /status/tenants", s.tenantsJSON)
 	mux.HandleFunc("GET /status/instance", s.instanceJSON)
+	if s.coherence != nil {
+		mux.Handle("POST "+loop.Path, s.coherence.Handler())
+	}
 	if cfg.DebugAddr != "" {
 		dm := http.NewServeMux()
 		dm.HandleFunc("/debug/pprof/", pprof.Index)
@@ -421,6 +435,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.cfg.sharedCoordinator() {
 		s.ns.SetLiveness(memberLiveness{coord})
 	}
+	s.startCoherence()
 	s.startDuties()
 	s.ready.Store(true)
 	go s.watchStore()
@@ -490,6 +505,9 @@ func (s *Server) shutdown(ctx context.Context) error {
 		errs = append(errs, s.debug.Close()) // a profile in progress is cut off
 	}
 	errs = append(errs, s.rpc.Shutdown(ctx))
+	if s.coherence != nil {
+		s.coherence.Stop()
+	}
 	errs = append(errs, s.ns.Close())
 	errs = append(errs, s.blocks.Close())
 	errs = append(errs, s.store.Close())

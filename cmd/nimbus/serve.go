@@ -79,7 +79,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cacheMB := fl.Int64("cache-mb", cfg.Store.CacheSize>>20, "store block cache, in MiB")
 	memtableMB := fl.Uint64("memtable-mb", cfg.Store.MemTableSize>>20, "size of one store memtable (and of its write-ahead log), in MiB")
 	fl.IntVar(&cfg.Store.RowCacheEntries, "row-cache-rows", cfg.Store.RowCacheEntries, "rows (up to 1 KB each) the store keeps in memory in front of Pebble, 0 for none")
-	fl.Func("cache-bytes", "byte budget of the NameNode's metadata cache (stats and listings of cached paths without a store round trip), bytes or with suffix k/m/g; 0 for none (the default). Only for a server alone on its store: servers sharing one do not invalidate each other's caches yet", func(v string) (err error) {
+	fl.BoolVar(&cfg.CoherenceDisableInvalidation, "coherence-disable-invalidation", false, "testing only: servers sharing a store send each other no cache invalidations (their caches go stale); never in production")
+	fl.Func("cache-bytes", "byte budget of the NameNode's metadata cache (stats and listings of cached paths without a store round trip), bytes or with suffix k/m/g; 0 for none (the default). On PostgreSQL with --coordinator etcd://... the caches of all servers on the database are kept coherent (INV/ACK between servers, fenced in the database); with the in-process coordinator only a server alone on its store may cache", func(v string) (err error) {
 		cfg.CacheBytes, err = parseSize(v)
 		return err
 	})

@@ -137,7 +137,7 @@ func TestLinearizableFailsWithoutInvalidation(t *testing.T) {
 func TestLinearizableFailsWithoutFillCheck(t *testing.T) {
 	start := time.Now()
 	edit := withCache(t, 256<<10, func(c *cache.Config) { c.DisableFillCheck = true })
-	seed := staleFound(t, edit, 60)
+	seed := staleFound(t, edit, 150)
 	if seed == 0 {
 		t.Fatal("every history was linearizable with the fill check off: the check cannot see a stale fill")
 	}

@@ -157,6 +157,11 @@ func record(t *testing.T, fs meta.FileSystem, base string, seed uint64, m mix) [
 func recordOn(t *testing.T, fss []meta.FileSystem, base string, seed uint64, m mix) []porcupine.Operation {
 	t.Helper()
 	prepare(t, fss[0], base)
+	return recordPrepared(fss, base, seed, m)
+}
+
+// recordPrepared is recordOn on a base directory already prepared.
+func recordPrepared(fss []meta.FileSystem, base string, seed uint64, m mix) []porcupine.Operation {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	rec := linmodel.NewRecorder()

@@ -1,0 +1,196 @@
+package loop
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/nimbus-fs/nimbus/coherence"
+	"github.com/nimbus-fs/nimbus/store"
+)
+
+// The fence and the write floor in the store (coherence/doc.go, "Joins"
+// and "Fencing"; docs/ELASTIC.md, "Coherence across servers (wired)").
+// Two kinds of rows, in the store-wide metadata table:
+//
+//	'm' "coherence/floor"        -> uint64 (8, big-endian): the write floor, a membership revision
+//	'm' "coherence/fence/" id    -> 1 byte: 0 live, 1 fenced: incarnation id's fence row
+//
+// Every write transaction of a coherent engine reads both, shared, just
+// before its commit (check): its own fence row must say live, and the view
+// its targets were computed from must not be below the floor. Raising the
+// floor, and fencing an incarnation, are transactions that lock the row
+// exclusive, so they wait for the writes holding it shared to end, and
+// every write that locks it after sees the new value. The shared reads are
+// NoWait (they are taken out of the key order, after the write's other
+// locks): a write that meets a raise or a fence under way fails with
+// store.ErrLockBusy and is run again, and nothing can deadlock.
+//
+// Both rows must exist before the first write that relies on them: a
+// store need not lock a missing row (SQL cannot), so a write that read the
+// row missing would hold no lock a raise or a fence could wait for. The
+// loop creates the floor row and its own fence row before its incarnation
+// writes anything, and a check that finds either missing refuses the write.
+
+var floorKey = store.MetaKey("coherence/floor")
+
+func fenceKey(id coherence.NodeID) []byte { return store.MetaKey("coherence/fence/" + string(id)) }
+
+const (
+	fenceLive   = 0
+	fenceFenced = 1
+)
+
+// Errors of the store check. Both wrap store.ErrUnavailable: nothing was
+// written and the operation may run again (under a new incarnation, or a
+// view at or above the floor).
+var (
+	// ErrFenced: this incarnation was fenced (its peers saw it leave the
+	// membership); it can commit nothing more.
+	ErrFenced = fmt.Errorf("%w: coherence: this instance incarnation is fenced", store.ErrUnavailable)
+	// ErrBelowFloor: the write's targets were computed from a view older
+	// than the store's write floor: an instance that joined since may
+	// cache what it changes, and was not invalidated.
+	ErrBelowFloor = fmt.Errorf("%w: coherence: write begun under a view below the write floor", store.ErrUnavailable)
+	// errIDTaken: the incarnation's fence row already exists: the ID was
+	// used before, and is never reused.
+	errIDTaken = errors.New("coherence/loop: incarnation ID already has a fence row")
+)
+
+// check reads the floor and the fence row of id in txn (shared, NoWait)
+// and refuses the commit when id is fenced or view is below the floor
+// (view 0: a write without targets, which only the fence concerns).
+func check(ctx context.Context, txn store.Txn, id coherence.NodeID, view int64) error {
+	vals, err := txn.Read(ctx, []store.ReadReq{
+		{Key: floorKey, Mode: store.Shared, NoWait: true},
+		{Key: fenceKey(id), Mode: store.Shared, NoWait: true},
+	})
+	if err != nil {
+		return err
+	}
+	floor, ok := decodeFloor(vals[0])
+	if !ok {
+		return fmt.Errorf("%w (the floor row is missing or malformed)", ErrBelowFloor)
+	}
+	if len(vals[1]) != 1 || vals[1][0] != fenceLive {
+		return fmt.Errorf("%w: %s", ErrFenced, id)
+	}
+	if view != 0 && view < floor {
+		return fmt.Errorf("%w: view %d, floor %d", ErrBelowFloor, view, floor)
+	}
+	return nil
+}
+
+func decodeFloor(v []byte) (int64, bool) {
+	if len(v) != 8 {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(v)), true
+}
+
+func encodeFloor(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
+
+// insert is Put for a row the caller found missing under its lock: with
+// store.Inserter the commit fails with store.ErrConflict if another
+// transaction created it meanwhile (SQL does not lock missing rows).
+func insert(txn store.Txn, key, value []byte) {
+	if ins, ok := txn.(store.Inserter); ok {
+		ins.Insert(key, value)
+		return
+	}
+	txn.Put(key, value)
+}
+
+// ensureFloor creates the floor row at 0 if it is missing.
+func ensureFloor(ctx context.Context, st store.Store) error {
+	txn, err := st.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer txn.Rollback()
+	vals, err := txn.Read(ctx, []store.ReadReq{{Key: floorKey, Mode: store.Exclusive}})
+	if err != nil {
+		return err
+	}
+	if vals[0] != nil {
+		return nil
+	}
+	insert(txn, floorKey, encodeFloor(0))
+	return txn.Commit(ctx)
+}
+
+// raiseFloor raises the floor to at least v: the exclusive lock waits for
+// every write transaction holding the row shared.
+func raiseFloor(ctx context.Context, st store.Store, v int64) error {
+	txn, err := st.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer txn.Rollback()
+	vals, err := txn.Read(ctx, []store.ReadReq{{Key: floorKey, Mode: store.Exclusive}})
+	if err != nil {
+		return err
+	}
+	cur, ok := decodeFloor(vals[0])
+	switch {
+	case !ok && vals[0] == nil:
+		insert(txn, floorKey, encodeFloor(v))
+	case !ok:
+		return fmt.Errorf("coherence/loop: malformed floor row %x", vals[0])
+	case cur < v:
+		txn.Put(floorKey, encodeFloor(v))
+	}
+	return txn.Commit(ctx) // also when unchanged: the lock waited for the writes
+}
+
+// createFence creates incarnation id's fence row, live. errIDTaken if it
+// exists (the ID was used, and perhaps fenced, before).
+func createFence(ctx context.Context, st store.Store, id coherence.NodeID) error {
+	txn, err := st.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer txn.Rollback()
+	k := fenceKey(id)
+	vals, err := txn.Read(ctx, []store.ReadReq{{Key: k, Mode: store.Exclusive}})
+	if err != nil {
+		return err
+	}
+	if vals[0] != nil {
+		return errIDTaken
+	}
+	insert(txn, k, []byte{fenceLive})
+	err = txn.Commit(ctx)
+	if errors.Is(err, store.ErrConflict) {
+		return errIDTaken
+	}
+	return err
+}
+
+// fence marks incarnation id fenced: the exclusive lock waits for its
+// write transactions holding the row shared (their commits, or their
+// aborts when its process died and the database dropped its connection),
+// and every later one reads fenced and refuses to commit. A missing row is
+// created fenced: the incarnation never wrote, and now cannot create it.
+func fence(ctx context.Context, st store.Store, id coherence.NodeID) error {
+	txn, err := st.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer txn.Rollback()
+	k := fenceKey(id)
+	vals, err := txn.Read(ctx, []store.ReadReq{{Key: k, Mode: store.Exclusive}})
+	if err != nil {
+		return err
+	}
+	switch {
+	case vals[0] == nil:
+		insert(txn, k, []byte{fenceFenced})
+	case len(vals[0]) == 1 && vals[0][0] == fenceFenced:
+		// already fenced; commit anyway (nothing written)
+	default:
+		txn.Put(k, []byte{fenceFenced})
+	}
+	return txn.Commit(ctx)
+}

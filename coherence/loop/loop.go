@@ -1,0 +1,545 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nimbus-fs/nimbus/cache"
+	"github.com/nimbus-fs/nimbus/coherence"
+	"github.com/nimbus-fs/nimbus/coordinator"
+	"github.com/nimbus-fs/nimbus/store"
+)
+
+// Sessions is this server's coordinator membership: the session of its
+// current incarnation, and a channel closed when a new incarnation (a new
+// member ID, after the session was lost) replaces it.
+type Sessions interface {
+	Current() (coordinator.Session, <-chan struct{})
+}
+
+// Config configures a Loop.
+type Config struct {
+	// Cache is the instance's metadata cache, the one the engine reads.
+	Cache *cache.Cache
+	// Store is the shared store, where the fence and floor rows live.
+	Store store.Store
+	// Retry is the core's re-send interval (coherence.Config.Retry); the
+	// loop ticks every Retry/4.
+	Retry time.Duration
+	// SendTimeout bounds one POST of a message batch to a peer.
+	SendTimeout time.Duration
+	// Client sends the batches; nil: a client of its own.
+	Client *http.Client
+	// DisableInvalidation: writers send no INV and commit at once (the
+	// core's knob), while the fence and the floor stay. For the tests that
+	// show the invalidations between servers are needed; never in
+	// production.
+	DisableInvalidation bool
+	// Now is the clock; nil: time.Now.
+	Now        func() time.Time
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+// DefaultConfig re-sends after 100 ms and gives a send 2 s.
+func DefaultConfig() Config {
+	return Config{Retry: 100 * time.Millisecond, SendTimeout: 2 * time.Second}
+}
+
+// Validate reports the first invalid field.
+func (c *Config) Validate() error {
+	switch {
+	case c.Cache == nil:
+		return errors.New("coherence/loop: no Cache")
+	case c.Store == nil:
+		return errors.New("coherence/loop: no Store")
+	case c.Retry <= 0:
+		return fmt.Errorf("coherence/loop: Retry %v, want > 0", c.Retry)
+	case c.SendTimeout <= 0:
+		return fmt.Errorf("coherence/loop: SendTimeout %v, want > 0", c.SendTimeout)
+	}
+	return nil
+}
+
+// ErrClosed: the loop stopped; writes fail retryably.
+var ErrClosed = fmt.Errorf("%w: coherence loop stopped", store.ErrUnavailable)
+
+// Loop is the coherence I/O loop of one server: one goroutine owns the
+// coherence.Node of the server's current incarnation and feeds it peer
+// messages, ticks, membership views, session renewals and write events,
+// and carries out its Ready (package doc). Its methods are safe for
+// concurrent use.
+type Loop struct {
+	cfg Config
+	log *slog.Logger
+	m   *metrics
+	now func() time.Time
+
+	inbox  chan []coherence.Message // from peers (Handler)
+	writes chan *writeReq           // WriteLocked requests (invalidator)
+	ends   chan writeEnd            // Committed reports (invalidator)
+	result chan storeResult         // fences and floor raises done
+
+	// state is what readers and writers see of the current incarnation,
+	// replaced by the loop: a pointer swap, never a lock on the read path.
+	state atomic.Pointer[incState]
+
+	sendSem chan struct{} // bounds concurrent POSTs
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+}
+
+// incState is the published state of an incarnation.
+type incState struct {
+	id    coherence.NodeID
+	node  *coherence.Node // identity only: readers never call it
+	until time.Time       // Serving until (zero: not serving)
+}
+
+type writeReq struct {
+	targets []coherence.Target
+	reply   chan writeReply // buffered 1: one reply
+	start   time.Time
+	// loop-owned:
+	node  *coherence.Node
+	op    coherence.OpID
+	ended bool // its end came before the loop took it: never begin it
+}
+
+type writeReply struct {
+	id   coherence.NodeID
+	view int64
+	err  error
+}
+
+type writeEnd struct {
+	req       *writeReq
+	committed bool
+}
+
+type storeKind int
+
+const (
+	fenced storeKind = iota + 1
+	floorRaised
+)
+
+type storeResult struct {
+	node    *coherence.Node
+	kind    storeKind
+	id      coherence.NodeID
+	version int64
+}
+
+// New returns a loop; Run starts it.
+func New(cfg Config) (*Loop, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: cfg.SendTimeout}
+	}
+	l := &Loop{cfg: cfg, log: cfg.Logger.With("component", "coherence"), m: newMetrics(cfg.Registerer), now: cfg.Now,
+		inbox: make(chan []coherence.Message, 1024), writes: make(chan *writeReq, 256), ends: make(chan writeEnd, 1024),
+		result: make(chan storeResult, 64), sendSem: make(chan struct{}, 64), stop: make(chan struct{}), done: make(chan struct{})}
+	l.state.Store(&incState{})
+	return l, nil
+}
+
+// Serving reports whether the cache may answer reads and install fills
+// now (coherence.Node.Serving, as of the loop's latest step, with the
+// deadline checked against the clock here): namespace.Config.CacheServing.
+func (l *Loop) Serving() bool {
+	s := l.state.Load()
+	return !s.until.IsZero() && l.now().Before(s.until)
+}
+
+// Start runs the loop in the background until Stop.
+func (l *Loop) Start(coord coordinator.Coordinator, sessions Sessions) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-l.stop
+		cancel()
+	}()
+	go func() {
+		defer close(l.done)
+		l.run(ctx, coord, sessions)
+	}()
+}
+
+// Stop ends the loop and waits for it; writes waiting fail with ErrClosed.
+func (l *Loop) Stop() {
+	l.once.Do(func() { close(l.stop) })
+	select {
+	case <-l.done:
+	case <-time.After(5 * time.Second):
+	}
+}
+
+// view is the membership as the watch has told it.
+type view struct {
+	rev     int64
+	members map[string]coordinator.Member
+}
+
+func (v *view) apply(ev coordinator.Event) {
+	switch ev.Kind {
+	case coordinator.Snapshot:
+		v.members = make(map[string]coordinator.Member, len(ev.Members))
+		for _, m := range ev.Members {
+			v.members[m.ID] = m
+		}
+	case coordinator.Joined:
+		v.members[ev.Member.ID] = ev.Member
+	case coordinator.Left:
+		delete(v.members, ev.Member.ID)
+	}
+	v.rev = ev.Rev
+}
+
+func (v *view) core() coherence.View {
+	cv := coherence.View{Version: v.rev}
+	for _, m := range v.members {
+		cv.Members = append(cv.Members, coherence.Member{ID: coherence.NodeID(m.ID), Deployment: m.Deployment})
+	}
+	return cv
+}
+
+// run is the loop: incarnation after incarnation, until ctx ends.
+func (l *Loop) run(ctx context.Context, coord coordinator.Coordinator, sessions Sessions) {
+	v := &view{members: map[string]coordinator.Member{}}
+	events := l.watch(ctx, coord)
+	used := map[string]bool{}
+	defer l.failPending(nil)
+	for ctx.Err() == nil {
+		sess, changed := sessions.Current()
+		id := sess.Member().ID
+		if used[id] {
+			l.between(ctx, changed)
+			continue
+		}
+		used[id] = true
+		l.incarnation(ctx, coherence.NodeID(id), sess, changed, v, events)
+	}
+}
+
+// watch follows the membership of every deployment, watching again after
+// the coordinator closed a watch.
+func (l *Loop) watch(ctx context.Context, coord coordinator.Coordinator) <-chan coordinator.Event {
+	out := make(chan coordinator.Event, 64)
+	go func() {
+		for backoff := 50 * time.Millisecond; ctx.Err() == nil; backoff = min(2*backoff, 2*time.Second) {
+			ch, err := coord.Watch(ctx, coordinator.All)
+			if err == nil {
+				backoff = 50 * time.Millisecond
+				for ev := range ch {
+					select {
+					case out <- ev:
+					case <-ctx.Done():
+						return
+					}
+				}
+			} else {
+				l.log.Warn("watching the membership", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+		}
+	}()
+	return out
+}
+
+// errNoIncarnation: a write came while the server has no live incarnation
+// (its session was lost and it has not joined again yet).
+var errNoIncarnation = fmt.Errorf("%w: coherence: no live incarnation (joining the coordinator again)", store.ErrUnavailable)
+
+// between waits for the next incarnation (changed, or ctx's end), failing
+// the writes that come meanwhile at once: they hold row locks, and must
+// not keep them while the server joins again.
+func (l *Loop) between(ctx context.Context, changed <-chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+			return
+		case w := <-l.writes:
+			w.reply <- writeReply{err: errNoIncarnation}
+		case e := <-l.ends:
+			if e.req.node == nil {
+				e.req.ended = true
+			}
+		case <-l.inbox: // to an incarnation that is over
+		}
+	}
+}
+
+// pending is the loop's table of writes of the current incarnation.
+type pending struct {
+	byOp map[coherence.OpID]*writeReq
+}
+
+// incarnation runs one incarnation's Node until its session is replaced,
+// it is lost, or ctx ends.
+func (l *Loop) incarnation(ctx context.Context, id coherence.NodeID, sess coordinator.Session, changed <-chan struct{},
+	v *view, events <-chan coordinator.Event) {
+	log := l.log.With("member", id)
+	// The rows the store checks must exist before this incarnation writes.
+	if err := l.untilDone(ctx, changed, "create the write floor row", func(ctx context.Context) error { return ensureFloor(ctx, l.cfg.Store) }); err != nil {
+		return
+	}
+	err := l.untilDone(ctx, changed, "create the fence row", func(ctx context.Context) error {
+		err := createFence(ctx, l.cfg.Store, id)
+		if errors.Is(err, errIDTaken) {
+			return backoffStop{err}
+		}
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, errIDTaken) {
+			log.Error("this incarnation's ID was used before; waiting for a new one", "err", err)
+			l.between(ctx, changed)
+		}
+		return
+	}
+	// A new incarnation starts with an empty cache, and refuses every fill
+	// begun before it (the cache's epoch moves on).
+	l.cfg.Cache.Invalidate(cache.InodeID(store.RootID))
+	n, err := coherence.New(coherence.Config{ID: id, Cache: l.cfg.Cache, Retry: l.cfg.Retry,
+		// No routing yet: every instance may cache anything, so every
+		// target is Everywhere (invalidator.go) and Owner is never asked
+		// to narrow one.
+		Owner:               func(uint64) int { return 0 },
+		DisableInvalidation: l.cfg.DisableInvalidation})
+	if err != nil {
+		log.Error("coherence core", "err", err)
+		return
+	}
+	log.Info("coherence incarnation started")
+	p := &pending{byOp: map[coherence.OpID]*writeReq{}}
+	var deadline time.Time
+	publish := func() {
+		s := &incState{id: id, node: n}
+		if now := l.now(); n.Serving(now) {
+			s.until = deadline
+		}
+		l.state.Store(s)
+		if !s.until.IsZero() {
+			l.m.serving.Set(1)
+		} else {
+			l.m.serving.Set(0)
+		}
+		l.m.holding.Set(float64(n.Holding()))
+	}
+	renew := func() {
+		if d := sess.Deadline(); d.After(deadline) {
+			deadline = d
+			n.Renewed(d)
+		}
+	}
+	renew()
+	n.Tick(l.now())
+	if v.rev != 0 {
+		n.ViewChanged(v.core())
+	}
+	l.ready(ctx, n, p, v, changed)
+	publish()
+	tick := time.NewTicker(max(l.cfg.Retry/4, time.Millisecond))
+	defer tick.Stop()
+	defer func() {
+		l.state.Store(&incState{})
+		l.m.serving.Set(0)
+		l.abortAll(p, n)
+		n.Close()
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+			log.Info("coherence incarnation replaced")
+			return
+		case ms := <-l.inbox:
+			for _, m := range ms {
+				l.m.received.WithLabelValues(m.Type.String()).Inc()
+				n.Step(m)
+			}
+		case <-tick.C:
+			renew()
+			n.Tick(l.now())
+		case ev := <-events:
+			v.apply(ev)
+			n.ViewChanged(v.core())
+		case w := <-l.writes:
+			if w.ended {
+				break
+			}
+			op, err := n.WriteLocked(w.targets)
+			if err != nil {
+				l.m.writes.WithLabelValues("refused").Inc()
+				w.reply <- writeReply{err: fmt.Errorf("%w: %v", store.ErrUnavailable, err)}
+				break
+			}
+			w.node, w.op = n, op
+			p.byOp[op] = w
+		case e := <-l.ends:
+			if e.req.node == nil {
+				e.req.ended = true // its writer gave up before the loop took it
+				break
+			}
+			if e.req.node != n {
+				break // an earlier incarnation's: its Node is closed
+			}
+			if _, ok := p.byOp[e.req.op]; ok {
+				delete(p.byOp, e.req.op)
+				_ = n.Committed(e.req.op, e.committed)
+				if e.committed {
+					l.m.writes.WithLabelValues("committed").Inc()
+				} else {
+					l.m.writes.WithLabelValues("aborted").Inc()
+				}
+			}
+		case r := <-l.result:
+			if r.node != n {
+				break
+			}
+			switch r.kind {
+			case fenced:
+				n.Fenced(r.id)
+			case floorRaised:
+				n.FloorRaised(r.version)
+			}
+		}
+		l.ready(ctx, n, p, v, changed)
+		publish()
+		if n.Err() != nil {
+			log.Warn("coherence incarnation lost: its cache serves nothing until the server joins again", "err", n.Err())
+			return
+		}
+	}
+}
+
+// ready carries out what the core asks.
+func (l *Loop) ready(ctx context.Context, n *coherence.Node, p *pending, v *view, changed <-chan struct{}) {
+	if !n.HasReady() {
+		return
+	}
+	rd := n.Ready()
+	if len(rd.Messages) > 0 {
+		l.send(ctx, rd.Messages, v)
+	}
+	for _, c := range rd.Commits {
+		w, ok := p.byOp[c.Op]
+		if !ok {
+			continue
+		}
+		l.m.ackWait.Observe(time.Since(w.start).Seconds())
+		w.reply <- writeReply{id: n.ID(), view: c.View}
+	}
+	for _, id := range rd.Fences {
+		go func() {
+			err := l.untilDone(ctx, changed, "fence "+string(id), func(ctx context.Context) error { return fence(ctx, l.cfg.Store, id) })
+			if err == nil {
+				l.m.fences.Inc()
+				l.deliver(ctx, storeResult{node: n, kind: fenced, id: id})
+			}
+		}()
+	}
+	if rd.Floor != 0 {
+		f := rd.Floor
+		go func() {
+			err := l.untilDone(ctx, changed, "raise the write floor", func(ctx context.Context) error { return raiseFloor(ctx, l.cfg.Store, f) })
+			if err == nil {
+				l.m.floors.Inc()
+				l.deliver(ctx, storeResult{node: n, kind: floorRaised, version: f})
+			}
+		}()
+	}
+}
+
+func (l *Loop) deliver(ctx context.Context, r storeResult) {
+	select {
+	case l.result <- r:
+	case <-ctx.Done():
+	}
+}
+
+// abortAll ends an incarnation's writes still waiting for their ACKs: they
+// fail retryably (the engine runs them again, under the next incarnation).
+// Writes already given their Commit finish by themselves; their Committed
+// reports find no Node and are dropped.
+func (l *Loop) abortAll(p *pending, n *coherence.Node) {
+	err := n.Err()
+	if err == nil {
+		err = ErrClosed
+	}
+	for op, w := range p.byOp {
+		select {
+		case w.reply <- writeReply{err: fmt.Errorf("%w: %v", store.ErrUnavailable, err)}:
+		default: // already has its Commit
+		}
+		delete(p.byOp, op)
+	}
+}
+
+// failPending answers the writes queued when the loop ends.
+func (l *Loop) failPending(error) {
+	for {
+		select {
+		case w := <-l.writes:
+			w.reply <- writeReply{err: ErrClosed}
+		default:
+			return
+		}
+	}
+}
+
+// backoffStop ends untilDone's retries with its error.
+type backoffStop struct{ err error }
+
+func (b backoffStop) Error() string { return b.err.Error() }
+func (b backoffStop) Unwrap() error { return b.err }
+
+// untilDone runs f until it succeeds, returns a backoffStop, ctx ends or
+// changed is closed, with a backoff between attempts.
+func (l *Loop) untilDone(ctx context.Context, changed <-chan struct{}, what string, f func(context.Context) error) error {
+	for backoff := 20 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := f(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		var bs backoffStop
+		if errors.As(err, &bs) {
+			return bs.err
+		}
+		l.log.Warn("coherence: "+what+" failed; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+			return ErrClosed
+		case <-time.After(backoff):
+		}
+	}
+}
