@@ -99,16 +99,36 @@ type View struct {
 // Target is one cache target of a write, with its reach: Everywhere
 // targets go to every live instance (a directory's resolution row, subtree
 // and inode targets), the others only to the instances of the deployment
-// that owns the target's parent id (Config.Owner): a file's row
-// (cache.Key(parent, name)) and a directory's listing (cache.ListingOf(dir),
-// whose entries are rows with parent dir).
+// that owns their routing key Route (Config.Owner): a file's row
+// (cache.Key(parent, name), routed by the parent id), a directory's
+// listing (cache.ListingOf(dir), routed by dir: its entries are rows with
+// parent dir) and an inode's hot attributes (cache.AttrsOf(id), routed by
+// the id of the inode's parent, which the target itself does not name).
+// Which instance may cache which entry is the engine's rule
+// (namespace/ownership.go); a Local target is sound only where instances
+// fill nothing they do not own.
 type Target struct {
 	cache.Target
 	Everywhere bool
+	Route      uint64 // the routing key, when not Everywhere
 }
 
-// Local is a target sent only to the owner of its parent id.
-func Local(t cache.Target) Target { return Target{Target: t} }
+// Local is a target sent only to the owner of the key that names it: the
+// parent id of a cache.Key, the directory of a cache.ListingOf. Other
+// kinds do not name their routing key: Local gives them Everywhere (use
+// LocalTo).
+func Local(t cache.Target) Target {
+	switch t.Kind {
+	case cache.KindKey:
+		return LocalTo(t, t.Parent)
+	case cache.KindListing:
+		return LocalTo(t, t.ID)
+	}
+	return Everywhere(t)
+}
+
+// LocalTo is a target sent only to the owner of routing key route.
+func LocalTo(t cache.Target, route uint64) Target { return Target{Target: t, Route: route} }
 
 // Everywhere is a target sent to every live instance.
 func Everywhere(t cache.Target) Target { return Target{Target: t, Everywhere: true} }

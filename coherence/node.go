@@ -34,10 +34,11 @@ type Config struct {
 	ID         NodeID // this incarnation's member ID
 	Deployment int
 	Cache      Holder
-	// Owner returns the deployment that owns parent id p: the deployment
-	// operations on entries of directory p route to. Non-Everywhere targets
-	// go only to its instances.
-	Owner func(p uint64) int
+	// Owner returns the deployment that owns routing key k (routing.Owner):
+	// the deployment operations on entries of directory k route to, and
+	// the only one whose instances cache them. Non-Everywhere targets go
+	// only to the instances of Owner(Target.Route).
+	Owner func(k uint64) int
 	// Retry is how long the core waits for an answer before it sends a
 	// message again (INV, the ACK that asks for a lost RELEASE, JOIN). A
 	// round trip or a few: too short only costs messages.

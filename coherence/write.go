@@ -92,16 +92,7 @@ func (n *Node) WriteLocked(targets []Target) (OpID, error) {
 
 // reaches reports whether target t must reach an instance of deployment d.
 func (n *Node) reaches(t Target, d int) bool {
-	if t.Everywhere {
-		return true
-	}
-	switch t.Kind {
-	case cache.KindKey:
-		return n.cfg.Owner(t.Parent) == d
-	case cache.KindListing:
-		return n.cfg.Owner(t.ID) == d
-	}
-	return true // inode and subtree targets: the parent is not known here
+	return t.Everywhere || n.cfg.Owner(t.Route) == d
 }
 
 func (n *Node) maybeCommit(w *write) {

@@ -135,6 +135,17 @@ type Config struct {
 	// its commit (invalidate.go). Nil with a Cache: the cache itself, held
 	// locally. Nil without one: no targets are computed.
 	Invalidator Invalidator
+	// Deployment and Deployments: this instance belongs to deployment
+	// Deployment of the Deployments (0 or 1: one) that share the
+	// namespace, and its cache fills only the entries its deployment owns
+	// (ownership.go), besides directory rows; a write's targets say which
+	// deployment caches each. Every instance on one store must be given
+	// the same Deployments.
+	Deployment, Deployments int
+	// DisableFillOwnership fills every entry whatever deployment owns it,
+	// while targets stay classified: for the test that shows the rule is
+	// what makes owned (not Everywhere) targets sound, only.
+	DisableFillOwnership bool
 	// DisableInvalidation computes the targets but sends none: for the
 	// tests that show a stale cache is caught, only.
 	DisableInvalidation bool
@@ -196,6 +207,8 @@ func (c *Config) Validate() error {
 	switch {
 	case c.Superuser == "":
 		return errors.New("namespace: Superuser is empty")
+	case c.Deployments < 0 || c.Deployment < 0 || c.Deployment >= max(c.Deployments, 1):
+		return fmt.Errorf("namespace: Deployment %d of %d deployments", c.Deployment, c.Deployments)
 	case c.InlineThreshold < 0:
 		return fmt.Errorf("namespace: InlineThreshold %d < 0", c.InlineThreshold)
 	case c.ChunkSize <= 0:

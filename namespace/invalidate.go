@@ -35,10 +35,13 @@ type Invalidator interface {
 // check on the attempt's transaction after its last other read and before
 // its Commit, and calls release after the commit or abort, exactly once.
 // An error from check aborts the attempt, and is retryable when it wraps
-// store.ErrLockBusy or store.ErrUnavailable.
+// store.ErrLockBusy or store.ErrUnavailable. Each target says which
+// instances may cache it (ownership.go): a Guarded invalidator may send a
+// target that is not Everywhere only to the instances of the deployment
+// that owns its Route.
 type Guarded interface {
 	Invalidator
-	InvalidateGuarded(ctx context.Context, targets []cache.Target) (check func(context.Context, store.Txn) error, release func(committed bool), err error)
+	InvalidateGuarded(ctx context.Context, targets []Target) (check func(context.Context, store.Txn) error, release func(committed bool), err error)
 }
 
 // localInvalidator holds the targets in one cache: the engine's own.
@@ -82,7 +85,7 @@ func (t *tx) invalidate(ctx context.Context) (func(bool), error) {
 	if len(ts) == 0 {
 		return noRelease, nil
 	}
-	release, err := e.inv.Invalidate(ctx, ts)
+	release, err := e.inv.Invalidate(ctx, cacheTargets(ts))
 	if err != nil {
 		return nil, fmt.Errorf("%w: cache invalidation: %v", errRetry, err)
 	}
@@ -104,7 +107,12 @@ func (e *Engine) invalidateRaw(ctx context.Context, txn store.Txn, targets ...ca
 	var err error
 	if g, ok := e.inv.(Guarded); ok {
 		var check func(context.Context, store.Txn) error
-		check, release, err = g.InvalidateGuarded(ctx, targets)
+		// clearFlag's: the key of a flagged row, whose type is not at hand.
+		ts := make([]Target, len(targets))
+		for i, x := range targets {
+			ts[i] = everywhere(x)
+		}
+		check, release, err = g.InvalidateGuarded(ctx, ts)
 		if err == nil {
 			if err = check(ctx, txn); err != nil {
 				release(false)
@@ -179,11 +187,14 @@ func kindLabel(k cache.Kind) string {
 //
 // Rows other than inodes (content chunks, xattrs, blocks, records) are not
 // cached, so they have no targets: a read of them always goes to the store.
-func (t *tx) targets() []cache.Target {
-	var ts []cache.Target
-	add := func(x cache.Target) {
-		for _, y := range ts {
-			if y == x {
+func (t *tx) targets() []Target {
+	var ts []Target
+	add := func(x Target) {
+		for i := range ts {
+			if ts[i].Target == x.Target {
+				if ts[i].Route != x.Route || x.Everywhere {
+					ts[i].Everywhere = true // not expected; safe
+				}
 				return
 			}
 		}
@@ -196,10 +207,10 @@ func (t *tx) targets() []cache.Target {
 	for _, key := range t.rawDeleted {
 		// Rows a recursive delete removed past dirty: every one below its
 		// flagged directory is inside, and the directory itself is its
-		// parent's entry.
+		// parent's entry (its type is not at hand: everywhere).
 		if parent, name, ok := store.DecodeInodeKey([]byte(key)); ok && !inside[parent] {
-			add(cache.Key(parent, name))
-			add(cache.ListingOf(parent))
+			add(rowTarget(parent, name, nil, nil))
+			add(owned(cache.ListingOf(parent), listingRoute(parent)))
 		}
 	}
 	for key, n := range t.dirty {
@@ -211,29 +222,33 @@ func (t *tx) targets() []cache.Target {
 			continue
 		}
 		old, read := t.rows.orig(hintKey{parent, name})
+		listing := owned(cache.ListingOf(parent), listingRoute(parent))
 		switch {
 		case n == nil || !read || old == nil || old.ID != n.ID:
 			// Deleted, created, replaced, or written without a read (a
 			// directory mkdir -p created in this transaction): the key
 			// and the listing cover every case.
-			add(cache.Key(parent, name))
-			add(cache.ListingOf(parent))
+			if !read {
+				old = nil
+			}
+			add(rowTarget(parent, name, old, n))
+			add(listing)
 			if n != nil && !read {
-				add(cache.AttrsOf(n.ID))
+				add(owned(cache.AttrsOf(n.ID), attrsRoute(n)))
 			}
 		default:
 			res, attrs := cache.ResolutionChanged(old, n), cache.AttrsChanged(old, n)
 			if old.SubtreeOwner == 0 && n.SubtreeOwner != 0 {
-				add(cache.Subtree(n.ID))
+				add(everywhere(cache.Subtree(n.ID)))
 			}
 			if res {
-				add(cache.Key(parent, name))
+				add(rowTarget(parent, name, old, n))
 			}
 			if attrs {
-				add(cache.AttrsOf(n.ID))
+				add(owned(cache.AttrsOf(n.ID), attrsRoute(n)))
 			}
 			if res || attrs {
-				add(cache.ListingOf(parent))
+				add(listing)
 			}
 		}
 	}

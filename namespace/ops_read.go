@@ -185,7 +185,7 @@ func (e *Engine) fillList(tk cache.Token, r *resolved, cached int, n *store.Inod
 		e.fillPath(tk, r, cached, true)
 		return
 	}
-	if !e.fillPath(tk, r, cached, false) {
+	if !e.fillPath(tk, r, cached, false) || !e.owns(listingRoute(n.ID)) {
 		return
 	}
 	pg := &cachedPage{dir: p, entries: slices.Clone(out.Entries), remaining: out.Remaining}

@@ -126,23 +126,29 @@ func (e *Engine) serving() bool {
 // fillPath installs, under token tk, the rows of a path read from the
 // store (r.chain, every entry present), from the first that the lookup did
 // not find cached (from) on, up to the first flagged directory (not
-// included); and the hot attributes of the last row when attrs is set and
-// the whole path went in.
+// included) or the first row this instance's deployment does not own
+// (ownership.go: a file's row, the last); and the hot attributes of the
+// last row when attrs is set, the whole path went in and the deployment
+// owns them. It reports whether the whole path went in.
 func (e *Engine) fillPath(tk cache.Token, r *resolved, from int, attrs bool) bool {
 	rows := make([]cache.Inode, 0, len(r.chain))
+	whole := true
 	for k, n := range r.chain {
 		if n == nil || n.SubtreeOwner != 0 {
 			return false
+		}
+		if !e.mayCacheRow(n) {
+			whole = false // the rows above it are directories: they go in
+			break
 		}
 		if k >= from {
 			rows = append(rows, cache.FromStore(n))
 		}
 	}
-	if len(rows) > 0 && e.cache.PutPath(tk, rows...) < len(rows) {
+	if len(rows) > 0 && e.cache.PutPath(tk, rows...) < len(rows) || !whole {
 		return false
 	}
-	if attrs {
-		last := r.chain[len(r.chain)-1]
+	if last := r.chain[len(r.chain)-1]; attrs && e.owns(attrsRoute(last)) {
 		return e.cache.PutAttrs(tk, last.ID, cache.AttrsFromStore(last))
 	}
 	return true

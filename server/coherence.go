@@ -34,6 +34,7 @@ func (s *Server) setupCoherence(nc *namespace.Config, c *cache.Cache) error {
 	lc := loop.DefaultConfig()
 	lc.Cache, lc.Store = c, s.store
 	lc.DisableInvalidation = s.cfg.CoherenceDisableInvalidation
+	lc.Deployment, lc.Deployments = s.cfg.Deployment, s.cfg.Deployments
 	lc.Logger, lc.Registerer = s.log, s.reg
 	l, err := loop.New(lc)
 	if err != nil {

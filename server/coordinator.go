@@ -121,7 +121,7 @@ func (s *Server) join(ctx context.Context) error {
 		addr = s.Addr()
 	}
 	m := &membership{c: s.coord, stop: make(chan struct{}), done: make(chan struct{}),
-		base: coordinator.Member{ID: fmt.Sprintf("%016x", s.ns.Instance()), Deployment: 0, Addr: addr}}
+		base: coordinator.Member{ID: fmt.Sprintf("%016x", s.ns.Instance()), Deployment: s.cfg.Deployment, Addr: addr}}
 	sess, err := m.c.Join(ctx, m.base)
 	if err != nil {
 		return fmt.Errorf("server: join the coordinator: %w", err)

@@ -107,6 +107,20 @@ type Config struct {
 	// (coherence.go); on PostgreSQL with the in-process coordinator a
 	// cache is coherent only while this server is alone on the database.
 	CacheBytes int64
+	// Deployment and Deployments (`--deployment`, `--deployments`): this
+	// server is an instance of deployment Deployment of the Deployments
+	// that share the namespace (0 and 1 by default: one). It joins the
+	// coordinator as a member of its deployment, and its cache fills only
+	// the entries its deployment owns besides directory rows, so that a
+	// write invalidates a file's row, a listing or hot attributes only at
+	// the owner's instances (docs/ELASTIC.md, "Deployments own cache
+	// entries"). Every server on one store must have the same Deployments:
+	// the first records it in the store, and New refuses another.
+	Deployment, Deployments int
+	// CacheDisableFillOwnership fills every entry whatever deployment owns
+	// it, while invalidations still go only to the owner: for the test that
+	// shows the ownership rule is needed, never in production.
+	CacheDisableFillOwnership bool
 	// CoherenceDisableInvalidation keeps the coherence loop's fence and
 	// floor but sends no INV to peers: for the tests that show the
 	// invalidations between servers are needed, never in production.
@@ -129,6 +143,7 @@ func DefaultConfig() Config {
 		Limits:            DefaultLimits(),
 		OrphanBlockGrace:  time.Minute,
 		Prices:            platform.DefaultPrices(),
+		Deployments:       1,
 	}
 }
 
@@ -148,6 +163,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CacheBytes != 0 && c.CacheBytes < cache.EntryOverhead {
 		return fmt.Errorf("server: CacheBytes = %d, want 0 (no cache) or at least %d", c.CacheBytes, cache.EntryOverhead)
+	}
+	if c.Deployments < 0 || c.Deployment < 0 || c.Deployment >= max(c.Deployments, 1) {
+		return fmt.Errorf("server: Deployment %d of Deployments %d, want 0 <= Deployment < Deployments (0 is taken as 1)", c.Deployment, c.Deployments)
 	}
 	if c.FailStopTimeout <= 0 {
 		return fmt.Errorf("server: FailStopTimeout = %v, want > 0", c.FailStopTimeout)
@@ -261,6 +279,10 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkDeployments(context.Background(), st, max(cfg.Deployments, 1)); err != nil {
+		st.Close()
+		return nil, err
+	}
 	bc := local.DefaultConfig()
 	bc.Logger = s.log.With("component", "blocks")
 	bc.Registerer = s.reg
@@ -274,6 +296,8 @@ func New(cfg Config) (*Server, error) {
 	nc.Logger = s.log
 	nc.Registerer = s.reg
 	nc.Blocks = bs
+	nc.Deployment, nc.Deployments = cfg.Deployment, cfg.Deployments
+	nc.DisableFillOwnership = cfg.CacheDisableFillOwnership
 	// The lease monitor runs as an elected duty (duties.go).
 	nc.LeaseMonitor = false
 	if cfg.CacheBytes > 0 {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nimbus-fs/nimbus/cache"
 	"github.com/nimbus-fs/nimbus/coherence"
+	"github.com/nimbus-fs/nimbus/namespace"
 	"github.com/nimbus-fs/nimbus/store"
 )
 
@@ -27,14 +28,12 @@ func (iv Invalidator) Invalidate(ctx context.Context, targets []cache.Target) (f
 	return nil, fmt.Errorf("%w: coherence: Invalidate without the store check", store.ErrUnavailable)
 }
 
-// InvalidateGuarded implements namespace.Guarded. Every target is
-// Everywhere: there is no routing of operations to deployments yet, so
-// any instance may cache any row, and an INV goes to every live instance.
-// Once requests are routed, a row's key and its directory's listing become
-// coherence.Local (to the owner of the parent id) and the rest stay
-// Everywhere (coherence/message.go). A write without targets only takes
-// the fence check.
-func (iv Invalidator) InvalidateGuarded(ctx context.Context, targets []cache.Target) (func(context.Context, store.Txn) error, func(bool), error) {
+// InvalidateGuarded implements namespace.Guarded. A target keeps the
+// engine's reach (namespace/ownership.go): Everywhere, or only the
+// instances of the deployment that owns its Route (Config.Deployments,
+// routing.Owner), since only those fill it. A write without targets only
+// takes the fence check.
+func (iv Invalidator) InvalidateGuarded(ctx context.Context, targets []namespace.Target) (func(context.Context, store.Txn) error, func(bool), error) {
 	l := iv.l
 	if len(targets) == 0 {
 		s := l.state.Load()
@@ -49,7 +48,11 @@ func (iv Invalidator) InvalidateGuarded(ctx context.Context, targets []cache.Tar
 	}
 	ts := make([]coherence.Target, len(targets))
 	for i, t := range targets {
-		ts[i] = coherence.Everywhere(t)
+		if t.Everywhere || l.cfg.Deployments <= 1 {
+			ts[i] = coherence.Everywhere(t.Target)
+		} else {
+			ts[i] = coherence.LocalTo(t.Target, t.Route)
+		}
 	}
 	w := &writeReq{targets: ts, reply: make(chan writeReply, 1), start: time.Now()}
 	select {

@@ -16,6 +16,7 @@ import (
 	"github.com/nimbus-fs/nimbus/cache"
 	"github.com/nimbus-fs/nimbus/coherence"
 	"github.com/nimbus-fs/nimbus/coordinator"
+	"github.com/nimbus-fs/nimbus/routing"
 	"github.com/nimbus-fs/nimbus/store"
 )
 
@@ -39,6 +40,13 @@ type Config struct {
 	SendTimeout time.Duration
 	// Client sends the batches; nil: a client of its own.
 	Client *http.Client
+	// Deployment and Deployments: this instance is in deployment
+	// Deployment of Deployments (0 or 1: one) sharing the namespace; a
+	// write's owned targets go only to the instances of the deployment
+	// that owns them (routing.Owner of their Route), and the engine's cache
+	// must fill only what its deployment owns (namespace.Config, same
+	// fields). Every loop on one store must have the same Deployments.
+	Deployment, Deployments int
 	// DisableInvalidation: writers send no INV and commit at once (the
 	// core's knob), while the fence and the floor stay. For the tests that
 	// show the invalidations between servers are needed; never in
@@ -62,6 +70,8 @@ func (c *Config) Validate() error {
 		return errors.New("coherence/loop: no Cache")
 	case c.Store == nil:
 		return errors.New("coherence/loop: no Store")
+	case c.Deployments < 0 || c.Deployment < 0 || c.Deployment >= max(c.Deployments, 1):
+		return fmt.Errorf("coherence/loop: Deployment %d of %d deployments", c.Deployment, c.Deployments)
 	case c.Retry <= 0:
 		return fmt.Errorf("coherence/loop: Retry %v, want > 0", c.Retry)
 	case c.SendTimeout <= 0:
@@ -325,10 +335,8 @@ func (l *Loop) incarnation(ctx context.Context, id coherence.NodeID, sess coordi
 	// begun before it (the cache's epoch moves on).
 	l.cfg.Cache.Invalidate(cache.InodeID(store.RootID))
 	n, err := coherence.New(coherence.Config{ID: id, Cache: l.cfg.Cache, Retry: l.cfg.Retry,
-		// No routing yet: every instance may cache anything, so every
-		// target is Everywhere (invalidator.go) and Owner is never asked
-		// to narrow one.
-		Owner:               func(uint64) int { return 0 },
+		Deployment:          l.cfg.Deployment,
+		Owner:               func(k uint64) int { return routing.Owner(k, l.cfg.Deployments) },
 		DisableInvalidation: l.cfg.DisableInvalidation})
 	if err != nil {
 		log.Error("coherence core", "err", err)

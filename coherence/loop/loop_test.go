@@ -11,6 +11,7 @@ import (
 	"github.com/nimbus-fs/nimbus/coordinator"
 	"github.com/nimbus-fs/nimbus/coordinator/memcoord"
 	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/namespace"
 	"github.com/nimbus-fs/nimbus/store"
 	"github.com/nimbus-fs/nimbus/store/pebblestore"
 )
@@ -92,7 +93,7 @@ func TestTwoLoops(t *testing.T) {
 	var check func(context.Context, store.Txn) error
 	var release func(bool)
 	waitFor(t, "B in A's view", func() bool {
-		check, release, err = a.l.Invalidator().InvalidateGuarded(ctx, []cache.Target{cache.Key(store.RootID, "x")})
+		check, release, err = a.l.Invalidator().InvalidateGuarded(ctx, []namespace.Target{{Target: cache.Key(store.RootID, "x"), Everywhere: true}})
 		if err == nil {
 			return true
 		}
