@@ -178,19 +178,22 @@ func TestWriterStopsWaitingForDeparted(t *testing.T) {
 }
 
 // TestRouting: a local target reaches only the deployment owning its
-// parent; an everywhere target reaches all.
+// routing key; an everywhere target reaches all.
 func TestRouting(t *testing.T) {
 	c, _ := cache.New(cache.Config{MaxBytes: 1 << 20})
 	n, _ := New(Config{ID: "a", Deployment: 0, Cache: c, Owner: func(p uint64) int { return int(p % 2) }, Retry: retry})
 	n.ViewChanged(View{Version: 1, Members: []Member{{"a", 0}, {"b", 0}, {"c", 1}}})
 	n.Ready()
-	n.WriteLocked([]Target{Local(cache.Key(2, "x")), Everywhere(cache.Key(1, "d")), Local(cache.ListingOf(3))})
+	n.WriteLocked([]Target{Local(cache.Key(2, "x")), Everywhere(cache.Key(1, "d")), Local(cache.ListingOf(3)),
+		LocalTo(cache.AttrsOf(8), 5), Local(cache.AttrsOf(4))})
 	got := map[NodeID]int{}
 	for _, m := range n.Ready().Messages {
 		got[m.To] = len(m.Targets)
 	}
-	if got["b"] != 2 || got["c"] != 2 || len(got) != 2 {
-		t.Fatalf("targets per instance %v, want b: Key(2,x) and Key(1,d); c: Key(1,d) and ListingOf(3)", got)
+	// AttrsOf(8) routed by 5 (its parent); Local(AttrsOf(4)) names no
+	// routing key, so it goes everywhere.
+	if got["b"] != 3 || got["c"] != 4 || len(got) != 2 {
+		t.Fatalf("targets per instance %v, want b: Key(2,x), Key(1,d), AttrsOf(4); c: Key(1,d), ListingOf(3), AttrsOf(8), AttrsOf(4)", got)
 	}
 }
 
