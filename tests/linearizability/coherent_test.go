@@ -35,13 +35,24 @@ import (
 // of each.
 func startCoherentServers(t *testing.T, n int, args ...string) ([]meta.FileSystem, []*testproc.Server) {
 	t.Helper()
+	return startCoherentServersEach(t, n, nil, args...)
+}
+
+// startCoherentServersEach is startCoherentServers with each(i)'s
+// arguments added to server i's (each may be nil).
+func startCoherentServersEach(t *testing.T, n int, each func(i int) []string, args ...string) ([]meta.FileSystem, []*testproc.Server) {
+	t.Helper()
 	db := pgtest.DB(t)
 	coord := fmt.Sprintf("etcd://%s/lin-%d", strings.Join(etcdtest.Endpoints(t), ","), time.Now().UnixNano())
 	var fss []meta.FileSystem
 	var procs []*testproc.Server
-	for range n {
-		p := testproc.Start(t, binary, "", "", append([]string{"--superuser", linmodel.Superuser, "--store", db,
-			"--coordinator", coord, "--cache-bytes", "4m"}, args...)...)
+	for i := range n {
+		a := append([]string{"--superuser", linmodel.Superuser, "--store", db,
+			"--coordinator", coord, "--cache-bytes", "4m"}, args...)
+		if each != nil {
+			a = append(a, each(i)...)
+		}
+		p := testproc.Start(t, binary, "", "", a...)
 		c, err := client.Dial(context.Background(), p.URL(), client.Options{})
 		if err != nil {
 			t.Fatal(err)
