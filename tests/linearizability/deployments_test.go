@@ -63,7 +63,8 @@ func TestLinearizableDeployedServers(t *testing.T) {
 func TestDeployedFailsWithoutOwnership(t *testing.T) {
 	fss, _ := startDeployedServers(t, 2, 2, "--cache-disable-ownership")
 	start := time.Now()
-	for seed := uint64(1); seed <= 30; seed++ {
+	// Found at seeds 6, 10, 13 and 16 in four runs: 60 leaves a margin.
+	for seed := uint64(1); seed <= 60; seed++ {
 		base := fmt.Sprintf("/s%d", seed)
 		h := recordOn(t, fss, base, seed, mix{clients: 6, ops: 25})
 		res, err := linmodel.Check(linmodel.Initial(), h, checkTimeout, "", "")
