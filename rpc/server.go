@@ -94,11 +94,11 @@ type Router interface {
 	Misrouted(ctx context.Context, listing bool, path string) (owner int, routingMap []byte, misrouted bool)
 }
 
-// routed reports whether method m is routed by its path: the namespace
+// Routed reports whether method m is routed by its path: the namespace
 // operations on one path. Echo, defaults, fsck and lease renewal have no
 // path; concat, content summary, quotas and the recursive operations reach
 // beyond one directory and are served anywhere.
-func routed(m Method) bool {
+func Routed(m Method) bool {
 	switch m {
 	case MethodMkdirs, MethodCreate, MethodAppend, MethodWrite, MethodComplete, MethodRead, MethodStat, MethodList,
 		MethodDelete, MethodRename, MethodSetPermission, MethodSetOwner, MethodSetTimes, MethodSetReplication,
@@ -277,7 +277,7 @@ func (s *Server) handle(ctx context.Context, frame []byte, out []byte) (_ []byte
 		defer cancel()
 	}
 	var resp *api.Response
-	if r := s.opts.Router; r != nil && req.GetRouted() && routed(m) {
+	if r := s.opts.Router; r != nil && req.GetRouted() && Routed(m) {
 		if owner, rm, wrong := r.Misrouted(ctx, m == MethodList, path); wrong {
 			resp = &api.Response{RequestId: req.GetRequestId(), Error: &api.Error{Kind: api.Kind_KIND_WRONG_OWNER, Op: m.String(), Path: path,
 				Detail: fmt.Sprintf("deployment %d owns it", owner), RoutingMap: rm, Owner: uint32(owner)}}
