@@ -463,6 +463,10 @@ func (c *Client) exchange(ctx context.Context, m rpc.Method, path string, u meta
 				owner uint32
 				m     []byte
 			}
+			// CallView merges into view.resp: an error an earlier attempt
+			// left there (a wrong-owner or throttled answer, aliasing a
+			// frame since reused) must not survive into this one's answer.
+			view.resp.Error = nil
 			err = conn.CallView(ctx, req, view.resp, func(resp *api.Response) error {
 				if e := resp.GetError(); e != nil && e.GetKind() == api.Kind_KIND_WRONG_OWNER {
 					// Copied: the frame is reused once this returns.
