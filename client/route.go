@@ -2,6 +2,7 @@ package client
 
 import (
 	pathpkg "path"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -60,10 +61,14 @@ func routeDir(m rpc.Method, p string) string {
 	if p == "" {
 		return ""
 	}
+	p = pathpkg.Clean(p) // p itself, without allocating, when already clean
 	if m == rpc.MethodList {
-		return pathpkg.Clean(p)
+		return p
 	}
-	return pathpkg.Dir(p)
+	if i := strings.LastIndexByte(p, '/'); i > 0 {
+		return p[:i]
+	}
+	return "/"
 }
 
 // routeOf returns where req goes: an instance of its directory's learnt
