@@ -442,7 +442,9 @@ func (c *Client) exchange(ctx context.Context, m rpc.Method, path string, u meta
 				if e == nil {
 					return resp, nil
 				}
-				if e.GetKind() == api.Kind_KIND_WRONG_OWNER {
+				// Followed only for a routed request: a server never refuses
+				// an unrouted one, and if one did, the call must end.
+				if e.GetKind() == api.Kind_KIND_WRONG_OWNER && req.Routed {
 					p = c.misrouted(&rt, req, e.GetRoutingMap(), e.GetOwner())
 					continue
 				}
@@ -468,7 +470,7 @@ func (c *Client) exchange(ctx context.Context, m rpc.Method, path string, u meta
 			// frame since reused) must not survive into this one's answer.
 			view.resp.Error = nil
 			err = conn.CallView(ctx, req, view.resp, func(resp *api.Response) error {
-				if e := resp.GetError(); e != nil && e.GetKind() == api.Kind_KIND_WRONG_OWNER {
+				if e := resp.GetError(); e != nil && e.GetKind() == api.Kind_KIND_WRONG_OWNER && req.Routed {
 					// Copied: the frame is reused once this returns.
 					said.wrong, said.owner, said.m = true, e.GetOwner(), slices.Clone(e.GetRoutingMap())
 				} else if e != nil {
