@@ -50,6 +50,9 @@ const (
 	// The operation may or may not have happened (a commit whose answer was
 	// lost and could not be checked): not safe to send again blindly.
 	Kind_KIND_OUTCOME_UNKNOWN Kind = 16
+	// Not done: another deployment owns the request's routing key. The error
+	// carries the current routing map and the owner; send it there.
+	Kind_KIND_WRONG_OWNER Kind = 17
 )
 
 // Enum value maps for Kind.
@@ -72,6 +75,7 @@ var (
 		14: "KIND_UNSUPPORTED",
 		15: "KIND_INTERNAL",
 		16: "KIND_OUTCOME_UNKNOWN",
+		17: "KIND_WRONG_OWNER",
 	}
 	Kind_value = map[string]int32{
 		"KIND_UNKNOWN":          0,
@@ -91,6 +95,7 @@ var (
 		"KIND_UNSUPPORTED":      14,
 		"KIND_INTERNAL":         15,
 		"KIND_OUTCOME_UNKNOWN":  16,
+		"KIND_WRONG_OWNER":      17,
 	}
 )
 
@@ -258,6 +263,12 @@ type Request struct {
 	// server counts and may limit load per user and per user/job
 	// (docs/OPERATIONS.md, "Tenants"). Empty: the user alone.
 	Job string `protobuf:"bytes,6,opt,name=job,proto3" json:"job,omitempty"`
+	// routed: the caller routes by deployment (docs/ELASTIC.md, "Request
+	// routing"). A server of a cluster of several deployments answers a
+	// routed request that another deployment owns with KIND_WRONG_OWNER
+	// instead of serving it; unrouted requests (older clients) are served
+	// anywhere.
+	Routed bool `protobuf:"varint,7,opt,name=routed,proto3" json:"routed,omitempty"`
 	// Types that are valid to be assigned to Body:
 	//
 	//	*Request_Mkdirs
@@ -362,6 +373,13 @@ func (x *Request) GetJob() string {
 		return x.Job
 	}
 	return ""
+}
+
+func (x *Request) GetRouted() bool {
+	if x != nil {
+		return x.Routed
+	}
+	return false
 }
 
 func (x *Request) GetBody() isRequest_Body {
@@ -1018,7 +1036,11 @@ type Error struct {
 	// retry_after_ms: a request refused for its tenant's limit (KIND_BUSY,
 	// not executed) may be sent again, with the same request id, after this
 	// long; the Go client waits and does (Options.ThrottleWait).
-	RetryAfterMs  uint32 `protobuf:"varint,5,opt,name=retry_after_ms,json=retryAfterMs,proto3" json:"retry_after_ms,omitempty"`
+	RetryAfterMs uint32 `protobuf:"varint,5,opt,name=retry_after_ms,json=retryAfterMs,proto3" json:"retry_after_ms,omitempty"`
+	// For KIND_WRONG_OWNER: the current routing map (routing.Map's binary
+	// form) and the deployment that owns the request.
+	RoutingMap    []byte `protobuf:"bytes,6,opt,name=routing_map,json=routingMap,proto3" json:"routing_map,omitempty"`
+	Owner         uint32 `protobuf:"varint,7,opt,name=owner,proto3" json:"owner,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1084,6 +1106,20 @@ func (x *Error) GetDetail() string {
 func (x *Error) GetRetryAfterMs() uint32 {
 	if x != nil {
 		return x.RetryAfterMs
+	}
+	return 0
+}
+
+func (x *Error) GetRoutingMap() []byte {
+	if x != nil {
+		return x.RoutingMap
+	}
+	return nil
+}
+
+func (x *Error) GetOwner() uint32 {
+	if x != nil {
+		return x.Owner
 	}
 	return 0
 }
@@ -3493,7 +3529,7 @@ var File_nimbus_proto protoreflect.FileDescriptor
 
 const file_nimbus_proto_rawDesc = "" +
 	"\n" +
-	"\fnimbus.proto\x12\rnimbus.api.v1\"\xda\x0e\n" +
+	"\fnimbus.proto\x12\rnimbus.api.v1\"\xf2\x0e\n" +
 	"\aRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12\x1f\n" +
@@ -3503,7 +3539,8 @@ const file_nimbus_proto_rawDesc = "" +
 	"\n" +
 	"timeout_ms\x18\x04 \x01(\rR\ttimeoutMs\x12 \n" +
 	"\vresubmitted\x18\x05 \x01(\bR\vresubmitted\x12\x10\n" +
-	"\x03job\x18\x06 \x01(\tR\x03job\x126\n" +
+	"\x03job\x18\x06 \x01(\tR\x03job\x12\x16\n" +
+	"\x06routed\x18\a \x01(\bR\x06routed\x126\n" +
 	"\x06mkdirs\x18\n" +
 	" \x01(\v2\x1c.nimbus.api.v1.MkdirsRequestH\x00R\x06mkdirs\x126\n" +
 	"\x06create\x18\v \x01(\v2\x1c.nimbus.api.v1.CreateRequestH\x00R\x06create\x126\n" +
@@ -3550,13 +3587,16 @@ const file_nimbus_proto_rawDesc = "" +
 	"\n" +
 	"acl_status\x18\x12 \x01(\v2\x18.nimbus.api.v1.AclStatusH\x00R\taclStatus\x124\n" +
 	"\x06xattrs\x18\x13 \x01(\v2\x1a.nimbus.api.v1.XAttrResultH\x00R\x06xattrsB\b\n" +
-	"\x06result\"\x92\x01\n" +
+	"\x06result\"\xc9\x01\n" +
 	"\x05Error\x12'\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x13.nimbus.api.v1.KindR\x04kind\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\tR\x02op\x12\x12\n" +
 	"\x04path\x18\x03 \x01(\tR\x04path\x12\x16\n" +
 	"\x06detail\x18\x04 \x01(\tR\x06detail\x12$\n" +
-	"\x0eretry_after_ms\x18\x05 \x01(\rR\fretryAfterMs\"\a\n" +
+	"\x0eretry_after_ms\x18\x05 \x01(\rR\fretryAfterMs\x12\x1f\n" +
+	"\vrouting_map\x18\x06 \x01(\fR\n" +
+	"routingMap\x12\x14\n" +
+	"\x05owner\x18\a \x01(\rR\x05owner\"\a\n" +
 	"\x05Empty\"e\n" +
 	"\rMkdirsRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
@@ -3757,7 +3797,7 @@ const file_nimbus_proto_rawDesc = "" +
 	"\x18SetOwnerRecursiveRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x12\x14\n" +
-	"\x05group\x18\x03 \x01(\tR\x05group*\xdb\x02\n" +
+	"\x05group\x18\x03 \x01(\tR\x05group*\xf1\x02\n" +
 	"\x04Kind\x12\x10\n" +
 	"\fKIND_UNKNOWN\x10\x00\x12\x12\n" +
 	"\x0eKIND_NOT_FOUND\x10\x01\x12\x0f\n" +
@@ -3778,7 +3818,8 @@ const file_nimbus_proto_rawDesc = "" +
 	"\x14KIND_UNRESOLVED_LINK\x10\r\x12\x14\n" +
 	"\x10KIND_UNSUPPORTED\x10\x0e\x12\x11\n" +
 	"\rKIND_INTERNAL\x10\x0f\x12\x18\n" +
-	"\x14KIND_OUTCOME_UNKNOWN\x10\x10B%Z#github.com/nimbus-fs/nimbus/api;apib\x06proto3"
+	"\x14KIND_OUTCOME_UNKNOWN\x10\x10\x12\x14\n" +
+	"\x10KIND_WRONG_OWNER\x10\x11B%Z#github.com/nimbus-fs/nimbus/api;apib\x06proto3"
 
 var (
 	file_nimbus_proto_rawDescOnce sync.Once

@@ -136,3 +136,41 @@ func BenchmarkList1000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkStatRoute: the stat of BenchmarkStatParallel, serial and with
+// 32 callers, with Options.Route off and on, against a server of one
+// deployment (what routing costs where it cannot help: docs/ELASTIC.md,
+// "Request routing").
+func BenchmarkStatRoute(b *testing.B) {
+	e := engine(b)
+	addr := serve(b, e, nil)
+	ctx := context.Background()
+	u := meta.User{Name: "root"}
+	p := "/a/b/c/d/e/f/g"
+	for _, route := range []bool{false, true} {
+		c := dial(b, addr, client.Options{Route: route})
+		if err := c.Mkdirs(ctx, u, p, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("serial/route=%v", route), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Stat(ctx, u, p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("parallel/route=%v", route), func(b *testing.B) {
+			b.ReportAllocs()
+			parallel32(b)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := c.Stat(ctx, u, p); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/user"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,6 +96,14 @@ type Options struct {
 	// whatever the average (a fast average must not turn a 1 ms hiccup
 	// into duplicate load). 0 means 5ms.
 	StragglerFloor time.Duration
+	// Route sends each request to an instance of the deployment that owns
+	// it, as far as the client knows, and marks it routed, so that a
+	// server of another deployment refuses it with a wrong-owner answer
+	// carrying the routing map; the client then learns the owner of that
+	// directory and sends it there (docs/ELASTIC.md, "Request routing").
+	// Off by default: unrouted requests are served by any server, as
+	// before.
+	Route bool
 }
 
 // JobFromEnv returns NIMBUS_JOB: the job `nimbus fs` and `nimbus bench`
@@ -157,7 +166,7 @@ var ErrClosed = errors.New("client: closed")
 // Client is a meta.FileSystem served by a remote Nimbus server. Safe for
 // concurrent use; Close releases its connections.
 type Client struct {
-	addr    string // TCP host:port
+	addr    string // TCP host:port of the default server
 	baseURL string // http://host:port
 	opts    Options
 	lat     latency // moving averages, for straggler mitigation
@@ -174,10 +183,17 @@ type Client struct {
 	name      string
 	tag       uint64 // random high bits of every request id
 	seq       atomic.Uint64
-	next      atomic.Uint32
-	calls     atomic.Int32 // requests under way on the pool (see pick)
-	slots     []slot
+	calls     atomic.Int32 // requests under way on the pools (see pick)
+	def       *pool        // the default server's
 	closed    atomic.Bool
+	routes    routes // Options.Route (route.go)
+}
+
+// pool is the connections to one server address.
+type pool struct {
+	addr  string // TCP host:port
+	next  atomic.Uint32
+	slots []slot
 }
 
 // slot is one pooled connection, redialled when it fails.
@@ -210,14 +226,14 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 		name: "nimbus-" + hex.EncodeToString(rnd[:8]),
 		// 24 random bits on top, a 40-bit sequence below: unique per client
 		// for 10^12 requests, and unlikely to collide across clients.
-		tag:   (binary.LittleEndian.Uint64(rnd[8:]) & (1<<24 - 1)) << 40,
-		slots: make([]slot, opts.Conns),
+		tag: (binary.LittleEndian.Uint64(rnd[8:]) & (1<<24 - 1)) << 40,
+		def: &pool{addr: hp, slots: make([]slot, opts.Conns)},
 	}
 	if c.hc == nil {
 		c.hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}}
 	}
-	for i := range c.slots {
-		if _, err := c.slotConn(ctx, &c.slots[i]); err != nil {
+	for i := range c.def.slots {
+		if _, err := c.slotConn(ctx, c.def, &c.def.slots[i]); err != nil {
 			c.Close()
 			return nil, fmt.Errorf("client: dial %s: %w", addr, err)
 		}
@@ -236,15 +252,17 @@ func (c *Client) Close() error {
 		return nil
 	}
 	close(c.stopTicks)
-	for i := range c.slots {
-		s := &c.slots[i]
-		s.mu.Lock()
-		if s.conn != nil {
-			s.conn.Close()
-			s.conn = nil
-			s.cur.Store(nil)
+	for _, p := range append(c.routedPools(), c.def) {
+		for i := range p.slots {
+			s := &p.slots[i]
+			s.mu.Lock()
+			if s.conn != nil {
+				s.conn.Close()
+				s.conn = nil
+				s.cur.Store(nil)
+			}
+			s.mu.Unlock()
 		}
-		s.mu.Unlock()
 	}
 	if t, ok := c.hc.Transport.(*http.Transport); ok && c.opts.HTTPClient == nil {
 		t.CloseIdleConnections()
@@ -258,7 +276,7 @@ func (c *Client) nextID() uint64 {
 
 // slotConn returns the slot's working connection, dialling a new one when it
 // has none or the old one failed.
-func (c *Client) slotConn(ctx context.Context, s *slot) (*rpc.Conn, error) {
+func (c *Client) slotConn(ctx context.Context, p *pool, s *slot) (*rpc.Conn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c.closed.Load() {
@@ -268,13 +286,13 @@ func (c *Client) slotConn(ctx context.Context, s *slot) (*rpc.Conn, error) {
 		if !s.conn.Broken() {
 			return s.conn, nil
 		}
-		c.log.Info("client: reconnecting", "addr", c.addr, "cause", s.conn.Err())
+		c.log.Info("client: reconnecting", "addr", p.addr, "cause", s.conn.Err())
 		s.conn = nil
 		s.cur.Store(nil)
 	}
 	dctx, cancel := context.WithTimeout(ctx, c.opts.DialTimeout)
 	defer cancel()
-	conn, err := rpc.Dial(dctx, c.addr, rpc.ConnOptions{MaxFrameSize: c.opts.MaxFrameSize})
+	conn, err := rpc.Dial(dctx, p.addr, rpc.ConnOptions{MaxFrameSize: c.opts.MaxFrameSize})
 	if err != nil {
 		return nil, err
 	}
@@ -293,29 +311,29 @@ func (c *Client) slotConn(ctx context.Context, s *slot) (*rpc.Conn, error) {
 // both sides per request, which is what a loaded machine cannot spare), and
 // it falls back to the other slots when a shared one cannot be dialled. A
 // slot found broken in the scan is redialled in the background.
-func (c *Client) pick(ctx context.Context, busy int) (*rpc.Conn, error) {
-	if busy < len(c.slots) {
-		for i := range c.slots {
-			s := &c.slots[i]
+func (c *Client) pick(ctx context.Context, p *pool, busy int) (*rpc.Conn, error) {
+	if busy < len(p.slots) {
+		for i := range p.slots {
+			s := &p.slots[i]
 			conn := s.cur.Load()
 			if conn != nil && conn.Idle() {
 				return conn, nil
 			}
 			if conn == nil || conn.Broken() {
-				c.redial(s)
+				c.redial(p, s)
 			}
 		}
 	}
-	n := uint32(len(c.slots))
+	n := uint32(len(p.slots))
 	shared := max(n/2, 1)
-	start := c.next.Add(1)
+	start := p.next.Add(1)
 	var firstErr error
 	for i := range n {
 		k := (start + i) % shared // the shared slots first, from the round-robin one
 		if i >= shared {
 			k = i
 		}
-		conn, err := c.slotConn(ctx, &c.slots[k])
+		conn, err := c.slotConn(ctx, p, &p.slots[k])
 		if err == nil {
 			return conn, nil
 		}
@@ -332,14 +350,14 @@ func (c *Client) pick(ctx context.Context, busy int) (*rpc.Conn, error) {
 // redial dials slot s again in the background, unless that is under way or
 // the client is closed: a spare slot is otherwise only reached through pick's
 // scan, which takes working connections only.
-func (c *Client) redial(s *slot) {
+func (c *Client) redial(p *pool, s *slot) {
 	if c.closed.Load() || !s.redialing.CompareAndSwap(false, true) {
 		return
 	}
 	go func() {
 		defer s.redialing.Store(false)
-		if _, err := c.slotConn(context.Background(), s); err != nil && !errors.Is(err, ErrClosed) {
-			c.log.Debug("client: redial failed", "addr", c.addr, "err", err)
+		if _, err := c.slotConn(context.Background(), p, s); err != nil && !errors.Is(err, ErrClosed) {
+			c.log.Debug("client: redial failed", "addr", p.addr, "err", err)
 		}
 	}()
 }
@@ -387,11 +405,24 @@ func (c *Client) exchange(ctx context.Context, m rpc.Method, path string, u meta
 	var waited time.Duration // for the server to take a throttled request
 	busy := int(c.calls.Add(1)) - 1
 	defer c.calls.Add(-1)
+	p, rt := c.def, route{}
+	if c.opts.Route && rpc.Routed(m) {
+		rt = c.routeOf(m, req)
+		p = rt.pool
+		req.Routed = true
+	}
 	for attempt := 0; ; attempt++ {
-		conn, err := c.pick(ctx, busy)
+		conn, err := c.pick(ctx, p, busy)
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, ErrClosed) {
 				return nil, meta.WrapOp(op, path, err)
+			}
+			if p != c.def {
+				// The owner's instance cannot be reached: any server
+				// answers an unrouted request.
+				c.log.Debug("client: owner unreachable, sending unrouted to the default server", "addr", p.addr, "err", err)
+				p, req.Routed = c.def, false
+				continue
 			}
 			if sent > 0 && !m.ReadOnly() {
 				return nil, meta.Errorf(op, path, meta.ErrOutcomeUnknown,
@@ -402,7 +433,7 @@ func (c *Client) exchange(ctx context.Context, m rpc.Method, path string, u meta
 		if view == nil {
 			var resp *api.Response
 			if c.opts.StragglerFactor > 0 && (m == rpc.MethodStat || m == rpc.MethodRead) {
-				resp, err = c.hedgedCall(ctx, m, conn, req, busy)
+				resp, err = c.hedgedCall(ctx, m, p, conn, req, busy)
 			} else {
 				resp, err = conn.Call(ctx, req)
 			}
@@ -410,6 +441,12 @@ func (c *Client) exchange(ctx context.Context, m rpc.Method, path string, u meta
 				e := resp.GetError()
 				if e == nil {
 					return resp, nil
+				}
+				// Followed only for a routed request: a server never refuses
+				// an unrouted one, and if one did, the call must end.
+				if e.GetKind() == api.Kind_KIND_WRONG_OWNER && req.Routed {
+					p = c.misrouted(&rt, req, e.GetRoutingMap(), e.GetOwner())
+					continue
 				}
 				// A throttled request's retry-after, ms: wait and send again.
 				if after := e.GetRetryAfterMs(); after == 0 || !c.waitThrottled(ctx, &waited, after) {
@@ -424,15 +461,29 @@ func (c *Client) exchange(ctx context.Context, m rpc.Method, path string, u meta
 			var said struct {
 				err   error
 				after uint32
+				wrong bool
+				owner uint32
+				m     []byte
 			}
+			// CallView merges into view.resp: an error an earlier attempt
+			// left there (a wrong-owner or throttled answer, aliasing a
+			// frame since reused) must not survive into this one's answer.
+			view.resp.Error = nil
 			err = conn.CallView(ctx, req, view.resp, func(resp *api.Response) error {
-				if e := resp.GetError(); e != nil {
+				if e := resp.GetError(); e != nil && e.GetKind() == api.Kind_KIND_WRONG_OWNER && req.Routed {
+					// Copied: the frame is reused once this returns.
+					said.wrong, said.owner, said.m = true, e.GetOwner(), slices.Clone(e.GetRoutingMap())
+				} else if e != nil {
 					said.err, said.after = rpc.ErrorFromProto(e), e.GetRetryAfterMs()
 				} else {
 					view.got()
 				}
 				return nil
 			})
+			if err == nil && said.wrong {
+				p = c.misrouted(&rt, req, said.m, said.owner)
+				continue
+			}
 			if err == nil {
 				if said.after == 0 || !c.waitThrottled(ctx, &waited, said.after) {
 					return nil, said.err
@@ -533,7 +584,7 @@ func (l *latency) average(m rpc.Method) time.Duration {
 // times the operation's moving average (at least StragglerFloor), it sends
 // the request again with a new id, on the connection pick gives, and takes
 // the first answer. Without an average yet it is a plain Call.
-func (c *Client) hedgedCall(ctx context.Context, m rpc.Method, conn *rpc.Conn, req *api.Request, busy int) (*api.Response, error) {
+func (c *Client) hedgedCall(ctx context.Context, m rpc.Method, p *pool, conn *rpc.Conn, req *api.Request, busy int) (*api.Response, error) {
 	start := time.Now()
 	avg := c.lat.average(m)
 	if avg == 0 {
@@ -577,7 +628,7 @@ wait:
 	}
 	var second *rpc.Pending
 	if again != nil {
-		if conn2, err := c.pick(ctx, busy); err == nil {
+		if conn2, err := c.pick(ctx, p, busy); err == nil {
 			second, _ = conn2.Start(ctx, again)
 		}
 	}

@@ -35,6 +35,11 @@ const (
 	// request id (which the server answers from its record of the first), or
 	// after looking.
 	KindOutcomeUnknown Kind = 16
+	// KindWrongOwner: not done, nothing changed; another deployment owns
+	// the request (a routed request that reached the wrong server). The
+	// routing client sends it to the owner; it reaches a caller only when
+	// that keeps failing.
+	KindWrongOwner Kind = 17
 )
 
 var kindNames = [...]string{
@@ -55,6 +60,7 @@ var kindNames = [...]string{
 	KindUnsupported:     "operation not supported",
 	KindInternal:        "internal error",
 	KindOutcomeUnknown:  "outcome unknown",
+	KindWrongOwner:      "wrong owner, send it to the owner deployment",
 }
 
 func (k Kind) String() string {
@@ -83,6 +89,7 @@ var (
 	ErrUnsupported     = &kindError{KindUnsupported}
 	ErrInternal        = &kindError{KindInternal}
 	ErrOutcomeUnknown  = &kindError{KindOutcomeUnknown}
+	ErrWrongOwner      = &kindError{KindWrongOwner}
 )
 
 var sentinels = [...]error{
@@ -103,6 +110,7 @@ var sentinels = [...]error{
 	KindUnsupported:     ErrUnsupported,
 	KindInternal:        ErrInternal,
 	KindOutcomeUnknown:  ErrOutcomeUnknown,
+	KindWrongOwner:      ErrWrongOwner,
 }
 
 type kindError struct{ kind Kind }

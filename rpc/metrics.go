@@ -29,7 +29,7 @@ type metrics struct {
 	ok  [numMethods]prometheus.Counter
 	obs [numMethods]prometheus.Observer
 	// errs caches counters by method and kind, filled on first use.
-	errs [numMethods][16]atomic.Pointer[prometheus.Counter]
+	errs [numMethods][18]atomic.Pointer[prometheus.Counter]
 }
 
 // newMetrics registers the instruments on reg; held reads the bytes the
@@ -108,6 +108,8 @@ func kindLabel(k meta.Kind) string {
 		return "too_large"
 	case meta.KindUnresolvedLink:
 		return "unresolved_link"
+	case meta.KindWrongOwner:
+		return "wrong_owner"
 	}
 	return strings.ReplaceAll(k.String(), " ", "_")
 }

@@ -75,6 +75,37 @@ type ServerOptions struct {
 		Begin()
 		End()
 	}
+	// Router, when set, refuses routed requests (api.Request.routed) that
+	// another deployment owns with KIND_WRONG_OWNER (docs/ELASTIC.md,
+	// "Request routing"). Unrouted requests are served whatever owns them.
+	Router Router
+}
+
+// Router tells a server whether a routed request belongs to its
+// deployment. Implementations are safe for concurrent use.
+type Router interface {
+	// Misrouted reports whether another deployment owns an operation on
+	// path (listing: a listing of path, routed by the directory itself;
+	// else routed by path's parent) and if so which one, with the current
+	// routing map in its binary form (routing.Map.MarshalBinary). It
+	// reports false whenever it cannot tell (one deployment, a path that
+	// does not resolve, a store error): the request is then served here,
+	// as every server can.
+	Misrouted(ctx context.Context, listing bool, path string) (owner int, routingMap []byte, misrouted bool)
+}
+
+// Routed reports whether method m is routed by its path: the namespace
+// operations on one path. Echo, defaults, fsck and lease renewal have no
+// path; concat, content summary, quotas and the recursive operations reach
+// beyond one directory and are served anywhere.
+func Routed(m Method) bool {
+	switch m {
+	case MethodMkdirs, MethodCreate, MethodAppend, MethodWrite, MethodComplete, MethodRead, MethodStat, MethodList,
+		MethodDelete, MethodRename, MethodSetPermission, MethodSetOwner, MethodSetTimes, MethodSetReplication,
+		MethodTruncate, MethodCreateSymlink, MethodAcl, MethodXAttr:
+		return true
+	}
+	return false
 }
 
 // DefaultServerOptions returns options with every default filled in.
@@ -246,7 +277,15 @@ func (s *Server) handle(ctx context.Context, frame []byte, out []byte) (_ []byte
 		defer cancel()
 	}
 	var resp *api.Response
-	if tn := s.opts.Tenants; tn != nil {
+	if r := s.opts.Router; r != nil && req.GetRouted() && Routed(m) {
+		if owner, rm, wrong := r.Misrouted(ctx, m == MethodList, path); wrong {
+			resp = &api.Response{RequestId: req.GetRequestId(), Error: &api.Error{Kind: api.Kind_KIND_WRONG_OWNER, Op: m.String(), Path: path,
+				Detail: fmt.Sprintf("deployment %d owns it", owner), RoutingMap: rm, Owner: uint32(owner)}}
+		}
+	}
+	if resp != nil {
+		// Refused before it ran: not counted against the tenant.
+	} else if tn := s.opts.Tenants; tn != nil {
 		id := tenant.ID(req.GetUser(), req.GetJob())
 		if err := tn.Admit(id); err != nil {
 			e := &api.Error{Kind: api.Kind_KIND_BUSY, Op: m.String(), Path: path, Detail: err.Error()}

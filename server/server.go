@@ -336,7 +336,7 @@ func New(cfg Config) (*Server, error) {
 	lim := cfg.Limits.withDefaults()
 	s.rpc = rpc.NewServer(ns, rpc.ServerOptions{Logger: s.log.With("component", "rpc"), Registerer: s.reg, Fsck: ns.Fsck,
 		MaxConnBytes: lim.RPCConnBytes, MaxServerBytes: lim.RPCServerBytes, FrameTimeout: lim.RPCFrameTimeout, IdleTimeout: lim.RPCIdleTimeout,
-		Tenants: s.tenants, Meter: s.meter})
+		Tenants: s.tenants, Meter: s.meter, Router: &router{s: s, mapTTL: time.Second}})
 	wcfg := webhdfs.DefaultConfig()
 	wcfg.Advertise = cfg.Advertise
 	wcfg.Superuser = nc.Superuser

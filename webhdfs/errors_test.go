@@ -54,6 +54,7 @@ func TestErrorTablePerKind(t *testing.T) {
 		// Not RetriableException: Hadoop's client must not send again
 		// what may have happened.
 		{meta.KindOutcomeUnknown, 403, "IOException"},
+		{meta.KindWrongOwner, 503, "RetriableException"},
 	}
 	covered := map[meta.Kind]bool{}
 	for _, c := range cases {

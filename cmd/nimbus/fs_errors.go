@@ -28,6 +28,7 @@ var kindJSONNames = map[meta.Kind]string{
 	meta.KindUnsupported:     "unsupported",
 	meta.KindInternal:        "internal",
 	meta.KindOutcomeUnknown:  "outcome_unknown",
+	meta.KindWrongOwner:      "wrong_owner",
 }
 
 func kindJSONName(k meta.Kind) string {

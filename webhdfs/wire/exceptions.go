@@ -59,6 +59,14 @@ var Exceptions = [...]Exception{
 	// The message says that the outcome is unknown and that the caller
 	// should look before trying again.
 	meta.KindOutcomeUnknown: {http.StatusForbidden, "IOException", "java.io.IOException"},
+	// WebHDFS requests are never routed (no request flag), so a gateway
+	// never answers this; should a wrong-owner error reach it from
+	// elsewhere it means "not done, nothing changed", as KindBusy: 503
+	// RetriableException, which Hadoop's client and generic HTTP clients
+	// retry. Not 307: a redirect needs the owner's HTTP address, which the
+	// routing map has only for the RPC protocol, and a WebHDFS server serves
+	// any path anyway.
+	meta.KindWrongOwner: {http.StatusServiceUnavailable, "RetriableException", "org.apache.hadoop.ipc.RetriableException"},
 }
 
 // ExceptionOf returns the wire form of kind k (KindUnknown's for a kind the

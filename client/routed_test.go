@@ -1,0 +1,138 @@
+package client_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nimbus-fs/nimbus/client"
+	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/meta/metatest"
+	"github.com/nimbus-fs/nimbus/routing"
+	"github.com/nimbus-fs/nimbus/rpc"
+)
+
+// fakeRouter is deployment self of 2, where deployment 1 owns the
+// directories under /b and 0 the others; lying makes it claim the other
+// deployment owns everything.
+type fakeRouter struct {
+	self    int
+	lying   bool
+	m       atomic.Pointer[[]byte]
+	refused atomic.Int64
+}
+
+func (r *fakeRouter) Misrouted(_ context.Context, listing bool, p string) (int, []byte, bool) {
+	dir := p
+	if !listing {
+		dir = p[:max(strings.LastIndexByte(p, '/'), 1)]
+	}
+	owner := 0
+	if dir == "/b" || strings.HasPrefix(dir, "/b/") {
+		owner = 1
+	}
+	if r.lying {
+		owner = 1 - r.self
+	}
+	if owner == r.self {
+		return 0, nil, false
+	}
+	r.refused.Add(1)
+	return owner, *r.m.Load(), true
+}
+
+func serveRouted(t *testing.T, fs meta.FileSystem, r *fakeRouter) string {
+	t.Helper()
+	s := rpc.NewServer(fs, rpc.ServerOptions{Router: r})
+	mux := http.NewServeMux()
+	mux.Handle("/rpc/", s.Handler())
+	hs := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.Shutdown(ctx)
+		hs.Close()
+	})
+	return hs.URL
+}
+
+// twoRouted starts two servers of one file system as deployments 0 and 1.
+func twoRouted(t *testing.T, lying bool) (meta.FileSystem, [2]*fakeRouter, [2]string) {
+	fs := metatest.NewMemFS()
+	rs := [2]*fakeRouter{{self: 0, lying: lying}, {self: 1, lying: lying}}
+	var addrs [2]string
+	for i := range rs {
+		addrs[i] = serveRouted(t, fs, rs[i])
+	}
+	m := &routing.Map{Version: 1, Deployments: [][]routing.Instance{{{ID: "a", Addr: addrs[0]}}, {{ID: "b", Addr: addrs[1]}}}}
+	enc, _ := m.MarshalBinary()
+	for _, r := range rs {
+		r.m.Store(&enc)
+	}
+	return fs, rs, addrs
+}
+
+// TestRoutedClient: a routing client follows a wrong-owner answer to the
+// owner (a listing, decoded in place, and a stat), then sends that
+// directory's requests to the owner at once; unrouted clients are served
+// anywhere.
+func TestRoutedClient(t *testing.T) {
+	fs, rs, addrs := twoRouted(t, false)
+	ctx := context.Background()
+	u := meta.User{Name: "root"}
+	for _, d := range []string{"/a", "/b"} {
+		if err := fs.Mkdirs(ctx, u, d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := meta.CreateFile(ctx, fs, u, "/b/f", meta.CreateOptions{Client: "t", Perm: 0o644}, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, addrs[0], client.Options{Route: true})
+	l, err := c.List(ctx, u, "/b", "", 0)
+	if err != nil || len(l.Entries) != 1 || l.Entries[0].Path != "/b/f" {
+		t.Fatalf("list /b: %v, %+v", err, l)
+	}
+	if w, _ := c.RouteStats(); w != 1 || rs[0].refused.Load() != 1 {
+		t.Fatalf("after list /b: %d wrong-owner answers followed, %d refused; want 1, 1", w, rs[0].refused.Load())
+	}
+	for range 3 {
+		if _, err := c.Stat(ctx, u, "/b/f"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Stat(ctx, u, "/a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w, o := c.RouteStats(); w != 1 || o != 3 || rs[1].refused.Load() != 0 {
+		t.Errorf("stats: %d wrong-owner answers, %d sent to the learnt owner, %d refused by the owner; want 1, 3, 0", w, o, rs[1].refused.Load())
+	}
+	plain := dial(t, addrs[0], client.Options{})
+	if _, err := plain.Stat(ctx, u, "/b/f"); err != nil || rs[0].refused.Load() != 1 {
+		t.Errorf("unrouted stat: %v, refused %d (want served)", err, rs[0].refused.Load())
+	}
+}
+
+// TestRoutedClientBounded: servers that each say the other owns
+// everything are followed maxRouteHops times, then the request goes
+// unrouted to the default server, which serves it.
+func TestRoutedClientBounded(t *testing.T) {
+	fs, rs, addrs := twoRouted(t, true)
+	ctx := context.Background()
+	u := meta.User{Name: "root"}
+	if err := fs.Mkdirs(ctx, u, "/a/x", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, addrs[0], client.Options{Route: true})
+	st, err := c.Stat(ctx, u, "/a/x")
+	if err != nil || !st.IsDir() {
+		t.Fatalf("stat /a/x: %v, %+v", err, st)
+	}
+	if w, _ := c.RouteStats(); w != 4 || rs[0].refused.Load()+rs[1].refused.Load() != 4 {
+		t.Errorf("%d wrong-owner answers followed, %d refused; want 4 (3 hops, then unrouted)", w, rs[0].refused.Load()+rs[1].refused.Load())
+	}
+}
