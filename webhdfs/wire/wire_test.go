@@ -24,6 +24,10 @@ func TestExceptionRoundTrip(t *testing.T) {
 			if !errors.Is(s, meta.ErrInvalidArgument) {
 				t.Errorf("kind %v: %s decodes to %v", k, ex.Name, s)
 			}
+		case k == meta.KindWrongOwner: // sent as RetriableException, as busy is: nothing was done
+			if !errors.Is(s, meta.ErrBusy) {
+				t.Errorf("kind %v: %s decodes to %v", k, ex.Name, s)
+			}
 		case k == meta.KindIsDir: // sent as FileNotFoundException, as HDFS does
 			if !errors.Is(s, meta.ErrNotFound) {
 				t.Errorf("kind %v: %s decodes to %v", k, ex.Name, s)
