@@ -102,18 +102,29 @@ func insert(txn store.Txn, key, value []byte) {
 	txn.Put(key, value)
 }
 
+// lockRow begins a transaction and reads key locked exclusive (nil: no
+// row). The caller rolls the transaction back (a no-op after Commit).
+func lockRow(ctx context.Context, st store.Store, key []byte) (store.Txn, []byte, error) {
+	txn, err := st.Begin(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	vals, err := txn.Read(ctx, []store.ReadReq{{Key: key, Mode: store.Exclusive}})
+	if err != nil {
+		txn.Rollback()
+		return nil, nil, err
+	}
+	return txn, vals[0], nil
+}
+
 // ensureFloor creates the floor row at 0 if it is missing.
 func ensureFloor(ctx context.Context, st store.Store) error {
-	txn, err := st.Begin(ctx)
+	txn, val, err := lockRow(ctx, st, floorKey)
 	if err != nil {
 		return err
 	}
 	defer txn.Rollback()
-	vals, err := txn.Read(ctx, []store.ReadReq{{Key: floorKey, Mode: store.Exclusive}})
-	if err != nil {
-		return err
-	}
-	if vals[0] != nil {
+	if val != nil {
 		return nil
 	}
 	insert(txn, floorKey, encodeFloor(0))
@@ -123,21 +134,17 @@ func ensureFloor(ctx context.Context, st store.Store) error {
 // raiseFloor raises the floor to at least v: the exclusive lock waits for
 // every write transaction holding the row shared.
 func raiseFloor(ctx context.Context, st store.Store, v int64) error {
-	txn, err := st.Begin(ctx)
+	txn, val, err := lockRow(ctx, st, floorKey)
 	if err != nil {
 		return err
 	}
 	defer txn.Rollback()
-	vals, err := txn.Read(ctx, []store.ReadReq{{Key: floorKey, Mode: store.Exclusive}})
-	if err != nil {
-		return err
-	}
-	cur, ok := decodeFloor(vals[0])
+	cur, ok := decodeFloor(val)
 	switch {
-	case !ok && vals[0] == nil:
+	case !ok && val == nil:
 		insert(txn, floorKey, encodeFloor(v))
 	case !ok:
-		return fmt.Errorf("coherence/loop: malformed floor row %x", vals[0])
+		return fmt.Errorf("coherence/loop: malformed floor row %x", val)
 	case cur < v:
 		txn.Put(floorKey, encodeFloor(v))
 	}
@@ -147,17 +154,13 @@ func raiseFloor(ctx context.Context, st store.Store, v int64) error {
 // createFence creates incarnation id's fence row, live. errIDTaken if it
 // exists (the ID was used, and perhaps fenced, before).
 func createFence(ctx context.Context, st store.Store, id coherence.NodeID) error {
-	txn, err := st.Begin(ctx)
+	k := fenceKey(id)
+	txn, val, err := lockRow(ctx, st, k)
 	if err != nil {
 		return err
 	}
 	defer txn.Rollback()
-	k := fenceKey(id)
-	vals, err := txn.Read(ctx, []store.ReadReq{{Key: k, Mode: store.Exclusive}})
-	if err != nil {
-		return err
-	}
-	if vals[0] != nil {
+	if val != nil {
 		return errIDTaken
 	}
 	insert(txn, k, []byte{fenceLive})
@@ -174,20 +177,16 @@ func createFence(ctx context.Context, st store.Store, id coherence.NodeID) error
 // and every later one reads fenced and refuses to commit. A missing row is
 // created fenced: the incarnation never wrote, and now cannot create it.
 func fence(ctx context.Context, st store.Store, id coherence.NodeID) error {
-	txn, err := st.Begin(ctx)
+	k := fenceKey(id)
+	txn, val, err := lockRow(ctx, st, k)
 	if err != nil {
 		return err
 	}
 	defer txn.Rollback()
-	k := fenceKey(id)
-	vals, err := txn.Read(ctx, []store.ReadReq{{Key: k, Mode: store.Exclusive}})
-	if err != nil {
-		return err
-	}
 	switch {
-	case vals[0] == nil:
+	case val == nil:
 		insert(txn, k, []byte{fenceFenced})
-	case len(vals[0]) == 1 && vals[0][0] == fenceFenced:
+	case len(val) == 1 && val[0] == fenceFenced:
 		// already fenced; commit anyway (nothing written)
 	default:
 		txn.Put(k, []byte{fenceFenced})
