@@ -22,7 +22,13 @@ import (
 // its address.
 func serve(t testing.TB, fs meta.FileSystem, fsck func(context.Context) (*meta.FsckReport, error)) string {
 	t.Helper()
-	s := rpc.NewServer(fs, rpc.ServerOptions{Fsck: fsck})
+	return serveWith(t, fs, rpc.ServerOptions{Fsck: fsck})
+}
+
+// serveWith is serve with the server's options.
+func serveWith(t testing.TB, fs meta.FileSystem, opts rpc.ServerOptions) string {
+	t.Helper()
+	s := rpc.NewServer(fs, opts)
 	mux := http.NewServeMux()
 	mux.Handle("/rpc/", s.Handler())
 	hs := httptest.NewServer(mux)

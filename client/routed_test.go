@@ -2,12 +2,9 @@ package client_test
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/nimbus-fs/nimbus/client"
 	"github.com/nimbus-fs/nimbus/meta"
@@ -47,17 +44,7 @@ func (r *fakeRouter) Misrouted(_ context.Context, listing bool, p string) (int, 
 
 func serveRouted(t *testing.T, fs meta.FileSystem, r *fakeRouter) string {
 	t.Helper()
-	s := rpc.NewServer(fs, rpc.ServerOptions{Router: r})
-	mux := http.NewServeMux()
-	mux.Handle("/rpc/", s.Handler())
-	hs := httptest.NewServer(mux)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		s.Shutdown(ctx)
-		hs.Close()
-	})
-	return hs.URL
+	return serveWith(t, fs, rpc.ServerOptions{Router: r})
 }
 
 // twoRouted starts two servers of one file system as deployments 0 and 1.
