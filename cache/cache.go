@@ -210,28 +210,21 @@ func (c *Cache) countResolve(h uint64, n int, rows []Inode) {
 // Listing returns the cached page of directory dir that starts after
 // cursor ("" for the first page). The bytes belong to the cache: read only.
 func (c *Cache) Listing(dir uint64, cursor string) ([]byte, bool) {
-	var data []byte
-	ok := false
-	c.mu.RLock()
-	if pg := c.pageLocked(dir, cursor); pg != nil {
-		data, ok = pg.data, true
-	}
-	c.mu.RUnlock()
-	if ok {
-		c.m.hitListing.add(dir, 1)
-	} else {
-		c.m.missListing.add(dir, 1)
-	}
+	data, _, ok := c.listing(dir, cursor)
 	return data, ok
 }
 
 // ListingValue is Listing for a page installed by PutListingValue.
 func (c *Cache) ListingValue(dir uint64, cursor string) (any, bool) {
-	var v any
-	ok := false
+	_, v, ok := c.listing(dir, cursor)
+	return v, ok
+}
+
+// listing looks a page up under the read lock and counts the hit or miss.
+func (c *Cache) listing(dir uint64, cursor string) (data []byte, val any, ok bool) {
 	c.mu.RLock()
 	if pg := c.pageLocked(dir, cursor); pg != nil {
-		v, ok = pg.val, true
+		data, val, ok = pg.data, pg.val, true
 	}
 	c.mu.RUnlock()
 	if ok {
@@ -239,7 +232,7 @@ func (c *Cache) ListingValue(dir uint64, cursor string) (any, bool) {
 	} else {
 		c.m.missListing.add(dir, 1)
 	}
-	return v, ok
+	return data, val, ok
 }
 
 // pageLocked returns the cached page of dir after cursor, or nil, and sets
