@@ -8,7 +8,6 @@ import (
 	"net"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/anishathalye/porcupine"
 
@@ -119,7 +118,7 @@ func lostReplyRun(t *testing.T, ss []uint64, args ...string) (ok, bad, lost int)
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := recordWorkload(c, base, seed, mix{clients: 6, ops: 40})
+		h := recordPrepared([]meta.FileSystem{c}, base, seed, mix{clients: 6, ops: 40})
 		c.Close()
 		lost += p.lost()
 		if f := linmodel.Faults(h); len(f) > 0 {
@@ -165,25 +164,4 @@ func TestLostRepliesWithoutDuplicateDetection(t *testing.T) {
 	if bad == 0 {
 		t.Error("every history was linearizable with duplicate detection off: the lost replies did not make the resubmissions matter")
 	}
-}
-
-// recordWorkload is recordOn's workload on fs, without its prepare.
-func recordWorkload(fs meta.FileSystem, base string, seed uint64, m mix) []porcupine.Operation {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rec := linmodel.NewRecorder()
-	var wg sync.WaitGroup
-	for c := range m.clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			g := linmodel.NewGen(seed*64 + uint64(c))
-			user := linmodel.Users[c%len(linmodel.Users)]
-			for range m.ops {
-				rec.Do(ctx, fs, base, c, g.Next(user))
-			}
-		}()
-	}
-	wg.Wait()
-	return rec.History()
 }
