@@ -299,24 +299,37 @@ func (r *spotifyRun) makeSpares() error {
 	for i := range paths {
 		paths[i] = r.newName(r.dirs[rng.IntN(len(r.dirs))], "s")
 	}
-	var firstErr error
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	next := atomic.Int64{}
-	for w := 0; w < min(r.cfg.Workers, 16); w++ {
+	return parallel(len(paths), min(r.cfg.Workers, 16), func(i int) error {
+		if err := createFile(r.ctx, r.env, paths[i], nil, false); err != nil {
+			return fmt.Errorf("bench: spotify: creating spare %s: %w", paths[i], err)
+		}
+		r.addCreated(paths[i])
+		return nil
+	})
+}
+
+// parallel calls fn(0..n-1) from workers goroutines and returns the first
+// error; a worker that meets one stops, the others go on with what is left.
+func parallel(n, workers int, fn func(i int) error) error {
+	var (
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+		next     atomic.Int64
+	)
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := next.Add(1) - 1; i < int64(len(paths)); i = next.Add(1) - 1 {
-				if err := createFile(r.ctx, r.env, paths[i], nil, false); err != nil {
+			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+				if err := fn(int(i)); err != nil {
 					mu.Lock()
 					if firstErr == nil {
-						firstErr = fmt.Errorf("bench: spotify: creating spare %s: %w", paths[i], err)
+						firstErr = err
 					}
 					mu.Unlock()
 					return
 				}
-				r.addCreated(paths[i])
 			}
 		}()
 	}
@@ -654,18 +667,10 @@ func (r *spotifyRun) cleanUp() {
 	}
 	todo = append(todo, r.madeDirs...)
 	r.mu.Unlock()
-	var wg sync.WaitGroup
-	next := atomic.Int64{}
-	for w := 0; w < min(r.cfg.Workers, 16); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := next.Add(1) - 1; i < int64(len(todo)); i = next.Add(1) - 1 {
-				_ = r.env.FS.Delete(ctx, r.env.User, todo[i], true) // gone already is fine
-			}
-		}()
-	}
-	wg.Wait()
+	_ = parallel(len(todo), min(r.cfg.Workers, 16), func(i int) error {
+		_ = r.env.FS.Delete(ctx, r.env.User, todo[i], true) // gone already is fine
+		return nil
+	})
 }
 
 // latencyOf reads the percentiles of h (microseconds) in milliseconds.
