@@ -96,6 +96,17 @@ type Options struct {
 	// whatever the average (a fast average must not turn a 1 ms hiccup
 	// into duplicate load). 0 means 5ms.
 	StragglerFloor time.Duration
+	// SettleWait bounds how long a resubmitted write keeps being sent
+	// again while servers answer it busy. A busy answer to a resubmission
+	// says only that this attempt did not apply the write: the first
+	// submission may still (its NameNode died halfway through a subtree
+	// operation whose flag a peer clears or finishes once it is judged
+	// gone, by default 10 s later), so busy cannot be passed on as "not
+	// done". The client sends it again, with backoff, until an answer
+	// settles it (the server's record of the first, or the write applied
+	// by this one); after SettleWait it fails meta.ErrOutcomeUnknown. 0
+	// means 30s.
+	SettleWait time.Duration
 	// Route sends each request to an instance of the deployment that owns
 	// it, as far as the client knows, and marks it routed, so that a
 	// server of another deployment refuses it with a wrong-owner answer
@@ -153,6 +164,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Resubmits == 0 {
 		o.Resubmits = d.Resubmits
+	}
+	if o.SettleWait == 0 {
+		o.SettleWait = 30 * time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -403,6 +417,7 @@ func (c *Client) exchange(ctx context.Context, m rpc.Method, path string, u meta
 	// leaves its outcome unknown, where before it is busy (not done).
 	sent := 0
 	var waited time.Duration // for the server to take a throttled request
+	var settling settleState  // a resubmitted write answered busy (settle)
 	busy := int(c.calls.Add(1)) - 1
 	defer c.calls.Add(-1)
 	p, rt := c.def, route{}
@@ -450,7 +465,11 @@ func (c *Client) exchange(ctx context.Context, m rpc.Method, path string, u meta
 				}
 				// A throttled request's retry-after, ms: wait and send again.
 				if after := e.GetRetryAfterMs(); after == 0 || !c.waitThrottled(ctx, &waited, after) {
-					return nil, rpc.ErrorFromProto(e)
+					err := rpc.ErrorFromProto(e)
+					if sent > 0 && !m.ReadOnly() && c.settle(ctx, &settling, err) {
+						continue
+					}
+					return nil, c.unsettled(op, path, sent, m, err)
 				}
 				continue
 			}
@@ -486,7 +505,10 @@ func (c *Client) exchange(ctx context.Context, m rpc.Method, path string, u meta
 			}
 			if err == nil {
 				if said.after == 0 || !c.waitThrottled(ctx, &waited, said.after) {
-					return nil, said.err
+					if sent > 0 && !m.ReadOnly() && c.settle(ctx, &settling, said.err) {
+						continue
+					}
+					return nil, c.unsettled(op, path, sent, m, said.err)
 				}
 				continue
 			}
@@ -518,6 +540,50 @@ func (c *Client) exchange(ctx context.Context, m rpc.Method, path string, u meta
 			return nil, meta.Errorf(op, path, meta.ErrBusy, "%v", err)
 		}
 	}
+}
+
+// settleState is what settle keeps across the attempts of one call.
+type settleState struct {
+	since time.Time // the first busy answer to a resubmission
+	tries int
+}
+
+// settle decides, for a resubmitted write answered err, whether to send
+// it again (Options.SettleWait): when err is busy, after a backoff from
+// 20 ms doubling to 1 s with full jitter, while SettleWait since the first
+// such answer has not passed and ctx allows.
+func (c *Client) settle(ctx context.Context, st *settleState, err error) bool {
+	if meta.KindOf(err) != meta.KindBusy {
+		return false
+	}
+	now := time.Now()
+	if st.tries == 0 {
+		st.since = now
+	}
+	if now.Sub(st.since) >= c.opts.SettleWait {
+		return false
+	}
+	backoff := min(20*time.Millisecond<<min(st.tries, 6), time.Second)
+	st.tries++
+	t := time.NewTimer(mrand.N(backoff) + time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// unsettled is the error a call ends with: err, except that a busy answer
+// to a write that was resubmitted leaves its outcome unknown (settle gave
+// up), which the error says.
+func (c *Client) unsettled(op, path string, sent int, m rpc.Method, err error) error {
+	if sent == 0 || m.ReadOnly() || meta.KindOf(err) != meta.KindBusy {
+		return err
+	}
+	return meta.Errorf(op, path, meta.ErrOutcomeUnknown,
+		"resubmitted after its connection broke, and still answered busy after %v (the first submission may yet apply): %v", c.opts.SettleWait, err)
 }
 
 // waitThrottled waits the retry-after of a request the server refused for

@@ -166,7 +166,7 @@ func (e *Engine) subtreeOp(ctx context.Context, opName, path string, u meta.User
 		case subtree.DoClear:
 			// Not with ctx: a cancelled caller must not leave the flag.
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-			err := e.clearFlag(cctx, f)
+			err := e.clearFlagRetrying(cctx, f)
 			cancel()
 			if err != nil {
 				e.log.Error("cannot clear a subtree flag; it is cleared when met after a restart",
@@ -412,6 +412,28 @@ func (t *tx) lostFlag(f flagRef) error {
 // clearFlag clears the flag of directory f.id, and its table row, in a
 // transaction of its own, if they are still f.owner's: after a failed or
 // overlapping operation (this engine's flag), or a flag whose owner is gone.
+// clearFlagRetrying is clearFlag, tried again after a failure that may
+// pass (a lock held a moment, a write floor raised meanwhile, a coherence
+// session being joined again) with a backoff from 5 ms doubling to 500 ms,
+// until ctx ends. A flag left on a directory by a live NameNode is waited
+// out by every operation below it until that NameNode stops: giving up at
+// the first transient failure stalled a namespace under churn
+// (tests/linearizability, TestLinearizableUnderChurn).
+func (e *Engine) clearFlagRetrying(ctx context.Context, f flagRef) error {
+	for try := 0; ; try++ {
+		err := e.clearFlag(ctx, f)
+		if err == nil || !store.IsRetryable(err) {
+			return err
+		}
+		if try == 0 {
+			e.log.Warn("clearing a subtree flag failed; trying again", "path", f.path, "err", err)
+		}
+		if serr := sleepCtx(ctx, min(5*time.Millisecond<<min(try, 7), 500*time.Millisecond)); serr != nil {
+			return err
+		}
+	}
+}
+
 func (e *Engine) clearFlag(ctx context.Context, f flagRef) error {
 	txn, err := e.st.Begin(ctx)
 	if err != nil {
