@@ -417,7 +417,7 @@ func (c *Client) exchange(ctx context.Context, m rpc.Method, path string, u meta
 	// leaves its outcome unknown, where before it is busy (not done).
 	sent := 0
 	var waited time.Duration // for the server to take a throttled request
-	var settling settleState  // a resubmitted write answered busy (settle)
+	var settling settleState // a resubmitted write answered busy (settle)
 	busy := int(c.calls.Add(1)) - 1
 	defer c.calls.Add(-1)
 	p, rt := c.def, route{}
