@@ -144,7 +144,7 @@ func (s *Server) sample(now time.Time) {
 	defer cancel()
 	snap.Instances = map[int]int{}
 	for _, d := range s.clusterForPage(ctx).Deployments {
-		snap.Instances[d.ID] = len(d.Instances)
+		snap.Instances[d.Index] = len(d.Instances)
 	}
 	s.page.series.Sample(now, snap)
 }
@@ -204,7 +204,9 @@ func addHistograms(ops map[string]opCounts, prefix, label string, f *dto.MetricF
 }
 
 // pageCluster is the cluster as the page's table and its instances chart
-// show it (the "cluster" field of GET /status/series).
+// show it (the "cluster" field of GET /status/series). Its JSON has the
+// names of GET /status/cluster's (the platform's ClusterStatus), so that
+// the page reads either.
 type pageCluster struct {
 	// Source says where it comes from: "coordinator" (the members this
 	// server's coordinator lists, only this server in detail) or "local"
@@ -214,7 +216,8 @@ type pageCluster struct {
 }
 
 type pageDeployment struct {
-	ID        int            `json:"id"`
+	Name      string         `json:"name"` // "d" and the index
+	Index     int            `json:"index"`
 	Instances []pageInstance `json:"instances"`
 }
 
@@ -222,7 +225,7 @@ type pageDeployment struct {
 type pageInstance struct {
 	ID            string   `json:"id"`
 	Address       string   `json:"address"`
-	AgeS          *float64 `json:"age_s"`
+	AgeSeconds    *float64 `json:"age_seconds"`
 	InFlight      *float64 `json:"inflight"`
 	CacheHitRatio *float64 `json:"cache_hit_ratio"` // over the last minute
 	ColdStartMS   *float64 `json:"cold_start_ms"`
@@ -239,33 +242,40 @@ type pageInstance struct {
 // status page").
 func (s *Server) clusterForPage(ctx context.Context) pageCluster {
 	self := s.localInstance()
-	dep := s.cfg.Deployment
-	if s.coord == nil || !s.ready.Load() {
-		return pageCluster{Source: "local", Deployments: []pageDeployment{{ID: dep, Instances: []pageInstance{self}}}}
+	n := max(s.cfg.Deployments, 1)
+	c := pageCluster{Source: "coordinator", Deployments: make([]pageDeployment, n)}
+	for i := range c.Deployments {
+		c.Deployments[i] = pageDeployment{Name: "d" + strconv.Itoa(i), Index: i, Instances: []pageInstance{}}
 	}
-	v, err := s.coord.Members(ctx, coordinator.All)
-	if err != nil {
-		self.State += " (coordinator: " + err.Error() + ")"
-		return pageCluster{Source: "local", Deployments: []pageDeployment{{ID: dep, Instances: []pageInstance{self}}}}
+	var members []coordinator.Member
+	if s.ready.Load() && s.coord != nil { // ready: s.coord is set
+		v, err := s.coord.Members(ctx, coordinator.All)
+		if err != nil {
+			self.State += " (coordinator: " + err.Error() + ")"
+		}
+		members = v.Members
 	}
-	byDep := map[int][]pageInstance{}
+	if len(members) == 0 {
+		c.Source = "local"
+	}
 	found := false
-	for _, m := range v.Members {
+	for _, m := range members {
+		if m.Deployment < 0 || m.Deployment >= n {
+			continue
+		}
 		in := pageInstance{ID: m.ID, Address: m.Addr, State: "member"}
 		if m.ID == self.ID {
 			in, found = self, true
 		}
-		byDep[m.Deployment] = append(byDep[m.Deployment], in)
+		c.Deployments[m.Deployment].Instances = append(c.Deployments[m.Deployment].Instances, in)
 	}
-	if !found { // left, or between sessions: still serving
-		byDep[dep] = append(byDep[dep], self)
+	if !found { // not (or no longer) a member: still this server
+		d := &c.Deployments[s.cfg.Deployment]
+		d.Instances = append(d.Instances, self)
 	}
-	c := pageCluster{Source: "coordinator"}
-	for d, ins := range byDep {
-		sort.Slice(ins, func(i, j int) bool { return ins[i].ID < ins[j].ID })
-		c.Deployments = append(c.Deployments, pageDeployment{ID: d, Instances: ins})
+	for _, d := range c.Deployments {
+		sort.Slice(d.Instances, func(i, j int) bool { return d.Instances[i].ID < d.Instances[j].ID })
 	}
-	sort.Slice(c.Deployments, func(i, j int) bool { return c.Deployments[i].ID < c.Deployments[j].ID })
 	return c
 }
 
@@ -275,6 +285,8 @@ func (s *Server) localInstance() pageInstance {
 	p.mu.Lock()
 	readyAt, inflight := p.mu.readyAt, p.mu.inflight
 	p.mu.Unlock()
+	// The states are the platform's (starting, serving, stopping) and
+	// failed (fail-stop: the store failed).
 	in := pageInstance{Address: s.Addr(), State: "starting", This: true, InFlight: &inflight}
 	if sess := s.Member(); sess != nil {
 		in.ID = sess.Member().ID
@@ -283,14 +295,14 @@ func (s *Server) localInstance() pageInstance {
 	case s.fatal.failed():
 		in.State = "failed"
 	case s.ready.Load():
-		in.State = "ready"
+		in.State = "serving"
 	case !readyAt.IsZero():
 		in.State = "stopping"
 	}
 	if !readyAt.IsZero() {
 		age := time.Since(p.created).Seconds()
 		cold := float64(readyAt.Sub(p.created).Microseconds()) / 1000
-		in.AgeS, in.ColdStartMS = &age, &cold
+		in.AgeSeconds, in.ColdStartMS = &age, &cold
 	}
 	if r := p.series.Series(time.Now().Add(-time.Minute), 1).CacheHitRatioWindow; !math.IsNaN(float64(r)) {
 		f := float64(r)

@@ -133,7 +133,7 @@
       for (const inst of d.instances || []) {
         const tr = document.createElement("tr");
         if (inst.this) tr.className = "this";
-        const cells = [String(d.id), inst.id || "", inst.address || "", age(inst.age_s),
+        const cells = [String(d.index), inst.id || "", inst.address || "", age(inst.age_seconds),
           inst.inflight === null || inst.inflight === undefined ? "–" : fmt(inst.inflight),
           pct(inst.cache_hit_ratio),
           inst.cold_start_ms === null || inst.cold_start_ms === undefined ? "–" : fmt(inst.cold_start_ms) + " ms",
