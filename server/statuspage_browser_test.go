@@ -7,10 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/nimbus-fs/nimbus/client"
@@ -225,6 +228,26 @@ func TestStatusPageInBrowser(t *testing.T) {
 	row, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#instances tr.this").textContent`))
 	if err != nil || row == "" {
 		t.Errorf("this server's row: %q, %v", row, err)
+	}
+
+	// With JavaScript off (a second tab): the server-rendered totals and
+	// table, and no charts.
+	noJS, closeTab := chromedp.NewContext(ctx)
+	defer closeTab()
+	nctx, cancel := context.WithTimeout(noJS, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(nctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
+		return err
+	}), chromedp.Navigate(s.Addr()+"/")); err != nil {
+		t.Fatalf("loading the page without JavaScript: %v", err)
+	}
+	row, err = chromedp.Run(nctx, chromedp.Text(chromedp.CSS("#instances tr.this")))
+	if err != nil || !strings.Contains(row, s.Member().Member().ID) || !strings.Contains(row, "serving") {
+		t.Errorf("without JavaScript, this server's row: %q, %v", row, err)
+	}
+	if live, err := chromedp.Run(nctx, chromedp.OuterHTML(chromedp.CSS("#live"))); err != nil || live != `<span id="live"></span>` {
+		t.Errorf("without JavaScript the live marker is %q (%v): did a script run?", live, err)
 	}
 
 	stopConsole()
