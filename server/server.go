@@ -260,8 +260,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, reg: prometheus.NewRegistry(), serveErr: make(chan error, 1), fatal: newFatal(),
-		page: newStatusPager(time.Now())}
+	s := &Server{cfg: cfg, log: cfg.Logger, reg: prometheus.NewRegistry(), serveErr: make(chan error, 1), fatal: newFatal()}
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	tcfg := cfg.Tenants
 	tcfg.Registerer = s.reg
@@ -270,6 +269,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.tenants = tn
+	s.page = newStatusPager(time.Now()) // the start of this instance's cold start
 	if err := cfg.Prices.Validate(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
