@@ -93,7 +93,7 @@ func (s *Server) routeStatusPage(mux *http.ServeMux) {
 		w.Header().Set("Cache-Control", "no-cache")
 		_, _ = w.Write(statusPageJS)
 	})
-	mux.HandleFunc("GET /status/series", s.seriesJSON)
+	mux.HandleFunc("GET /status/series", s.statusSeries)
 	s.page.clusterRoute = func() bool {
 		_, pattern := mux.Handler(&http.Request{Method: http.MethodGet, URL: &url.URL{Path: "/status/cluster"}, Host: "localhost"})
 		return strings.Contains(pattern, "/status/cluster")
@@ -311,9 +311,9 @@ func (s *Server) localInstance() pageInstance {
 	return in
 }
 
-// seriesJSON answers GET /status/series?minutes=N (1 to 15, default 5):
+// statusSeries answers GET /status/series?minutes=N (1 to 15, default 5):
 // the samples of the last N minutes and the cluster (docs/OPERATIONS.md).
-func (s *Server) seriesJSON(w http.ResponseWriter, r *http.Request) {
+func (s *Server) statusSeries(w http.ResponseWriter, r *http.Request) {
 	minutes := 5
 	if v := r.URL.Query().Get("minutes"); v != "" {
 		n, err := strconv.Atoi(v)

@@ -95,12 +95,12 @@ func (r *seriesRing) Sample(now time.Time, s metricsSnapshot) {
 		return
 	}
 	p := seriesPoint{At: now, Interval: now.Sub(prevAt), Requests: map[string]uint64{}, P99: map[string]float64{},
-		Hits: sub(s.CacheHits, prev.CacheHits), Misses: sub(s.CacheMisses, prev.CacheMisses), Instances: s.Instances}
+		Hits: counterDelta(s.CacheHits, prev.CacheHits), Misses: counterDelta(s.CacheMisses, prev.CacheMisses), Instances: s.Instances}
 	for op, c := range s.Ops {
 		d := deltaBuckets(c.Buckets, prev.Ops[op].Buckets)
 		if n := d[len(d)-1].Count; n > 0 {
 			p.Requests[op] = n
-			p.P99[op] = quantile(0.99, d)
+			p.P99[op] = bucketQuantile(0.99, d)
 		}
 	}
 	if len(r.mu.points) == seriesCapacity {
@@ -109,7 +109,7 @@ func (r *seriesRing) Sample(now time.Time, s metricsSnapshot) {
 	r.mu.points = append(r.mu.points, p)
 }
 
-func sub(a, b uint64) uint64 {
+func counterDelta(a, b uint64) uint64 {
 	if a < b {
 		return 0
 	}
@@ -125,17 +125,17 @@ func deltaBuckets(cur, prev []histBucket) []histBucket {
 	for i, b := range cur {
 		d[i] = b
 		if same && prev[i].Upper == b.Upper {
-			d[i].Count = sub(b.Count, prev[i].Count)
+			d[i].Count = counterDelta(b.Count, prev[i].Count)
 		}
 	}
 	return d
 }
 
-// quantile estimates the q-quantile of cumulative buckets as Prometheus's
+// bucketQuantile estimates the q-quantile of cumulative buckets as Prometheus's
 // histogram_quantile does: linear within the bucket the rank falls in,
 // the first bucket starting at 0, and the highest finite bound when the
 // rank falls in the +Inf bucket.
-func quantile(q float64, b []histBucket) float64 {
+func bucketQuantile(q float64, b []histBucket) float64 {
 	n := b[len(b)-1].Count
 	if n == 0 {
 		return math.NaN()
@@ -161,11 +161,11 @@ func quantile(q float64, b []histBucket) float64 {
 	return lower
 }
 
-// num is a float that encodes NaN as JSON null (no value: no requests, no
+// jsonNum is a float that encodes NaN as JSON null (no value: no requests, no
 // lookups).
-type num float64
+type jsonNum float64
 
-func (n num) MarshalJSON() ([]byte, error) {
+func (n jsonNum) MarshalJSON() ([]byte, error) {
 	f := float64(n)
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return []byte("null"), nil
@@ -182,17 +182,17 @@ type seriesJSON struct {
 	// Ops are the busiest operations of the window, busiest first; Rate
 	// and P99MS have one array for each, Rate also "other" (the rest
 	// together) when there are more.
-	Ops   []string         `json:"ops"`
-	Rate  map[string][]num `json:"rate"`   // requests per second
-	P99MS map[string][]num `json:"p99_ms"` // null: no requests in the interval
+	Ops   []string             `json:"ops"`
+	Rate  map[string][]jsonNum `json:"rate"`   // requests per second
+	P99MS map[string][]jsonNum `json:"p99_ms"` // null: no requests in the interval
 	// Cache: whether a metadata cache is on; CacheHitRatio per interval,
 	// null without lookups.
-	Cache               bool  `json:"cache"`
-	CacheHitRatio       []num `json:"cache_hit_ratio"`
-	CacheHitRatioWindow num   `json:"cache_hit_ratio_window"`
+	Cache               bool      `json:"cache"`
+	CacheHitRatio       []jsonNum `json:"cache_hit_ratio"`
+	CacheHitRatioWindow jsonNum   `json:"cache_hit_ratio_window"`
 	// Instances per deployment (the key is the deployment number).
-	Instances map[string][]num `json:"instances"`
-	Requests  uint64           `json:"requests"` // in the window, all operations
+	Instances map[string][]jsonNum `json:"instances"`
+	Requests  uint64               `json:"requests"` // in the window, all operations
 }
 
 // Series returns the samples taken after since, at most seriesCapacity.
@@ -201,8 +201,8 @@ func (r *seriesRing) Series(since time.Time, minutes int) seriesJSON {
 	defer r.mu.Unlock()
 	i := sort.Search(len(r.mu.points), func(i int) bool { return r.mu.points[i].At.After(since) })
 	pts := r.mu.points[i:]
-	out := seriesJSON{IntervalS: 1, Minutes: minutes, T: make([]int64, len(pts)), Rate: map[string][]num{}, P99MS: map[string][]num{},
-		Cache: r.mu.cache, CacheHitRatio: make([]num, len(pts)), Instances: map[string][]num{}}
+	out := seriesJSON{IntervalS: 1, Minutes: minutes, T: make([]int64, len(pts)), Rate: map[string][]jsonNum{}, P99MS: map[string][]jsonNum{},
+		Cache: r.mu.cache, CacheHitRatio: make([]jsonNum, len(pts)), Instances: map[string][]jsonNum{}}
 	total := map[string]uint64{}
 	deps := map[int]bool{}
 	var hits, misses uint64
@@ -216,7 +216,7 @@ func (r *seriesRing) Series(since time.Time, minutes int) seriesJSON {
 		}
 		hits, misses = hits+p.Hits, misses+p.Misses
 	}
-	out.CacheHitRatioWindow = ratio(hits, misses)
+	out.CacheHitRatioWindow = hitRatio(hits, misses)
 	for op := range total {
 		out.Ops = append(out.Ops, op)
 	}
@@ -231,23 +231,23 @@ func (r *seriesRing) Series(since time.Time, minutes int) seriesJSON {
 	named := map[string]bool{}
 	for _, op := range out.Ops {
 		named[op] = true
-		out.Rate[op] = make([]num, len(pts))
-		out.P99MS[op] = make([]num, len(pts))
+		out.Rate[op] = make([]jsonNum, len(pts))
+		out.P99MS[op] = make([]jsonNum, len(pts))
 	}
 	if rest {
-		out.Rate["other"] = make([]num, len(pts))
+		out.Rate["other"] = make([]jsonNum, len(pts))
 	}
 	for d := range deps {
-		out.Instances[strconv.Itoa(d)] = make([]num, len(pts))
+		out.Instances[strconv.Itoa(d)] = make([]jsonNum, len(pts))
 	}
 	for k, p := range pts {
 		out.T[k] = p.At.UnixMilli()
 		secs := p.Interval.Seconds()
 		for _, op := range out.Ops {
-			out.Rate[op][k] = num(float64(p.Requests[op]) / secs)
-			out.P99MS[op][k] = num(math.NaN())
+			out.Rate[op][k] = jsonNum(float64(p.Requests[op]) / secs)
+			out.P99MS[op][k] = jsonNum(math.NaN())
 			if q, ok := p.P99[op]; ok {
-				out.P99MS[op][k] = num(q * 1000)
+				out.P99MS[op][k] = jsonNum(q * 1000)
 			}
 		}
 		if rest {
@@ -257,11 +257,11 @@ func (r *seriesRing) Series(since time.Time, minutes int) seriesJSON {
 					n += c
 				}
 			}
-			out.Rate["other"][k] = num(float64(n) / secs)
+			out.Rate["other"][k] = jsonNum(float64(n) / secs)
 		}
-		out.CacheHitRatio[k] = ratio(p.Hits, p.Misses)
+		out.CacheHitRatio[k] = hitRatio(p.Hits, p.Misses)
 		for d := range deps {
-			out.Instances[strconv.Itoa(d)][k] = num(p.Instances[d])
+			out.Instances[strconv.Itoa(d)][k] = jsonNum(p.Instances[d])
 		}
 	}
 	return out
@@ -277,11 +277,11 @@ func (r *seriesRing) Last() (seriesPoint, bool) {
 	return r.mu.points[len(r.mu.points)-1], true
 }
 
-func ratio(hits, misses uint64) num {
+func hitRatio(hits, misses uint64) jsonNum {
 	if hits+misses == 0 {
-		return num(math.NaN())
+		return jsonNum(math.NaN())
 	}
-	return num(float64(hits) / float64(hits+misses))
+	return jsonNum(float64(hits) / float64(hits+misses))
 }
 
-var _ json.Marshaler = num(0)
+var _ json.Marshaler = jsonNum(0)

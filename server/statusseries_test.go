@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-func buckets(uppers []float64, counts ...uint64) []histBucket {
+func testBuckets(uppers []float64, counts ...uint64) []histBucket {
 	b := make([]histBucket, len(counts))
 	for i, c := range counts {
 		u := math.Inf(1)
@@ -28,13 +28,13 @@ func TestQuantile(t *testing.T) {
 		b    []histBucket
 		want float64 // NaN: none
 	}{
-		{"empty", buckets(up, 0, 0, 0, 0), math.NaN()},
-		{"all in the first bucket", buckets(up, 100, 100, 100, 100), 0.00099},
-		{"rank in the second bucket", buckets(up, 50, 100, 100, 100), 0.001 + 0.009*(99-50)/50},
-		{"rank in +Inf: the highest finite bound", buckets(up, 0, 0, 98, 100), 0.1},
-		{"one observation", buckets(up, 0, 1, 1, 1), 0.001 + 0.009*0.99},
+		{"empty", testBuckets(up, 0, 0, 0, 0), math.NaN()},
+		{"all in the first bucket", testBuckets(up, 100, 100, 100, 100), 0.00099},
+		{"rank in the second bucket", testBuckets(up, 50, 100, 100, 100), 0.001 + 0.009*(99-50)/50},
+		{"rank in +Inf: the highest finite bound", testBuckets(up, 0, 0, 98, 100), 0.1},
+		{"one observation", testBuckets(up, 0, 1, 1, 1), 0.001 + 0.009*0.99},
 	} {
-		got := quantile(0.99, c.b)
+		got := bucketQuantile(0.99, c.b)
 		if math.IsNaN(c.want) != math.IsNaN(got) || !math.IsNaN(got) && math.Abs(got-c.want) > 1e-12 {
 			t.Errorf("%s: p99 = %v, want %v", c.name, got, c.want)
 		}
@@ -53,12 +53,12 @@ func TestSeriesRing(t *testing.T) {
 		return metricsSnapshot{Ops: map[string]opCounts{"rpc stat": {stat}, "rpc list": {list}}, Cache: true,
 			CacheHits: hits, CacheMisses: misses, Instances: map[int]int{0: 1, 2: 3}}
 	}
-	r.Sample(t0, snap(buckets(up, 10, 10, 10, 10), buckets(up, 0, 0, 0, 0), 5, 5))
+	r.Sample(t0, snap(testBuckets(up, 10, 10, 10, 10), testBuckets(up, 0, 0, 0, 0), 5, 5))
 	if _, ok := r.Last(); ok {
 		t.Fatal("a point after one read")
 	}
 	// 100 stats in the next second, all slow (0.01..0.1 s); 2 lists.
-	r.Sample(t0.Add(time.Second), snap(buckets(up, 10, 10, 110, 110), buckets(up, 2, 2, 2, 2), 35, 15))
+	r.Sample(t0.Add(time.Second), snap(testBuckets(up, 10, 10, 110, 110), testBuckets(up, 2, 2, 2, 2), 35, 15))
 	p, ok := r.Last()
 	if !ok || p.Requests["rpc stat"] != 100 || p.Requests["rpc list"] != 2 || p.Hits != 30 || p.Misses != 10 {
 		t.Fatalf("point %+v", p)
@@ -67,7 +67,7 @@ func TestSeriesRing(t *testing.T) {
 		t.Errorf("p99 of the interval's stats = %v, want within (0.01, 0.1]: the earlier fast ones are not in it", q)
 	}
 	// The counters reset (went down): no requests, no negative rate.
-	r.Sample(t0.Add(2*time.Second), snap(buckets(up, 1, 1, 1, 1), buckets(up, 2, 2, 2, 2), 0, 0))
+	r.Sample(t0.Add(2*time.Second), snap(testBuckets(up, 1, 1, 1, 1), testBuckets(up, 2, 2, 2, 2), 0, 0))
 	if p, _ := r.Last(); len(p.Requests) != 0 || p.Hits != 0 || p.Misses != 0 {
 		t.Errorf("after a reset: %+v", p)
 	}
@@ -95,7 +95,7 @@ func TestSeriesRing(t *testing.T) {
 	ops := func(n uint64) metricsSnapshot {
 		m := metricsSnapshot{Ops: map[string]opCounts{}}
 		for i := range seriesTopOps + 3 {
-			m.Ops[fmt.Sprintf("op%d", i)] = opCounts{buckets(up, 0, 0, 0, n*uint64(i+1))}
+			m.Ops[fmt.Sprintf("op%d", i)] = opCounts{testBuckets(up, 0, 0, 0, n*uint64(i+1))}
 		}
 		return m
 	}
