@@ -33,8 +33,8 @@ func startPageServer(t testing.TB, cacheBytes int64) *Server {
 
 // TestStatusSeries: GET /status/series answers the samples and the
 // cluster (this server, serving, in deployment 0), refuses a bad minutes,
-// and says there is no /status/cluster to poll; the page renders the
-// table and totals without JavaScript.
+// and names /status/cluster only when the server has it; the page renders
+// the table and totals without JavaScript.
 func TestStatusSeries(t *testing.T) {
 	s := startPageServer(t, 1<<20)
 	u := meta.User{Name: s.cfg.Namespace.Superuser}
@@ -58,8 +58,13 @@ func TestStatusSeries(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &got); err != nil {
 		t.Fatalf("%v: %s", err, body)
 	}
-	if got.Minutes != 2 || len(got.T) == 0 || !got.Cache || got.ClusterURL != "" || len(got.Instances["0"]) != len(got.T) {
+	if got.Minutes != 2 || len(got.T) == 0 || !got.Cache || len(got.Instances["0"]) != len(got.T) {
 		t.Errorf("series %s", body)
+	}
+	// cluster_url names GET /status/cluster exactly when this server has it.
+	hasCluster, _ := testproc.Get(t, s.Addr()+"/status/cluster")
+	if (got.ClusterURL == "/status/cluster") != (hasCluster == 200) {
+		t.Errorf("cluster_url %q, GET /status/cluster: %d", got.ClusterURL, hasCluster)
 	}
 	if d := got.Cluster.Deployments; len(d) != 1 || d[0].Index != 0 || d[0].Name != "d0" || len(d[0].Instances) != 1 || d[0].Instances[0].State != "serving" ||
 		!d[0].Instances[0].This || d[0].Instances[0].Address != s.Addr() || d[0].Instances[0].ColdStartMS == nil || got.Cluster.Source != "coordinator" {
