@@ -154,6 +154,25 @@
     if (cluster.source) text("cluster-source", "Source: " + cluster.source + ".");
   }
 
+  // withSelf marks the answering server's row in the platform's view of the
+  // cluster and fills in what that view leaves null (its cold start) from
+  // the server's own.
+  function withSelf(cluster, own) {
+    let self = null;
+    for (const d of (own && own.deployments) || []) {
+      for (const inst of d.instances || []) if (inst.this) self = inst;
+    }
+    if (!self) return cluster;
+    for (const d of cluster.deployments) {
+      for (const inst of d.instances || []) {
+        if (inst.id !== self.id) continue;
+        inst.this = true;
+        for (const k in self) if (inst[k] === null || inst[k] === undefined) inst[k] = self[k];
+      }
+    }
+    return cluster;
+  }
+
   function render(s, cluster) {
     const t = s.t || [];
     const deps = Object.keys(s.instances || {}).sort((a, b) => a - b);
@@ -201,7 +220,10 @@
           const c = await fetch(s.cluster_url, { cache: "no-store" });
           if (c.ok) {
             const j = await c.json();
-            if (j && Array.isArray(j.deployments)) cluster = j;
+            if (j && Array.isArray(j.deployments)) {
+              cluster = withSelf(j, s.cluster);
+              cluster.source = cluster.source || "GET " + s.cluster_url + ", the platform's view of the cluster";
+            }
           }
         } catch (e) { /* keep s.cluster */ }
       }
