@@ -102,3 +102,34 @@ func BenchmarkSampleMetrics(b *testing.B) {
 		s.sample(now.Add(time.Duration(i) * time.Second))
 	}
 }
+
+// TestClusterForPageDeployments: every deployment is listed, one with no
+// instance too (the instances chart draws it at 0), and this server is in
+// its own.
+func TestClusterForPageDeployments(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Store.CacheSize = 8 << 20
+	cfg.Store.RowCacheEntries = 1024
+	cfg.Deployments, cfg.Deployment = 3, 1
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop(context.Background())
+	c := s.clusterForPage(context.Background())
+	if len(c.Deployments) != 3 || len(c.Deployments[0].Instances) != 0 || len(c.Deployments[2].Instances) != 0 ||
+		len(c.Deployments[1].Instances) != 1 || !c.Deployments[1].Instances[0].This || c.Deployments[2].Name != "d2" {
+		t.Errorf("cluster %+v", c)
+	}
+	s.sample(time.Now())
+	s.sample(time.Now().Add(time.Second))
+	got := s.page.series.Series(time.Time{}, 1).Instances
+	if len(got) != 3 || got["0"][0] != 0 || got["1"][0] != 1 {
+		t.Errorf("instances %v", got)
+	}
+}
