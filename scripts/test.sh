@@ -26,7 +26,8 @@
 # Every prerequisite of the chosen stages is checked first, in seconds: Go
 # 1.26+, a C compiler (go test -race needs cgo), the PostgreSQL server
 # (postgresql: the store tests start a cluster as user postgres), the etcd
-# server (etcd-server: the coordinator tests start clusters of it), python3
+# server (etcd-server: the coordinator tests start clusters of it), a
+# headless browser (chromium: the status page's test drives it), python3
 # with venv, curl, Java 17+ and Maven. Run as root where apt-get exists (CI on a fresh
 # Debian machine), the missing ones are installed; otherwise the script
 # stops at once and says how to install them.
@@ -82,6 +83,11 @@ need_tools() {
   if has "$STAGES" go && ! command -v etcd >/dev/null && [[ -z ${NIMBUS_ETCD_BIN:-} ]]; then
     missing+=("the etcd server for the coordinator tests: apt-get install etcd-server"); pkgs+=(etcd-server)
   fi
+  # The status page's test (server.TestStatusPageInBrowser) loads the page
+  # in a real headless browser over the DevTools protocol: Debian's chromium.
+  if has "$STAGES" go && [[ -z ${NIMBUS_CHROMIUM:-} ]] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
+    missing+=("a headless browser for the status page's test: apt-get install chromium"); pkgs+=(chromium)
+  fi
   if has "$STAGES" bench || has "$STAGES" clients || has "$STAGES" firsthour; then
     command -v python3 >/dev/null || { missing+=("python3: apt-get install python3"); pkgs+=(python3); }
   fi
@@ -121,8 +127,8 @@ stage_go() {
   banner "go vet"
   go vet ./...
   banner "go test -race ./..."
-  # need_tools installed etcd: its tests must run, not skip.
-  NIMBUS_REQUIRE_ETCD=1 go test -race -count=1 -timeout 30m ./...
+  # need_tools installed etcd and chromium: their tests must run, not skip.
+  NIMBUS_REQUIRE_ETCD=1 NIMBUS_REQUIRE_CHROMIUM=1 go test -race -count=1 -timeout 30m ./...
   banner "coherence simulator: a million operations, without -race"
   go test -count=1 -timeout 10m -run '^TestSimulate$' -v ./coherence/sim
 }

@@ -222,6 +222,7 @@ type Server struct {
 	cfg     Config
 	tenants *tenant.Tracker // who loads the server (tenant.go)
 	meter   *platform.Meter // what a serverless platform would bill it
+	page    *statusPager    // the status page's samples (statuspage.go)
 	log     *slog.Logger
 	reg     *prometheus.Registry
 	store   store.Store
@@ -268,6 +269,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.tenants = tn
+	s.page = newStatusPager(time.Now()) // the start of this instance's cold start
 	if err := cfg.Prices.Validate(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -361,7 +363,7 @@ func New(cfg Config) (*Server, error) {
 	mux.Handle("/webhdfs/v1", wh)
 	mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
 	mux.HandleFunc("/readyz", s.readyz)
-	mux.HandleFunc("/{$}", s.statusPage)
+	s.routeStatusPage(mux) // GET /, /status/series, /status/page.js
 	mux.HandleFunc("GET /status/tenants", s.tenantsJSON)
 	mux.HandleFunc("GET /status/instance", s.instanceJSON)
 	if s.coherence != nil {
@@ -462,6 +464,7 @@ func (s *Server) Start(ctx context.Context) error {
 	s.startCoherence()
 	s.startDuties()
 	s.ready.Store(true)
+	s.startSampler()
 	go s.watchStore()
 	s.log.Info("nimbus serving", "addr", s.Addr(), "data", s.cfg.DataDir, "coordinator", s.coordinatorName(),
 		"member", s.Member().Member().ID)
@@ -518,6 +521,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 	var errs []error
 	// Elected duties end (and resign) before the server leaves.
 	s.stopDuties()
+	s.stopSampler()
 	// Peers see this server leave before it stops answering.
 	if err := s.leave(ctx); err != nil {
 		s.log.Warn("leaving the coordinator", "err", err)

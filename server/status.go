@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"github.com/nimbus-fs/nimbus/platform"
 	"github.com/nimbus-fs/nimbus/tenant"
-	"html/template"
 	"net/http"
 	"time"
 
@@ -34,27 +33,9 @@ type statusData struct {
 	DiskUsage       string
 	RootEntries     string // entries in /, or why they are unknown
 	Coordinator     string // which, and this server's membership
+	Cluster         pageCluster
+	Totals          pageTotals
 }
-
-var statusTemplate = template.Must(template.New("status").Parse(`<!doctype html>
-<meta charset="utf-8"><title>Nimbus</title>
-<h1>Nimbus</h1>
-<p>Nimbus {{.Version}}, one process serving on <code>{{.Addr}}</code>, up {{.Uptime}} (since {{.Started}}).</p>
-<ul>
-<li>Data directory: <code>{{.DataDir}}</code> (the metadata store is in <code>meta/</code>, block replicas in <code>blocks/</code>)</li>
-<li>Metadata store: {{.Commits}} committed transactions since start, {{.DiskUsage}} on disk; {{.RootEntries}} in <code>/</code> (<code>nimbus fs count /</code> counts everything, by walking it)</li>
-<li>Files up to {{.InlineThreshold}} bytes are kept in the metadata store beside their inode; larger files are cut into blocks under <code>{{.BlocksDir}}</code>. There is no limit on a file's size.</li>
-<li>Superuser: <code>{{.Superuser}}</code></li>
-<li>Coordinator: {{.Coordinator}}</li>
-</ul>
-<h2>Endpoints</h2>
-<ul>
-<li><a href="/webhdfs/v1/?op=LISTSTATUS">WebHDFS</a>: <code>/webhdfs/v1</code> (hadoop fs, Spark, Python's hdfs and fsspec)</li>
-<li>RPC: <code>{{.Addr}}/rpc/</code> (nimbus fs, the Go client; it upgrades the connection, a browser gets a note)</li>
-<li><a href="/metrics">/metrics</a>: Prometheus metrics</li>
-<li><a href="/readyz">/readyz</a>: 200 while serving</li>
-</ul>
-`))
 
 func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 	cfg := s.ns.Config()
@@ -106,7 +87,9 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 		DiskUsage:       humanBytes(st.DiskUsage),
 		RootEntries:     root,
 		Coordinator:     coord,
+		Cluster:         s.clusterForPage(ctx),
 	}
+	d.Totals = totalsOf(d.Cluster, s.page.series.Series(time.Now().Add(-time.Minute), 1))
 	if d.Version == "" {
 		d.Version = "(version unknown)"
 	}
