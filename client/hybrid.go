@@ -241,7 +241,7 @@ func (c *Client) HybridStats() HybridStats {
 	h := &c.hyb
 	s := HybridStats{TCP: h.tcp.Load(), HTTP: h.http.Load(), DirectFallbacks: h.direct.Load(),
 		Resubmissions: h.resubmits.Load(), HTTPRetries: h.retries.Load(), Thrashing: h.thrashes.Load(), Rerouted: h.rerouted.Load()}
-	if h.ep != nil {
+	if c.opts.Hybrid && c.endpoint() != nil {
 		s.Callbacks, s.CallbacksRefused = h.ep.accepted.Load(), h.ep.refused.Load()
 	}
 	return s
