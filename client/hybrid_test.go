@@ -93,7 +93,7 @@ func hybridOpts(share float64) client.Options {
 }
 
 // awaitTCP waits until c has a connection to an instance of deployment d.
-func awaitTCP(t *testing.T, c *client.Client, d int) {
+func awaitTCP(t testing.TB, c *client.Client, d int) {
 	t.Helper()
 	for i := 0; !c.HasTCP(d); i++ {
 		if i == 1000 {
