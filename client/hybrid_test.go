@@ -480,3 +480,58 @@ func TestHybridAntiThrashing(t *testing.T) {
 		}
 	}
 }
+
+// A hybrid client learns a directory's owner from a wrong-owner answer and
+// sends its requests to that deployment (Nimbus-Deployment), then over the
+// owner's connection; while anti-thrashing is on, a request for a
+// deployment without a connection goes unrouted over another's.
+func TestHybridRouted(t *testing.T) {
+	fs, rs, addrs := twoRouted(t, false)
+	ctx := context.Background()
+	if err := fs.Mkdirs(ctx, root, "/b/x", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g := newGateway(t, map[int]string{0: addrs[0], 1: addrs[1]})
+	c := dial(t, g.hs.URL, hybridOpts(-1))
+	if _, err := c.Stat(ctx, root, "/b/x"); err != nil {
+		t.Fatal(err)
+	}
+	if wrong, _ := c.RouteStats(); wrong != 1 || rs[0].refused.Load() != 1 || rs[1].refused.Load() != 0 {
+		t.Fatalf("wrong-owner answers: client %d, servers %d %d; want 1, 1, 0", wrong, rs[0].refused.Load(), rs[1].refused.Load())
+	}
+	awaitTCP(t, c, 1)
+	s := c.HybridStats()
+	stats(t, c, 10, "/b/x")
+	l, err := c.List(ctx, root, "/b", "", 0) // decoded through the view path
+	if err != nil || len(l.Entries) != 1 || l.Entries[0].Path != "/b/x" {
+		t.Fatalf("listing of /b: %+v %v", l, err)
+	}
+	if d := delta(s, c.HybridStats()); d.TCP != 11 || d.HTTP != 0 {
+		t.Fatalf("requests to the learnt owner: %+v, want 11 over TCP", d)
+	}
+	if wrong, owned := c.RouteStats(); wrong != 1 || owned != 11 || rs[1].refused.Load() != 0 {
+		t.Fatalf("route stats %d, %d after the owner was learnt", wrong, owned)
+	}
+
+	// Anti-thrashing: a fresh client knows deployment 0's instance only.
+	clk := &stepClock{t: time.Unix(0, 0), step: time.Millisecond}
+	opts := hybridOpts(1)
+	opts.ThrashFactor, opts.Now = 2.5, clk.now
+	c2 := dial(t, g.hs.URL, opts)
+	stats(t, c2, 20, "/")
+	clk.step = 10 * time.Millisecond
+	stats(t, c2, 1, "/")
+	clk.step = time.Millisecond
+	if !c2.Thrashing() {
+		t.Fatal("not thrashing after a slow call")
+	}
+	s = c2.HybridStats()
+	if _, err := c2.Stat(ctx, root, "/b/x"); err != nil {
+		t.Fatal(err)
+	}
+	// Over deployment 0's connection routed (refused), then unrouted over
+	// it again: no invocation for deployment 1.
+	if d := delta(s, c2.HybridStats()); d.Rerouted != 1 || d.HTTP != 0 || d.TCP != 2 {
+		t.Fatalf("stat of another deployment's directory while thrashing: %+v, want it rerouted over TCP", d)
+	}
+}
