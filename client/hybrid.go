@@ -437,7 +437,11 @@ func (c *Client) hybridExchange(ctx context.Context, m rpc.Method, op, path stri
 		tr := overTCP
 		if conn != nil {
 			h.tcp.Add(1)
-			resp, err = conn.Call(ctx, req)
+			if c.opts.StragglerFactor > 0 && (m == rpc.MethodStat || m == rpc.MethodRead) {
+				resp, err = c.hybridHedged(ctx, m, d, conn, req)
+			} else {
+				resp, err = conn.Call(ctx, req)
+			}
 		} else {
 			tr = overHTTP
 			h.http.Add(1)
@@ -509,6 +513,93 @@ func (c *Client) hybridExchange(ctx context.Context, m rpc.Method, op, path stri
 				return nil, meta.Errorf(op, path, meta.ErrBusy, "%v", err)
 			}
 			return nil, meta.Errorf(op, path, meta.ErrOutcomeUnknown, "%v", err)
+		}
+	}
+}
+
+// hybridHedged is hedgedCall for the hybrid path: a read on conn that has
+// waited StragglerFactor times its operation's moving average (at least
+// StragglerFloor) is sent again, as a request of its own, as an HTTP
+// invocation for deployment d (the platform may answer it from another
+// instance), and the first answer wins.
+func (c *Client) hybridHedged(ctx context.Context, m rpc.Method, d int, conn *rpc.Conn, req *api.Request) (*api.Response, error) {
+	start := time.Now()
+	avg := c.lat.average(m)
+	if avg == 0 {
+		resp, err := conn.Call(ctx, req)
+		if err == nil {
+			c.lat.observe(m, time.Since(start))
+		}
+		return resp, err
+	}
+	var first rpc.Pending
+	if err := conn.StartIn(ctx, req, &first); err != nil {
+		return nil, err
+	}
+	deadline := start.Add(max(time.Duration(c.opts.StragglerFactor*float64(avg)), c.opts.StragglerFloor))
+wait:
+	for {
+		select {
+		case <-first.C():
+			resp, err := first.Result()
+			if err == nil {
+				c.lat.observe(m, time.Since(start))
+			}
+			return resp, err
+		case <-ctx.Done():
+			return first.Abandon(ctx.Err())
+		case <-c.tick():
+			if !time.Now().Before(deadline) {
+				break wait
+			}
+		}
+	}
+	again := &api.Request{}
+	if b, err := req.MarshalVT(); err != nil || again.UnmarshalVT(b) != nil {
+		select {
+		case <-first.C():
+			return first.Result()
+		case <-ctx.Done():
+			return first.Abandon(ctx.Err())
+		}
+	}
+	again.RequestId = c.nextID()
+	again.Resubmitted = false
+	type answer struct {
+		resp *api.Response
+		err  error
+	}
+	second := make(chan answer, 1)
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c.stragglers.sent.Add(1)
+	c.hyb.http.Add(1)
+	go func() {
+		resp, err := c.invoke(hctx, d, again)
+		second <- answer{resp, err}
+	}()
+	for {
+		select {
+		case <-first.C():
+			resp, err := first.Result()
+			if err != nil && second != nil {
+				a := <-second // the copy may still answer
+				if a.err == nil {
+					c.stragglers.won.Add(1)
+					return a.resp, nil
+				}
+			}
+			return resp, err
+		case a := <-second:
+			if a.err != nil {
+				second = nil // wait for the first
+				continue
+			}
+			c.stragglers.won.Add(1)
+			_, _ = first.Abandon(errStragglerLost)
+			return a.resp, nil
+		case <-ctx.Done():
+			return first.Abandon(ctx.Err())
 		}
 	}
 }

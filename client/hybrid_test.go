@@ -17,6 +17,7 @@ import (
 
 	"github.com/nimbus-fs/nimbus/client"
 	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/meta/metatest"
 	"github.com/nimbus-fs/nimbus/namespace"
 	"github.com/nimbus-fs/nimbus/rpc"
 )
@@ -533,5 +534,62 @@ func TestHybridRouted(t *testing.T) {
 	// it again: no invocation for deployment 1.
 	if d := delta(s, c2.HybridStats()); d.Rerouted != 1 || d.HTTP != 0 || d.TCP != 2 {
 		t.Fatalf("stat of another deployment's directory while thrashing: %+v, want it rerouted over TCP", d)
+	}
+}
+
+// A stat stuck on the connect-back is sent again as an invocation after
+// StragglerFactor times its average, and the copy answers; off, it waits.
+func TestHybridStraggler(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		fs := &stallFS{MemFS: metatest.NewMemFS(), release: make(chan struct{})}
+		var releaseOnce sync.Once
+		release := func() { releaseOnce.Do(func() { close(fs.release) }) }
+		defer release()
+		ctx := context.Background()
+		if err := fs.Mkdirs(ctx, root, "/slow", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		g := newGateway(t, map[int]string{0: serve(t, fs, nil)})
+		opts := hybridOpts(-1)
+		opts.StragglerFactor, opts.StragglerFloor = 10, time.Millisecond
+		if !on {
+			opts.StragglerFactor = -1
+		}
+		c := dial(t, g.hs.URL, opts)
+		stats(t, c, 1, "/")
+		awaitTCP(t, c, 0)
+		stats(t, c, 50, "/") // the moving average of a stat
+		sent0, won0 := c.Stragglers()
+		s := c.HybridStats()
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.Stat(ctx, root, "/slow")
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !on {
+				t.Fatalf("off: the stalled stat returned (%v) before the server let it go", err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent, won := c.Stragglers()
+			if d := delta(s, c.HybridStats()); sent-sent0 != 1 || won-won0 != 1 || d.HTTP != 1 {
+				t.Fatalf("stragglers sent %d, won %d, %+v; want one copy over HTTP, which won", sent-sent0, won-won0, d)
+			}
+		case <-time.After(map[bool]time.Duration{true: 10 * time.Second, false: 300 * time.Millisecond}[on]):
+			if on {
+				t.Fatal("on: the stalled stat was not answered by a copy within 10 s")
+			}
+			release()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if sent, _ := c.Stragglers(); sent != 0 {
+				t.Fatalf("off: %d stragglers sent", sent)
+			}
+		}
+		release()
 	}
 }
