@@ -111,7 +111,8 @@ type Options struct {
 	// HTTP invocation (POST /rpc/call, Nimbus-Deployment: its deployment,
 	// 0 until a wrong-owner answer names the owner), naming the process's
 	// callback endpoint; the instance that serves it connects back, and
-	// later requests to that deployment go over that connection. Off by
+	// later requests to that deployment go over that connection. Dial then
+	// opens nothing: the first call makes the first invocation. Off by
 	// default: the client keeps its pool of connections to Dial's address.
 	Hybrid bool
 	// HTTPShare is the probability that a request with a connection to

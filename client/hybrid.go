@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -112,7 +113,7 @@ func (e *endpoint) hello(nc net.Conn) {
 	_ = nc.SetDeadline(time.Now().Add(helloTimeout))
 	br := bufio.NewReaderSize(nc, 32<<10)
 	h, err := rpc.ReadHello(br)
-	if err != nil || h.Token != e.token {
+	if err != nil || subtle.ConstantTimeCompare([]byte(h.Token), []byte(e.token)) != 1 {
 		e.refused.Add(1)
 		reason := "bad token"
 		if err != nil {
