@@ -88,9 +88,11 @@ func newGateway(t testing.TB, instances map[int]string) *gateway {
 }
 
 // hybridOpts are the options of the tests' hybrid clients: anti-thrashing
-// off unless a test is about it, since real latencies would trip it.
+// and straggler copies off unless a test is about them, since real
+// latencies (under -race, on a loaded machine) would trip them and move
+// requests between the paths the tests count.
 func hybridOpts(share float64) client.Options {
-	return client.Options{Hybrid: true, HTTPShare: share, ThrashFactor: -1}
+	return client.Options{Hybrid: true, HTTPShare: share, ThrashFactor: -1, StragglerFactor: -1}
 }
 
 // awaitTCP waits until c has a connection to an instance of deployment d.
