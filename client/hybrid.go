@@ -438,9 +438,18 @@ func (c *Client) hybridExchange(ctx context.Context, m rpc.Method, op, path stri
 		tr := overTCP
 		if conn != nil {
 			h.tcp.Add(1)
-			if c.opts.StragglerFactor > 0 && (m == rpc.MethodStat || m == rpc.MethodRead) {
+			switch {
+			case view != nil:
+				var delivered bool
+				if resp, delivered, err = tcpView(ctx, conn, req, view); err == nil && delivered {
+					if h.thrash.observe(overTCP, c.opts.Now().Sub(start), c.opts.ThrashFactor) {
+						h.thrashes.Add(1)
+					}
+					return nil, nil
+				}
+			case c.opts.StragglerFactor > 0 && (m == rpc.MethodStat || m == rpc.MethodRead):
 				resp, err = c.hybridHedged(ctx, m, d, conn, req)
-			} else {
+			default:
 				resp, err = conn.Call(ctx, req)
 			}
 		} else {
@@ -654,6 +663,30 @@ func (c *Client) retryHTTP(ctx context.Context, n *int, until *time.Time, atLeas
 	case <-t.C:
 		return true
 	}
+}
+
+// tcpView is conn.CallView for a view call: an answer without error is
+// decoded in place and handed to the view (delivered); an error answer is
+// returned as a response of its own, copied out of the frame.
+func tcpView(ctx context.Context, conn *rpc.Conn, req *api.Request, v *viewCall) (resp *api.Response, delivered bool, err error) {
+	// CallView merges into v.resp: an error an earlier attempt left there
+	// must not survive into this one's answer.
+	v.resp.Error = nil
+	err = conn.CallView(ctx, req, v.resp, func(r *api.Response) error {
+		e := r.GetError()
+		if e == nil {
+			v.got()
+			delivered = true
+			return nil
+		}
+		b, err := e.MarshalVT() // copied: the frame is reused once this returns
+		if err != nil {
+			return err
+		}
+		resp = &api.Response{RequestId: r.GetRequestId(), Error: &api.Error{}}
+		return resp.Error.UnmarshalVT(b)
+	})
+	return resp, delivered, err
 }
 
 // viewFrom hands a response taken whole to a view call (callView), which

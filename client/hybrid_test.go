@@ -515,6 +515,23 @@ func TestHybridRouted(t *testing.T) {
 	if wrong, owned := c.RouteStats(); wrong != 1 || owned != 11 || rs[1].refused.Load() != 0 {
 		t.Fatalf("route stats %d, %d after the owner was learnt", wrong, owned)
 	}
+	// A listing of a directory not learnt yet goes over deployment 0's
+	// connection, is refused there (an error answer decoded in place, then
+	// copied out) and follows the owner.
+	s = c.HybridStats()
+	if err := fs.Mkdirs(ctx, root, "/b/x/y", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l, err = c.List(ctx, root, "/b/x", "", 0)
+	if err != nil || len(l.Entries) != 1 || l.Entries[0].Path != "/b/x/y" {
+		t.Fatalf("listing of /b/x: %+v %v", l, err)
+	}
+	if d := delta(s, c.HybridStats()); d.TCP != 2 || d.HTTP != 0 {
+		t.Fatalf("listing of an unlearnt directory: %+v, want 2 over TCP", d)
+	}
+	if wrong, _ := c.RouteStats(); wrong != 2 || rs[0].refused.Load() != 2 {
+		t.Fatalf("wrong-owner answers %d, deployment 0 refused %d; want 2, 2", wrong, rs[0].refused.Load())
+	}
 
 	// Anti-thrashing: a fresh client knows deployment 0's instance only.
 	clk := &stepClock{t: time.Unix(0, 0), step: time.Millisecond}

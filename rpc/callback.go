@@ -152,6 +152,9 @@ func callbackKey(endpoint, token string) string { return endpoint + " " + token 
 // connecting back, and their clients fall back to dialling.
 const maxCallbacks = 4096
 
+// callbackDialTimeout bounds the dial of a callback endpoint.
+const callbackDialTimeout = 5 * time.Second
+
 // refusedFor is how long a server does not dial an endpoint that refused
 // its hello or could not be reached again.
 const refusedFor = time.Minute
@@ -190,7 +193,9 @@ func (s *Server) connectBack(endpoint, token, base string) {
 // it ends. Its error is why the connection never served (unreachable,
 // refused).
 func (s *Server) serveCallback(endpoint string, h Hello) error {
-	nc, err := net.DialTimeout("tcp", endpoint, s.opts.FrameTimeout)
+	// A client that cannot be reached (behind NAT) must not hold a
+	// goroutine for long: it falls back to dialling after its own wait.
+	nc, err := net.DialTimeout("tcp", endpoint, min(s.opts.FrameTimeout, callbackDialTimeout))
 	if err != nil {
 		s.met.callbacks.WithLabelValues("unreachable").Inc()
 		s.log.Info("rpc: cannot connect back to a client", "endpoint", endpoint, "err", err)
