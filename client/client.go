@@ -115,6 +115,53 @@ type Options struct {
 	// Off by default: unrouted requests are served by any server, as
 	// before.
 	Route bool
+
+	// Hybrid makes Dial's address a platform gateway, and the client a
+	// hybrid HTTP/TCP one (docs/ELASTIC.md, "Hybrid RPC and resilient
+	// clients"): a request to a deployment with no connection goes as an
+	// HTTP invocation (POST /rpc/call, Nimbus-Deployment: its deployment,
+	// 0 until a wrong-owner answer names the owner), naming the process's
+	// callback endpoint; the instance that serves it connects back, and
+	// later requests to that deployment go over that connection. Dial then
+	// opens nothing: the first call makes the first invocation. Off by
+	// default: the client keeps its pool of connections to Dial's address.
+	Hybrid bool
+	// HTTPShare is the probability that a request with a connection to
+	// its deployment is sent as an HTTP invocation all the same, so that
+	// the platform sees load and scales. 0 means 0.01; negative: never.
+	HTTPShare float64
+	// CallbackWait is how long after an invocation's answer an instance
+	// has to connect back before the client dials it directly (its
+	// /rpc/conn: a client behind NAT, an instance that cannot reach it),
+	// counted in HybridStats.DirectFallbacks. 0 means 200ms; negative:
+	// never dial, use connect-backs only.
+	CallbackWait time.Duration
+	// NoCallback sends no callback endpoint with invocations: the client
+	// dials each instance that answers at once (a client known to be
+	// unreachable).
+	NoCallback bool
+	// CallbackAddr is the listen address of the process's callback
+	// endpoint, which every hybrid client asking for the same address
+	// shares (with its connections); the first one's MaxFrameSize applies
+	// to them. Empty means "127.0.0.1:0" (loopback, any port).
+	CallbackAddr string
+	// HTTPRetryBase, HTTPRetryMax and HTTPRetryDeadline rule the retries
+	// of an invocation answered busy (503) or whose gateway cannot be
+	// reached: retry n waits a uniform random time in [0, min(max,
+	// base·2^n)) (exponential backoff, full jitter), at least the
+	// answer's Retry-After, until the deadline, counted from the first
+	// retry, would pass; then the call fails busy. 0 means 10ms, 1s and
+	// 10s; a negative deadline: no retries.
+	HTTPRetryBase, HTTPRetryMax, HTTPRetryDeadline time.Duration
+	// ThrashFactor: when a call's latency exceeds this many times its
+	// transport's moving average, the client prefers existing connections
+	// over new invocations (no HTTPShare; a deployment without a
+	// connection is served unrouted over another's) until ten calls in a
+	// row are back within it. 0 means 2.5; negative: never.
+	ThrashFactor float64
+	// Now is the clock hybrid latencies are measured with; nil means
+	// time.Now.
+	Now func() time.Time
 }
 
 // JobFromEnv returns NIMBUS_JOB: the job `nimbus fs` and `nimbus bench`
@@ -133,8 +180,12 @@ func (o Options) Validate() error {
 		return fmt.Errorf("client: Conns %d is negative", o.Conns)
 	case o.Conns > 1024:
 		return fmt.Errorf("client: Conns %d is more than 1024", o.Conns)
-	case o.DialTimeout < 0 || o.LeaseRenewInterval < 0 || o.MaxFrameSize < 0 || o.Resubmits < 0:
-		return errors.New("client: negative DialTimeout, LeaseRenewInterval, MaxFrameSize or Resubmits")
+	case o.DialTimeout < 0 || o.LeaseRenewInterval < 0 || o.MaxFrameSize < 0:
+		return errors.New("client: negative DialTimeout, LeaseRenewInterval or MaxFrameSize")
+	case o.Resubmits < 0 && !o.Hybrid:
+		return errors.New("client: negative Resubmits")
+	case !(o.HTTPShare <= 1) || o.HTTPRetryBase < 0 || o.HTTPRetryMax < 0:
+		return fmt.Errorf("client: HTTPShare %v above 1, or negative HTTPRetryBase or HTTPRetryMax", o.HTTPShare)
 	}
 	return nil
 }
@@ -171,6 +222,30 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.HTTPShare == 0 {
+		o.HTTPShare = 0.01
+	}
+	if o.CallbackWait == 0 {
+		o.CallbackWait = 200 * time.Millisecond
+	}
+	if o.CallbackAddr == "" {
+		o.CallbackAddr = "127.0.0.1:0"
+	}
+	if o.HTTPRetryBase == 0 {
+		o.HTTPRetryBase = 10 * time.Millisecond
+	}
+	if o.HTTPRetryMax == 0 {
+		o.HTTPRetryMax = time.Second
+	}
+	if o.HTTPRetryDeadline == 0 {
+		o.HTTPRetryDeadline = 10 * time.Second
+	}
+	if o.ThrashFactor == 0 {
+		o.ThrashFactor = 2.5
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	return o
 }
 
@@ -201,6 +276,7 @@ type Client struct {
 	def       *pool        // the default server's
 	closed    atomic.Bool
 	routes    routes // Options.Route (route.go)
+	hyb       hybrid // Options.Hybrid (hybrid.go)
 }
 
 // pool is the connections to one server address.
@@ -247,6 +323,9 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 		c.hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}}
 	}
 	for i := range c.def.slots {
+		if opts.Hybrid {
+			break // addr is a gateway: connections come from its instances
+		}
 		if _, err := c.slotConn(ctx, c.def, &c.def.slots[i]); err != nil {
 			c.Close()
 			return nil, fmt.Errorf("client: dial %s: %w", addr, err)
@@ -417,6 +496,9 @@ func (c *Client) exchange(ctx context.Context, m rpc.Method, path string, u meta
 	// leaves its outcome unknown, where before it is busy (not done).
 	sent := 0
 	var waited time.Duration // for the server to take a throttled request
+	if c.opts.Hybrid {
+		return c.hybridExchange(ctx, m, op, path, req, view)
+	}
 	var settling settleState // a resubmitted write answered busy (settle)
 	busy := int(c.calls.Add(1)) - 1
 	defer c.calls.Add(-1)

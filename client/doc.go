@@ -28,6 +28,16 @@
 // same id) and with meta.ErrBusy when it is a read or was never sent (not
 // done: safe to run again).
 //
+// With Options.Hybrid the address is a platform gateway: a request to a
+// deployment travels as an HTTP invocation until the instance that served
+// it has connected back to the process's callback endpoint, then over that
+// connection (a share Options.HTTPShare still over HTTP); an instance that
+// does not connect back is dialled directly. Busy invocations are retried
+// with exponential backoff and full jitter, requests lost with a connection
+// or an instance are resubmitted, and a latency spike makes the client
+// prefer existing connections (HybridStats counts each;
+// docs/ELASTIC.md, "Hybrid RPC and resilient clients").
+//
 // Streaming helpers (CreateWriter, AppendWriter, OpenReader, ReadFile,
 // WriteFile, Walk) move file contents and walk trees in constant memory.
 package client

@@ -96,16 +96,33 @@ func (c *Client) routeOf(m rpc.Method, req *api.Request) route {
 // the pool to send the request on next (the default one, unrouted, once
 // the owner has no known instance or rt followed maxRouteHops answers).
 func (c *Client) misrouted(rt *route, req *api.Request, enc []byte, owner uint32) *pool {
-	r := &c.routes
-	r.wrong.Add(1)
 	rt.hops++
-	var m routing.Map
-	if err := m.UnmarshalBinary(enc); err != nil {
-		c.log.Debug("client: a wrong-owner answer with a bad map", "err", err)
+	m, ok := c.learnOwner(rt.dir, enc, owner)
+	if !ok {
 		req.Routed = false
 		return c.def
 	}
+	addr := pickInstance(m, int(owner), c.tag)
+	if addr == "" || rt.hops > maxRouteHops {
+		req.Routed = false
+		return c.def
+	}
+	return c.poolFor(addr)
+}
+
+// learnOwner takes a wrong-owner answer for directory dir: it keeps the
+// map (enc) when it is newer than the one it has, and learns that owner
+// owns dir. It returns the answer's map, or false when it does not decode.
+func (c *Client) learnOwner(dir string, enc []byte, owner uint32) (*routing.Map, bool) {
+	r := &c.routes
+	r.wrong.Add(1)
+	var m routing.Map
+	if err := m.UnmarshalBinary(enc); err != nil {
+		c.log.Debug("client: a wrong-owner answer with a bad map", "err", err)
+		return nil, false
+	}
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.mu.m == nil || m.Version >= r.mu.m.Version {
 		if r.mu.m != nil && r.mu.m.N() != m.N() {
 			r.mu.dirs = nil // another number of deployments: other owners
@@ -115,14 +132,17 @@ func (c *Client) misrouted(rt *route, req *api.Request, enc []byte, owner uint32
 	if r.mu.dirs == nil || len(r.mu.dirs) >= maxRouteDirs {
 		r.mu.dirs = make(map[string]int)
 	}
-	r.mu.dirs[rt.dir] = int(owner)
-	addr := pickInstance(&m, int(owner), c.tag)
-	r.mu.Unlock()
-	if addr == "" || rt.hops > maxRouteHops {
-		req.Routed = false
-		return c.def
-	}
-	return c.poolFor(addr)
+	r.mu.dirs[dir] = int(owner)
+	return &m, true
+}
+
+// learntOwner returns the deployment learnt to own directory dir.
+func (c *Client) learntOwner(dir string) (int, bool) {
+	r := &c.routes
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	d, ok := r.mu.dirs[dir]
+	return d, ok
 }
 
 // pickInstance returns the address (host:port) of one of deployment d's

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/nimbus-fs/nimbus/api"
 )
@@ -16,6 +18,29 @@ import (
 // response; err is a transport failure (the request may or may not have been
 // executed) or an HTTP error status.
 func CallHTTP(ctx context.Context, hc *http.Client, baseURL string, req *api.Request, maxFrame int) (*api.Response, error) {
+	resp, _, err := Invoke(ctx, hc, baseURL, req, maxFrame, nil)
+	return resp, err
+}
+
+// StatusError is an HTTP error status answered to an invocation.
+// Status 503 (busy: the request was not run, RetryAfter says when to come
+// back, zero when the answer did not say) and 502 (the instance failed:
+// the request may have run) are a gateway's; others say the request was
+// malformed.
+type StatusError struct {
+	Status     int
+	RetryAfter time.Duration
+	Msg        string
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("rpc: %s answered %d %s: %s", CallPath, e.Status, http.StatusText(e.Status), e.Msg)
+}
+
+// Invoke is CallHTTP with headers: hdr is added to the request (nil: none),
+// and the answer's headers are returned with its response. An HTTP error
+// status is a *StatusError.
+func Invoke(ctx context.Context, hc *http.Client, baseURL string, req *api.Request, maxFrame int, hdr http.Header) (*api.Response, http.Header, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
@@ -23,22 +48,29 @@ func CallHTTP(ctx context.Context, hc *http.Client, baseURL string, req *api.Req
 	defer putBuf(ob)
 	out, err := AppendFrame((*ob)[:0], req, maxFrame)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	*ob = out
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+CallPath, bytes.NewReader(out))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	for k, vs := range hdr {
+		hreq.Header[k] = vs
 	}
 	hreq.Header.Set("Content-Type", ContentType)
 	hresp, err := hc.Do(hreq)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer hresp.Body.Close()
 	if hresp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(hresp.Body, 512))
-		return nil, fmt.Errorf("rpc: %s answered %s: %s", CallPath, hresp.Status, bytes.TrimSpace(msg))
+		e := &StatusError{Status: hresp.StatusCode, Msg: string(bytes.TrimSpace(msg))}
+		if s, err := strconv.Atoi(hresp.Header.Get("Retry-After")); err == nil && s > 0 {
+			e.RetryAfter = time.Duration(min(s, 3600)) * time.Second
+		}
+		return nil, hresp.Header, e
 	}
 	br := readerPool.Get().(*bufio.Reader)
 	br.Reset(hresp.Body)
@@ -48,12 +80,12 @@ func CallHTTP(ctx context.Context, hc *http.Client, baseURL string, req *api.Req
 	br.Reset(nil)
 	readerPool.Put(br)
 	if err != nil {
-		return nil, fmt.Errorf("rpc: reading the %s answer: %w", CallPath, err)
+		return nil, hresp.Header, fmt.Errorf("rpc: reading the %s answer: %w", CallPath, err)
 	}
 	*ib = frame
 	resp := &api.Response{}
 	if err := unmarshal(frame, resp); err != nil {
-		return nil, fmt.Errorf("%w: undecodable response: %v", ErrProtocol, err)
+		return nil, hresp.Header, fmt.Errorf("%w: undecodable response: %v", ErrProtocol, err)
 	}
-	return resp, nil
+	return resp, hresp.Header, nil
 }

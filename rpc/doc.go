@@ -37,6 +37,13 @@
 //
 // POST /rpc/call carries one request frame in its body and answers one
 // response frame: the invocation path a platform gateway can route and scale.
+// Its answer names the instance (HeaderInstance: id and base URL). An
+// invocation that names its client's callback endpoint (HeaderCallback,
+// HeaderCallbackToken) makes the server connect back to it in the
+// background, once per endpoint while the connection lives: it sends a
+// hello line (Hello, ParseHello) and, once accepted, serves frames on the
+// connection as on an upgraded one (docs/ELASTIC.md, "Hybrid RPC and
+// resilient clients"). Invoke is the client side of the path with headers.
 //
 // # Using it
 //

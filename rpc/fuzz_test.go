@@ -131,3 +131,34 @@ func wantQuick(req *api.Request) bool {
 	}
 	return false
 }
+
+// FuzzHello feeds arbitrary bytes to the connect-back hello decoder: no
+// panic, and a hello that decodes encodes back to the same line.
+func FuzzHello(f *testing.F) {
+	f.Add([]byte("NIMBUS-HELLO 1 0123abcd 7 http://127.0.0.1:9870\n"))
+	f.Add([]byte("NIMBUS-HELLO 2 t i u\n"))
+	f.Add([]byte("NIMBUS-HELLO 1 t i u extra\n"))
+	f.Add([]byte("NIMBUS-HELLO 1  i u\n"))
+	f.Add([]byte("NIMBUS-HELLO 1 t\x00 i u"))
+	f.Add(bytes.Repeat([]byte("x"), 2000))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		h, err := ReadHello(bufio.NewReaderSize(bytes.NewReader(data), 16))
+		if err != nil {
+			if _, err2 := ParseHello(data); err2 == nil && bytes.Count(data, []byte("\n")) == 1 && data[len(data)-1] == '\n' {
+				t.Fatalf("ReadHello failed (%v) on a line ParseHello takes", err)
+			}
+			return
+		}
+		line, err := AppendHello(nil, h)
+		if err != nil {
+			t.Fatalf("a decoded hello %+v does not encode: %v", h, err)
+		}
+		back, err := ParseHello(line)
+		if err != nil || back != h {
+			t.Fatalf("round trip: %+v %v, want %+v", back, err, h)
+		}
+		if !bytes.HasPrefix(data, line) {
+			t.Fatalf("decoded %+v from %q, which does not start with its encoding %q", h, data, line)
+		}
+	})
+}

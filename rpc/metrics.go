@@ -24,6 +24,9 @@ type metrics struct {
 	backpressure prometheus.Counter
 	closed       *prometheus.CounterVec
 	heldBytes    prometheus.GaugeFunc
+	// callbacks counts connect-back attempts by outcome (dialled,
+	// unreachable, refused, accepted).
+	callbacks *prometheus.CounterVec
 
 	// Hot-path caches so that a request costs no label lookup.
 	ok  [numMethods]prometheus.Counter
@@ -74,13 +77,17 @@ func newMetrics(reg prometheus.Registerer, held func() float64) *metrics {
 			Namespace: "nimbus", Subsystem: "rpc", Name: "held_bytes",
 			Help: "Bytes of requests read and not yet answered plus answers not yet written, across connections.",
 		}, held),
+		callbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "rpc", Name: "callbacks_total",
+			Help: "Connections back to clients' callback endpoints, by outcome (dialled, unreachable, refused, accepted).",
+		}, []string{"outcome"}),
 	}
 	for i := Method(0); i < numMethods; i++ {
 		m.ok[i] = m.requests.WithLabelValues(i.String(), "ok")
 		m.obs[i] = m.latency.WithLabelValues(i.String())
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.latency, m.inflight, m.conns, m.connsTotal, m.protoErrors, m.backpressure, m.closed, m.heldBytes)
+		reg.MustRegister(m.requests, m.latency, m.inflight, m.conns, m.connsTotal, m.protoErrors, m.backpressure, m.closed, m.heldBytes, m.callbacks)
 	}
 	return m
 }

@@ -79,6 +79,19 @@ type ServerOptions struct {
 	// another deployment owns with KIND_WRONG_OWNER (docs/ELASTIC.md,
 	// "Request routing"). Unrouted requests are served whatever owns them.
 	Router Router
+	// InstanceID is the id this server gives in the Nimbus-Instance header
+	// of its CallPath answers and in its connect-back hello (a member id);
+	// empty means "0".
+	InstanceID string
+	// AdvertiseURL is the base URL ("http://host:port") it gives there,
+	// where clients can dial it; empty means "http://" and the Host the
+	// invocation was addressed to.
+	AdvertiseURL string
+	// NoConnectBack stops the server from connecting back to the callback
+	// endpoints invocations name (HeaderCallback), so that clients fall
+	// back to dialling it: for tests, and for servers that must not open
+	// connections outwards.
+	NoConnectBack bool
 }
 
 // Router tells a server whether a routed request belongs to its
@@ -155,6 +168,10 @@ type Server struct {
 		sync.Mutex
 		conns    map[*serverConn]struct{}
 		shutdown bool
+		// callbacks holds the client endpoints (callbackKey) the server is
+		// connected or connecting back to (zero time), or was refused by
+		// until the time given (connectBack).
+		callbacks map[string]time.Time
 	}
 }
 
@@ -191,6 +208,7 @@ func NewServer(fs meta.FileSystem, opts ServerOptions) *Server {
 	s.met = newMetrics(opts.Registerer, func() float64 { return float64(s.held.Load()) })
 	s.baseCtx, s.cancel = context.WithCancel(context.Background())
 	s.mu.conns = make(map[*serverConn]struct{})
+	s.mu.callbacks = make(map[string]time.Time)
 	return s
 }
 

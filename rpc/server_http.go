@@ -62,7 +62,17 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		s.log.Warn("rpc: undecodable frame on the call path", "remote", r.RemoteAddr)
 	}
-	w.Header().Set("Content-Type", ContentType)
+	h := w.Header()
+	h.Set("Content-Type", ContentType)
+	base := s.opts.AdvertiseURL
+	if base == "" {
+		base = "http://" + r.Host
+	}
+	h.Set(HeaderInstance, s.instanceID()+" "+base)
+	if cb := r.Header.Get(HeaderCallback); cb != "" && ok {
+		// In the background: the answer never waits for the dial.
+		s.connectBack(cb, r.Header.Get(HeaderCallbackToken), base)
+	}
 	if !ok {
 		w.WriteHeader(http.StatusBadRequest)
 	}

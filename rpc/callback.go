@@ -1,0 +1,239 @@
+package rpc
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+)
+
+// Connect-back (docs/ELASTIC.md, "Hybrid RPC and resilient clients").
+//
+// A client process runs one callback endpoint, a TCP listener, and names it
+// in every HTTP invocation (HeaderCallback, HeaderCallbackToken). The
+// instance that serves the invocation dials that endpoint, unless it holds
+// a live connection to it already, and opens with one hello line:
+//
+//	NIMBUS-HELLO 1 <token> <instance id> <instance base URL>\n
+//
+// The endpoint answers "OK\n" when the token is its own, and from then on
+// the connection carries frames exactly as an upgraded ConnPath connection
+// does, the instance in the server's role and the client in the client's;
+// anything else ("NO <reason>\n", or a close) refuses it.
+
+// Headers of the HTTP invocation path (CallPath). A gateway forwards every
+// Nimbus-* header of an invocation to the instance it picks.
+const (
+	// HeaderDeployment names the deployment (decimal) an invocation is
+	// for; a gateway routes by it, a plain server ignores it.
+	HeaderDeployment = "Nimbus-Deployment"
+	// HeaderInstance, on an answer, is "<instance id> <instance base URL>":
+	// the instance that served it.
+	HeaderInstance = "Nimbus-Instance"
+	// HeaderCallback is the host:port of the client process's callback
+	// endpoint; HeaderCallbackToken the token the endpoint accepts.
+	HeaderCallback      = "Nimbus-Callback"
+	HeaderCallbackToken = "Nimbus-Callback-Token"
+)
+
+// HelloVersion is the version the hello line carries.
+const HelloVersion = 1
+
+// helloMagic opens the hello line.
+const helloMagic = "NIMBUS-HELLO"
+
+// maxHelloLine bounds the hello line and the answer to it.
+const maxHelloLine = 1024
+
+// ErrHelloRefused: the endpoint did not accept the hello.
+var ErrHelloRefused = errors.New("rpc: connect-back refused")
+
+// Hello is what an instance says when it connects back to a client.
+type Hello struct {
+	Token    string // the endpoint's token, from HeaderCallbackToken
+	Instance string // the instance's id (a member id; "0" for a plain server)
+	URL      string // the instance's base URL, "http://host:port"
+}
+
+// helloField reports whether s is usable as one field of the hello line:
+// 1 to 512 printable ASCII bytes without spaces.
+func helloField(s string) bool {
+	if len(s) == 0 || len(s) > 512 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// Validate reports a hello that cannot be sent.
+func (h Hello) Validate() error {
+	if !helloField(h.Token) || !helloField(h.Instance) || !helloField(h.URL) {
+		return fmt.Errorf("%w: hello fields must be 1-512 printable bytes without spaces: %q %q %q", ErrProtocol, h.Token, h.Instance, h.URL)
+	}
+	if len(helloMagic)+len(h.Token)+len(h.Instance)+len(h.URL)+8 > maxHelloLine {
+		return fmt.Errorf("%w: hello longer than %d bytes", ErrProtocol, maxHelloLine)
+	}
+	return nil
+}
+
+// AppendHello appends h's hello line to b.
+func AppendHello(b []byte, h Hello) ([]byte, error) {
+	if err := h.Validate(); err != nil {
+		return b, err
+	}
+	return fmt.Appendf(b, "%s %d %s %s %s\n", helloMagic, HelloVersion, h.Token, h.Instance, h.URL), nil
+}
+
+// ParseHello decodes one hello line, with or without its newline.
+func ParseHello(line []byte) (Hello, error) {
+	s := strings.TrimSuffix(string(line), "\n")
+	f := strings.Split(s, " ")
+	if len(f) != 5 || f[0] != helloMagic {
+		return Hello{}, fmt.Errorf("%w: not a hello line", ErrProtocol)
+	}
+	if f[1] != "1" {
+		return Hello{}, fmt.Errorf("%w: hello version %.8q, want %d", ErrProtocol, f[1], HelloVersion)
+	}
+	h := Hello{Token: f[2], Instance: f[3], URL: f[4]}
+	if err := h.Validate(); err != nil {
+		return Hello{}, err
+	}
+	return h, nil
+}
+
+// readLine reads one line of at most maxHelloLine bytes.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > maxHelloLine {
+			return nil, fmt.Errorf("%w: line longer than %d bytes", ErrProtocol, maxHelloLine)
+		}
+		if err == nil {
+			return line, nil
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return nil, err
+		}
+	}
+}
+
+// ReadHello reads and decodes the hello line an instance sends.
+func ReadHello(br *bufio.Reader) (Hello, error) {
+	line, err := readLine(br)
+	if err != nil {
+		return Hello{}, err
+	}
+	return ParseHello(line)
+}
+
+// AcceptHello answers a hello: accepted, or refused with the reason.
+func AcceptHello(nc net.Conn, ok bool, reason string) error {
+	ans := "OK\n"
+	if !ok {
+		ans = "NO " + strings.ReplaceAll(reason, "\n", " ") + "\n"
+	}
+	_, err := nc.Write([]byte(ans))
+	return err
+}
+
+// callbackKey names one callback endpoint of one client process.
+func callbackKey(endpoint, token string) string { return endpoint + " " + token }
+
+// maxCallbacks bounds the endpoints a server keeps connections (or a
+// recent refusal) to; past it, invocations are answered without
+// connecting back, and their clients fall back to dialling.
+const maxCallbacks = 4096
+
+// callbackDialTimeout bounds the dial of a callback endpoint.
+const callbackDialTimeout = 5 * time.Second
+
+// refusedFor is how long a server does not dial an endpoint that refused
+// its hello or could not be reached again.
+const refusedFor = time.Minute
+
+// connectBack dials the callback endpoint of an invocation's client, in
+// the background, unless the server holds a connection to it, is dialling
+// it, or was refused by it within refusedFor; then it serves frames on the
+// connection as on an upgraded one.
+func (s *Server) connectBack(endpoint, token, base string) {
+	if s.opts.NoConnectBack || !helloField(token) || !helloField(endpoint) {
+		return
+	}
+	key := callbackKey(endpoint, token)
+	now := time.Now()
+	s.mu.Lock()
+	if until, seen := s.mu.callbacks[key]; s.mu.shutdown || (seen && (until.IsZero() || now.Before(until))) || len(s.mu.callbacks) >= maxCallbacks {
+		s.mu.Unlock()
+		return
+	}
+	s.mu.callbacks[key] = time.Time{} // zero: dialling or connected
+	s.mu.Unlock()
+	s.met.callbacks.WithLabelValues("dialled").Inc()
+	go func() {
+		err := s.serveCallback(endpoint, Hello{Token: token, Instance: s.instanceID(), URL: base})
+		s.mu.Lock()
+		if err != nil {
+			s.mu.callbacks[key] = time.Now().Add(refusedFor)
+		} else {
+			delete(s.mu.callbacks, key)
+		}
+		s.mu.Unlock()
+	}()
+}
+
+// serveCallback dials endpoint, says hello, and serves the connection until
+// it ends. Its error is why the connection never served (unreachable,
+// refused).
+func (s *Server) serveCallback(endpoint string, h Hello) error {
+	// A client that cannot be reached (behind NAT) must not hold a
+	// goroutine for long: it falls back to dialling after its own wait.
+	nc, err := net.DialTimeout("tcp", endpoint, min(s.opts.FrameTimeout, callbackDialTimeout))
+	if err != nil {
+		s.met.callbacks.WithLabelValues("unreachable").Inc()
+		s.log.Info("rpc: cannot connect back to a client", "endpoint", endpoint, "err", err)
+		return err
+	}
+	line, err := AppendHello(nil, h)
+	if err == nil {
+		_ = nc.SetDeadline(time.Now().Add(s.opts.FrameTimeout))
+		_, err = nc.Write(line)
+	}
+	br := bufio.NewReaderSize(nc, 32<<10)
+	var ans []byte
+	if err == nil {
+		ans, err = readLine(br)
+	}
+	if err == nil && string(ans) != "OK\n" {
+		err = fmt.Errorf("%w: %s", ErrHelloRefused, strings.TrimSpace(string(ans)))
+	}
+	if err != nil {
+		nc.Close()
+		s.met.callbacks.WithLabelValues("refused").Inc()
+		s.log.Info("rpc: connect-back refused", "endpoint", endpoint, "err", err)
+		return err
+	}
+	_ = nc.SetDeadline(time.Time{})
+	s.met.callbacks.WithLabelValues("accepted").Inc()
+	c := s.newConn(nc, br)
+	if c == nil {
+		return nil
+	}
+	c.serve()
+	return nil
+}
+
+// instanceID is the id the server gives in HeaderInstance and its hello.
+func (s *Server) instanceID() string {
+	if s.opts.InstanceID != "" {
+		return s.opts.InstanceID
+	}
+	return "0"
+}
