@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/nimbus-fs/nimbus/client"
 	"github.com/nimbus-fs/nimbus/meta"
@@ -118,5 +119,57 @@ func TestEnv(t *testing.T) {
 	t.Setenv("NIMBUS_USER", "alice")
 	if client.DefaultUser().Name != "alice" {
 		t.Fatal("NIMBUS_USER ignored")
+	}
+}
+
+// TestResubmittedWriteAnsweredBusySettles: a write whose connection broke
+// with it in flight is resubmitted, and the server answers the
+// resubmission busy a few times (the first submission's subtree flag is
+// still there, say). Busy only says that attempt did nothing: the client
+// sends it again until an answer settles it; with no time to settle
+// (SettleWait 1ns) it fails outcome unknown, never busy, which would
+// tell the caller that the write was not done.
+func TestResubmittedWriteAnsweredBusySettles(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		settle time.Duration
+	}{{"settles", 0}, {"no time to settle", time.Nanosecond}} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := metatest.NewMemFS()
+			ctx := context.Background()
+			var calls, busy atomic.Int32
+			arrived := make(chan struct{}, 1)
+			fs.Hook = func(ctx context.Context, m string) error {
+				if m != "mkdirs" {
+					return nil
+				}
+				switch calls.Add(1) {
+				case 1: // the first submission: its connection is cut
+					arrived <- struct{}{}
+					<-ctx.Done()
+					return ctx.Err()
+				case 2, 3, 4:
+					busy.Add(1)
+					return meta.Errorf("mkdirs", "/y", meta.ErrBusy, "a subtree operation is under way")
+				}
+				return nil
+			}
+			p := newProxy(t, serve(t, fs, nil))
+			c := dial(t, p.addr(), client.Options{Conns: 1, SettleWait: tc.settle})
+			res := make(chan error, 1)
+			go func() { res <- c.Mkdirs(ctx, root, "/y", 0) }()
+			<-arrived
+			p.kill()
+			err := <-res
+			if tc.settle == 0 {
+				if err != nil || calls.Load() != 5 {
+					t.Fatalf("after %d busy answers: %v (%d calls), want success on the 5th", busy.Load(), err, calls.Load())
+				}
+				return
+			}
+			if !errors.Is(err, meta.ErrOutcomeUnknown) {
+				t.Fatalf("a resubmission answered busy with no time to settle: %v, want outcome unknown", err)
+			}
+		})
 	}
 }
