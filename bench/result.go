@@ -59,6 +59,7 @@ type Result struct {
 	// PerOp splits a mixed workload's figures by operation (spotify).
 	PerOp   map[string]OpStats `json:"per_op,omitempty"`
 	Spotify *SpotifyStats      `json:"spotify,omitempty"` // spotify only: the schedule
+	Elastic *ElasticStats      `json:"elastic,omitempty"` // elastic only: instances over time
 	// The driver's own CPU (this process, all clients) per successful
 	// operation, and what the server counted over the same run when its
 	// metrics endpoint is known (ServerStats).

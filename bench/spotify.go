@@ -48,6 +48,10 @@ type SpotifyConfig struct {
 	// write into one directory). Their creates are reported apart, as
 	// per_op "create-hot", and are not in the run's totals.
 	HotWriters float64
+	// Schedule, when set, is the target rate of each interval in turn
+	// (the last one repeats), instead of the Pareto draws: a step or any
+	// other shape of load (bench elastic's).
+	Schedule []float64
 }
 
 // DefaultSpotifyConfig returns the paper's mix at 1,000 ops/s for 60 s.
@@ -86,6 +90,13 @@ func (c SpotifyConfig) Validate() error {
 // the Pareto distribution from the seed alone, so that two systems run with
 // one seed are offered the same load.
 func (c SpotifyConfig) Rates(n int) []float64 {
+	if len(c.Schedule) > 0 {
+		out := make([]float64, n)
+		for i := range out {
+			out[i] = c.Schedule[min(i, len(c.Schedule)-1)]
+		}
+		return out
+	}
 	rng := rand.New(rand.NewPCG(uint64(c.Seed), 0x5b0f))
 	out := make([]float64, n)
 	for i := range out {
@@ -151,6 +162,12 @@ type SpotifySecond struct {
 	Issued     int64   `json:"issued"`  // sent in the second
 	Carried    int64   `json:"carried"` // left for the next second
 	Behind     string  `json:"behind,omitempty"`
+	// Of the operations that finished in the second: how many, and their
+	// latency from the send (p50, p99) and from their scheduled time.
+	Served        int64   `json:"served"`
+	P50Ms         float64 `json:"p50_ms"`
+	P99Ms         float64 `json:"p99_ms"`
+	ResponseP99Ms float64 `json:"response_p99_ms"`
 }
 
 // OpStats is one operation's share of a mixed result.
@@ -174,11 +191,13 @@ func Spotify(ctx context.Context, env *Env, cfg SpotifyConfig, tree *Tree, progr
 	secs := int(cfg.Duration / time.Second)
 	perInterval := int(cfg.Interval / time.Second)
 	r := &spotifyRun{env: env, cfg: cfg, tree: tree, ctx: ctx,
-		run:   strconv.FormatInt(time.Now().UnixNano(), 36),
-		files: filePool(tree, cfg.PoolSize, uint64(cfg.Seed)),
-		rates: cfg.Rates((secs + perInterval - 1) / perInterval),
-		done:  make([]SecondPoint, secs+1),
-		perOp: make(map[string]*opAcc, len(cfg.Mix.Ops))}
+		run:     strconv.FormatInt(time.Now().UnixNano(), 36),
+		files:   filePool(tree, cfg.PoolSize, uint64(cfg.Seed)),
+		rates:   cfg.Rates((secs + perInterval - 1) / perInterval),
+		done:    make([]SecondPoint, secs+1),
+		secHist: make([]*hdrhistogram.Histogram, secs+1),
+		secResp: make([]*hdrhistogram.Histogram, secs+1),
+		perOp:   make(map[string]*opAcc, len(cfg.Mix.Ops))}
 	r.dirs = append(r.dirs, tree.Root())
 	for i := 0; i < tree.NumDirs(); i++ {
 		r.dirs = append(r.dirs, tree.DirPath(i))
@@ -265,7 +284,10 @@ type spotifyRun struct {
 	perOp     map[string]*opAcc
 	hist      *hdrhistogram.Histogram // from the send
 	resp      *hdrhistogram.Histogram // from the scheduled time
-	firstErr  []string
+	// By second of completion: latency from the send and from the
+	// scheduled time (made on first use).
+	secHist, secResp []*hdrhistogram.Histogram
+	firstErr         []string
 }
 
 type opAcc struct {
@@ -510,6 +532,15 @@ func (r *spotifyRun) drive(secs int, progress *Progress) (*Measurement, *Spotify
 		}
 	}
 	m.ErrorSamples = r.firstErr
+	for i := range st.Seconds {
+		sec := &st.Seconds[i]
+		sec.Served = r.done[i].Ops
+		if h := r.secHist[i]; h != nil {
+			sec.P50Ms = float64(h.ValueAtQuantile(50)) / 1000
+			sec.P99Ms = float64(h.ValueAtQuantile(99)) / 1000
+			sec.ResponseP99Ms = float64(r.secResp[i].ValueAtQuantile(99)) / 1000
+		}
+	}
 	st.Response = latencyOf(r.resp)
 	st.Fallbacks = r.fallbacks
 	return m, st
@@ -587,6 +618,12 @@ func (r *spotifyRun) work(j spotifyJob, t0 time.Time, rng *rand.Rand) {
 	}
 	a.ops++
 	r.done[sec].Ops++
+	if r.secHist[sec] == nil {
+		r.secHist[sec] = hdrhistogram.New(histMinUs, histMaxUs, 2)
+		r.secResp[sec] = hdrhistogram.New(histMinUs, histMaxUs, 2)
+	}
+	_ = r.secHist[sec].RecordValue(us)
+	_ = r.secResp[sec].RecordValue(resp)
 	_ = a.hist.RecordValue(us)
 	_ = r.hist.RecordValue(us)
 	_ = r.resp.RecordValue(resp)

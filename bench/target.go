@@ -41,6 +41,9 @@ type Env struct {
 	// result. Empty: none given.
 	Profile     string
 	ServerFlags []string
+	// Transport, for a hybrid client, reads the requests it sent so far
+	// over TCP and over HTTP invocations; nil otherwise.
+	Transport func() (tcp, http int64)
 }
 
 // serverProbe reads the server's counters around measured runs (nil when

@@ -81,8 +81,29 @@ func Write(results []bench.Result, dir string) ([]string, error) {
 			return files, err
 		}
 	}
+	n := 0
+	for i := range results {
+		r := &results[i]
+		if r.Elastic == nil || r.Spotify == nil {
+			continue
+		}
+		n++
+		name := "elastic"
+		if n > 1 {
+			name = fmt.Sprintf("elastic-%d", n)
+		}
+		for _, c := range []struct {
+			suffix string
+			draw   func(*bench.Result) (*plot.Plot, error)
+		}{{"throughput", elasticThroughput}, {"instances", elasticInstances}, {"latency", elasticLatency}} {
+			p, err := c.draw(r)
+			if err := add(name+"-"+c.suffix+".png", p, err); err != nil {
+				return files, err
+			}
+		}
+	}
 	if len(files) == 0 {
-		return nil, errors.New("plot: nothing to draw: no micro, echo, bigdir or spotify results")
+		return nil, errors.New("plot: nothing to draw: no micro, echo, bigdir, spotify or elastic results")
 	}
 	sort.Strings(files)
 	return files, nil
@@ -205,7 +226,7 @@ func cdfChart(results []bench.Result, op string) (*plot.Plot, error) {
 func spotifyMixes(results []bench.Result) []string {
 	seen := map[string]bool{}
 	for i := range results {
-		if r := &results[i]; r.Spotify != nil {
+		if r := &results[i]; r.Spotify != nil && r.Elastic == nil {
 			seen[r.Spotify.Mix] = true
 		}
 	}
@@ -221,7 +242,7 @@ func spotifyChart(results []bench.Result, mix string) (*plot.Plot, error) {
 	offered := false
 	for i := range results {
 		r := &results[i]
-		if r.Spotify == nil || r.Spotify.Mix != mix {
+		if r.Spotify == nil || r.Spotify.Mix != mix || r.Elastic != nil {
 			continue
 		}
 		if !offered {
@@ -260,7 +281,7 @@ func spotifyLatencyChart(results []bench.Result, mix string) (*plot.Plot, error)
 	opSet := map[string]bool{}
 	for i := range results {
 		r := &results[i]
-		if r.Spotify == nil || r.Spotify.Mix != mix || len(r.PerOp) == 0 {
+		if r.Spotify == nil || r.Spotify.Mix != mix || len(r.PerOp) == 0 || r.Elastic != nil {
 			continue
 		}
 		runs = append(runs, r)
@@ -359,4 +380,85 @@ func sortedInts(m map[int]float64) []int {
 	}
 	sort.Ints(out)
 	return out
+}
+
+// elasticThroughput: an elastic run's offered and served operations per
+// second (the λFS evaluation's Figure 8, top).
+func elasticThroughput(r *bench.Result) (*plot.Plot, error) {
+	var offered, served plotter.XYs
+	for _, s := range r.Spotify.Seconds {
+		offered = append(offered, plotter.XY{X: float64(s.T), Y: s.TargetOpsS})
+		served = append(served, plotter.XY{X: float64(s.T), Y: float64(s.Served)})
+	}
+	p := newPlot(fmt.Sprintf("elastic (%s): a %g× step of load, then idle", r.System, r.Elastic.Step), "seconds", "operations per second")
+	if err := plotutil.AddLines(p, "offered", offered, "served", served); err != nil {
+		return nil, fmt.Errorf("plot: elastic: %w", err)
+	}
+	p.Y.Min = 0
+	return p, nil
+}
+
+// elasticInstances: instances (serving or starting) of each deployment
+// over the run (Figure 8, bottom; Figure 14).
+func elasticInstances(r *bench.Result) (*plot.Plot, error) {
+	deps := map[string]bool{}
+	for _, s := range r.Elastic.Samples {
+		for d := range s.Instances {
+			deps[d] = true
+		}
+	}
+	if len(deps) == 0 {
+		return nil, nil
+	}
+	var args []any
+	total := plotter.XYs{}
+	for _, d := range sortedKeys(deps) {
+		var xy plotter.XYs
+		for _, s := range r.Elastic.Samples {
+			xy = append(xy, plotter.XY{X: s.T, Y: float64(s.Instances[d])})
+		}
+		args = append(args, "deployment "+d, xy)
+	}
+	for _, s := range r.Elastic.Samples {
+		n := 0
+		for _, v := range s.Instances {
+			n += v
+		}
+		total = append(total, plotter.XY{X: s.T, Y: float64(n)})
+	}
+	if len(deps) > 1 {
+		args = append(args, "all", total)
+	}
+	p := newPlot("elastic: NameNode instances over time", "seconds", "instances")
+	if err := plotutil.AddLines(p, args...); err != nil {
+		return nil, fmt.Errorf("plot: elastic instances: %w", err)
+	}
+	p.Y.Min = 0
+	return p, nil
+}
+
+// elasticLatency: p50 and p99 of each second's operations (from the send)
+// and the p99 from their scheduled time (what a client waits, queueing
+// included).
+func elasticLatency(r *bench.Result) (*plot.Plot, error) {
+	var p50, p99, resp plotter.XYs
+	for _, s := range r.Spotify.Seconds {
+		if s.Served == 0 {
+			continue
+		}
+		x := float64(s.T)
+		p50 = append(p50, plotter.XY{X: x, Y: math.Max(s.P50Ms, 0.001)})
+		p99 = append(p99, plotter.XY{X: x, Y: math.Max(s.P99Ms, 0.001)})
+		resp = append(resp, plotter.XY{X: x, Y: math.Max(s.ResponseP99Ms, 0.001)})
+	}
+	if len(p50) == 0 {
+		return nil, nil
+	}
+	p := newPlot("elastic: latency per second", "seconds", "ms (log)")
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	if err := plotutil.AddLines(p, "p50", p50, "p99", p99, "p99 from the schedule", resp); err != nil {
+		return nil, fmt.Errorf("plot: elastic latency: %w", err)
+	}
+	return p, nil
 }

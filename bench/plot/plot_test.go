@@ -31,6 +31,15 @@ func TestWriteDrawsPNGs(t *testing.T) {
 			"create": {Ops: 1, Latency: bench.LatencyMs{P50: 1, P99: 9}}},
 		Spotify: &bench.SpotifyStats{Mix: "paper", Seed: 1, Seconds: []bench.SpotifySecond{{T: 1, TargetOpsS: 1000}, {T: 2, TargetOpsS: 2100}}}}
 	rs = append(rs, sp)
+	el := bench.Result{Workload: "elastic", Op: "paper", Target: "t", System: "nimbus-hybrid", Clients: 8,
+		Spotify: &bench.SpotifyStats{Mix: "paper", Seed: 1, Seconds: []bench.SpotifySecond{
+			{T: 1, TargetOpsS: 100, Served: 100, P50Ms: 0.3, P99Ms: 2, ResponseP99Ms: 3},
+			{T: 2, TargetOpsS: 800, Served: 500, P50Ms: 0.5, P99Ms: 9, ResponseP99Ms: 40},
+			{T: 3, TargetOpsS: 800, Served: 790, P50Ms: 0.4, P99Ms: 4, ResponseP99Ms: 6}}},
+		Elastic: &bench.ElasticStats{Step: 8, Samples: []bench.ElasticSample{
+			{T: 0.5, Instances: map[string]int{"d0": 1, "d1": 1}}, {T: 1.5, Instances: map[string]int{"d0": 3, "d1": 2}},
+			{T: 2.5, Instances: map[string]int{"d0": 4, "d1": 2}}}}}
+	rs = append(rs, el)
 	dir := t.TempDir()
 	files, err := plot.Write(rs, dir)
 	if err != nil {
@@ -41,6 +50,7 @@ func TestWriteDrawsPNGs(t *testing.T) {
 		"throughput-create.png": true, "latency-cdf-create.png": true,
 		"throughput-ls-bigdir.png": false, "bigdir-memory.png": true,
 		"spotify-paper-throughput.png": true, "spotify-paper-latency.png": true, "latency-cdf-paper.png": false, // no CDF in the fake result
+		"elastic-throughput.png": true, "elastic-instances.png": true, "elastic-latency.png": true,
 	}
 	for name, should := range want {
 		_, err := os.Stat(filepath.Join(dir, name))

@@ -29,6 +29,8 @@ workloads:
   floor    the floor under echo: a bare TCP round trip to another process
   bigdir   list a directory of --entries N page by page
   subtree  delete, mv or chmod -R a fresh tree of --files N, under a background load
+  elastic  a step of load (--step× for --burst), then idle, against a platform's gateway:
+           instances over time, cold starts, TCP and HTTP requests
   plot     draw PNG charts from result files (plot FILE... --out DIR)
 
 Without --target a fresh embedded Nimbus is started in a temporary directory
@@ -49,6 +51,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		"prepare": benchPrepare,
 		"micro":   benchMicro,
 		"spotify": benchSpotify,
+		"elastic": benchElastic,
 		"echo":    benchEcho,
 		"floor":   benchFloor,
 		// started by floor, not listed in the usage
@@ -74,6 +77,7 @@ type benchCommon struct {
 	root    string
 	job     string
 	profile string
+	hybrid  bool
 }
 
 func (c *benchCommon) register(fs *flag.FlagSet) {
@@ -84,6 +88,7 @@ func (c *benchCommon) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.conns, "conns", 0, "TCP connections of the Nimbus client (default: the client's own default)")
 	fs.StringVar(&c.root, "root", "/bench", "directory the tree lives under")
 	fs.StringVar(&c.profile, "profile", "", "the server configuration measured, a baseline of the λFS evaluation ("+profileNames()+"): the embedded server is started with its flags; with --target it labels the results, and the server must run with them")
+	fs.BoolVar(&c.hybrid, "hybrid", false, "with --target nimbus://: the target is a platform's gateway (nimbus serve --platform local), reached over hybrid HTTP/TCP RPC: HTTP invocations first, then the connections instances open back")
 	fs.StringVar(&c.job, "job", client.JobFromEnv(), "job id the Nimbus RPC requests carry, for the server's per-tenant accounting (default: NIMBUS_JOB)")
 }
 

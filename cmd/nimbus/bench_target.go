@@ -53,12 +53,16 @@ func openTarget(ctx context.Context, c *benchCommon, clients int, stderr io.Writ
 		stop = stopServer
 		fallthrough
 	case "nimbus":
-		cl, err := client.Dial(ctx, "http://"+hostport, client.Options{Conns: c.conns, Job: c.job})
+		cl, err := client.Dial(ctx, "http://"+hostport, client.Options{Conns: c.conns, Job: c.job, Hybrid: c.hybrid})
 		if err != nil {
 			stop()
 			return nil, nil, fmt.Errorf("dial %s: %w", hostport, err)
 		}
 		env.FS, env.Client, env.System = cl, cl.ClientName(), "nimbus-rpc"
+		if c.hybrid {
+			env.System = "nimbus-hybrid"
+			env.Transport = func() (int64, int64) { h := cl.HybridStats(); return h.TCP, h.HTTP }
+		}
 		env.MetricsURL = "http://" + hostport + "/metrics"
 		stopServer := stop
 		stop = func() { cl.Close(); stopServer() }

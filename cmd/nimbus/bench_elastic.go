@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/nimbus-fs/nimbus/bench"
+)
+
+// benchElastic runs `nimbus bench elastic`: a step of load against a
+// platform's gateway, sampling its instances (bench.Elastic).
+func benchElastic(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("elastic", stderr)
+	var c benchCommon
+	c.register(fs)
+	cfg := bench.DefaultElasticConfig()
+	mix := fs.String("mix", "paper", "operation mix: "+strings.Join(bench.MixNames(), ", ")+", or a FILE of \"OPERATION SHARE\" lines")
+	fs.Float64Var(&cfg.BaseRate, "base-rate", cfg.BaseRate, "ops/s offered before and after the burst")
+	fs.Float64Var(&cfg.Step, "step", cfg.Step, "the burst's rate in multiples of --base-rate")
+	fs.DurationVar(&cfg.Warm, "warm", cfg.Warm, "time at --base-rate before the burst (whole seconds)")
+	fs.DurationVar(&cfg.Burst, "burst", cfg.Burst, "length of the burst (whole seconds)")
+	fs.DurationVar(&cfg.Idle, "idle", cfg.Idle, "time with nothing offered after the burst, for the keep-alive to reclaim instances (whole seconds)")
+	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "most operations in flight (the open loop's clients)")
+	fs.Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the operations and their paths")
+	fs.DurationVar(&cfg.SampleEvery, "sample-every", cfg.SampleEvery, "how often the gateway's /status/cluster is read")
+	files := fs.Int("files", 10000, "size of the tree to prepare when the target has none")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	m, err := bench.LookupMix(*mix)
+	if err != nil {
+		fmt.Fprintln(stderr, "nimbus bench elastic:", err)
+		return 2
+	}
+	cfg.Mix = m
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintln(stderr, "nimbus bench elastic:", err)
+		return 2
+	}
+	env, closeEnv, err := openTarget(ctx, &c, cfg.Workers, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "nimbus bench elastic:", err)
+		return 1
+	}
+	defer closeEnv()
+	if base, ok := strings.CutSuffix(env.MetricsURL, "/metrics"); ok {
+		cfg.StatusURL = base
+	}
+	cfg.Transport = env.Transport
+	tree, err := ensureTree(ctx, env, c.root, *files, min(cfg.Workers, 64), stdout, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "nimbus bench elastic:", err)
+		return 1
+	}
+	res, err := bench.Elastic(ctx, env, cfg, tree, progressFor(stderr))
+	var results []bench.Result
+	if el := res.Elastic; el != nil {
+		results = append(results, res)
+		fmt.Fprintf(stdout, "step %.0f -> %.0f ops/s: served 90%% of the offered rate %s\n", cfg.BaseRate, cfg.BaseRate*cfg.Step, reachText(el.ReachS))
+		names := make([]string, 0, len(el.InstancesMax))
+		for n := range el.InstancesMax {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			fmt.Fprintf(stdout, "deployment %s: at most %d instances, %d at the end\n", n, el.InstancesMax[n], el.InstancesEnd[n])
+		}
+		timed := []float64{}
+		for _, cs := range el.ColdStarts {
+			if cs.ColdStartMs > 0 {
+				timed = append(timed, cs.ColdStartMs)
+			}
+		}
+		if len(timed) > 0 {
+			sort.Float64s(timed)
+			fmt.Fprintf(stdout, "cold starts: %d, p50 %.1f ms, max %.1f ms\n", len(timed), timed[len(timed)/2], timed[len(timed)-1])
+		}
+		if el.TCPRequests+el.HTTPRequests > 0 {
+			fmt.Fprintf(stdout, "requests: %d over TCP, %d over HTTP invocations\n", el.TCPRequests, el.HTTPRequests)
+		}
+		if el.SampleError != "" {
+			fmt.Fprintln(stderr, "nimbus bench elastic: sampling the cluster:", el.SampleError)
+		}
+	}
+	return finish(stdout, stderr, &c, append([]string{"elastic"}, args...), results, err)
+}
+
+func reachText(s int) string {
+	if s < 0 {
+		return "never during the burst"
+	}
+	return fmt.Sprintf("within %d s of the step", s+1)
+}
