@@ -364,6 +364,7 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("/{$}", s.statusPage)
 	mux.HandleFunc("GET /status/tenants", s.tenantsJSON)
 	mux.HandleFunc("GET /status/instance", s.instanceJSON)
+	mux.HandleFunc("GET /status/cluster", s.clusterJSON)
 	if s.coherence != nil {
 		mux.Handle("POST "+loop.Path, s.coherence.Handler())
 	}
