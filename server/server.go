@@ -249,6 +249,19 @@ type Server struct {
 	stopOnce sync.Once
 	stopErr  error
 	fatal    fatal // failstop.go
+
+	// startup is how long each step of New and Start took, logged with
+	// "nimbus serving": what a cold start of an instance spends its time
+	// on (docs/ELASTIC.md, "The local platform and its hosting").
+	startup     []any
+	startupMark time.Time
+}
+
+// phase records the time since the previous phase under name.
+func (s *Server) phase(name string) {
+	now := time.Now()
+	s.startup = append(s.startup, name+"_ms", float64(now.Sub(s.startupMark).Microseconds())/1e3)
+	s.startupMark = now
 }
 
 // New opens the store and the namespace. It does not listen yet.
@@ -259,7 +272,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, reg: prometheus.NewRegistry(), serveErr: make(chan error, 1), fatal: newFatal()}
+	s := &Server{cfg: cfg, log: cfg.Logger, reg: prometheus.NewRegistry(), serveErr: make(chan error, 1), fatal: newFatal(), startupMark: time.Now()}
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	tcfg := cfg.Tenants
 	tcfg.Registerer = s.reg
@@ -275,14 +288,17 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 
+	s.phase("metrics")
 	st, err := s.openStore()
 	if err != nil {
 		return nil, err
 	}
+	s.phase("store")
 	if err := checkDeployments(context.Background(), st, max(cfg.Deployments, 1)); err != nil {
 		st.Close()
 		return nil, err
 	}
+	s.phase("deployments")
 	bc := local.DefaultConfig()
 	bc.Logger = s.log.With("component", "blocks")
 	bc.Registerer = s.reg
@@ -292,6 +308,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: open block storage in %s: %w", BlocksDir(cfg.DataDir), err)
 	}
 	s.blocks = bs
+	s.phase("blocks")
 	nc := cfg.Namespace
 	nc.Logger = s.log
 	nc.Registerer = s.reg
@@ -324,6 +341,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: open namespace: %w", err)
 	}
 	s.ns = ns
+	s.phase("namespace")
 	if s.pebble != nil {
 		// The store is this process's alone: nothing can be pending, and
 		// nothing is served yet. (On a shared store: duties.go.)
@@ -382,6 +400,7 @@ func New(cfg Config) (*Server, error) {
 	// stall timeout instead (limitConn), request bodies by the handlers.
 	// wh.Intercept: WebHDFS paths reach the gateway as sent, so that a raw
 	// "/a/../b" is refused as HDFS does instead of redirected by the mux.
+	s.phase("handlers")
 	s.http = &http.Server{Handler: wh.Intercept(mux), ReadHeaderTimeout: lim.ReadHeaderTimeout, IdleTimeout: lim.IdleTimeout,
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	return s, nil
@@ -425,6 +444,7 @@ func (s *Server) openStore() (store.Store, error) {
 // Start listens and serves in the background; it returns once the port is
 // bound and the server answers /readyz with 200.
 func (s *Server) Start(ctx context.Context) error {
+	s.startupMark = time.Now() // the gap between New and Start is the caller's
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", s.cfg.Listen)
 	if err != nil {
@@ -448,24 +468,28 @@ func (s *Server) Start(ctx context.Context) error {
 	s.ln = ln
 	s.start = time.Now()
 	go func() { s.serveErr <- s.http.Serve(ln) }()
+	s.phase("listen")
 	// Registered once it answers at its address; ready once registered.
 	coord, err := s.openCoordinator(ctx)
 	if err != nil {
 		return err
 	}
 	s.coord = coord
+	s.phase("coordinator")
 	if err := s.join(ctx); err != nil {
 		return err
 	}
+	s.phase("join")
 	if s.cfg.sharedCoordinator() {
 		s.ns.SetLiveness(memberLiveness{coord})
 	}
 	s.startCoherence()
+	s.phase("coherence")
 	s.startDuties()
 	s.ready.Store(true)
 	go s.watchStore()
-	s.log.Info("nimbus serving", "addr", s.Addr(), "data", s.cfg.DataDir, "coordinator", s.coordinatorName(),
-		"member", s.Member().Member().ID)
+	s.log.Info("nimbus serving", append([]any{"addr", s.Addr(), "data", s.cfg.DataDir, "coordinator", s.coordinatorName(),
+		"member", s.Member().Member().ID}, s.startup...)...)
 	return nil
 }
 
