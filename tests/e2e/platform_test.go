@@ -266,3 +266,37 @@ func TestLocalPlatformProcesses(t *testing.T) {
 		t.Fatalf("namenodes left after the gateway stopped: %v", left)
 	}
 }
+
+// TestLocalPlatformInProcess: the same gateway with its instances as
+// servers in its own process: creates and listings on both deployments,
+// each deployment answered by an instance of its own.
+func TestLocalPlatformInProcess(t *testing.T) {
+	gw := testproc.Start(t, binary, "", "", platformArgs(t, "--platform", "local", "--hosting", "inprocess", "--deployments", "2",
+		"--concurrency", "4", "--min-instances", "1")...)
+	base := gw.URL()
+	mustCall(t, base, 1, &api.Request{Body: &api.Request_Mkdirs{Mkdirs: &api.MkdirsRequest{Path: "/q", Perm: 0o755}}})
+	for i := range 4 {
+		mustCall(t, base, i%2, &api.Request{Body: &api.Request_Create{Create: &api.CreateRequest{
+			Path: fmt.Sprintf("/q/f%d", i), Client: "e2e", Perm: 0o644, Data: []byte("hi"), Complete: true}}})
+	}
+	seen := map[string]bool{}
+	for dep := range 2 {
+		resp, inst := mustCall(t, base, dep, &api.Request{Body: &api.Request_List{List: &api.ListRequest{Path: "/q"}}})
+		if n := len(resp.GetListing().GetEntries()); n != 4 {
+			t.Fatalf("deployment %d lists %d entries, want 4", dep, n)
+		}
+		seen[inst] = true
+	}
+	if len(seen) != 2 {
+		t.Fatalf("both deployments answered by %v, want an instance each", seen)
+	}
+	cs := clusterStatus(t, base)
+	for d := range 2 {
+		if len(serving(cs, d)) != 1 {
+			t.Fatalf("deployment %d: %+v", d, cs.Deployments[d])
+		}
+	}
+	if err := gw.Stop(); err != nil {
+		t.Fatalf("gateway exit: %v\n%s", err, gw.Log.String())
+	}
+}
