@@ -300,3 +300,47 @@ func TestLocalPlatformInProcess(t *testing.T) {
 		t.Fatalf("gateway exit: %v\n%s", err, gw.Log.String())
 	}
 }
+
+// TestNamenodeExitsWithItsParent: `nimbus namenode` prints its ready line
+// and serves; when its standard input (a pipe from its parent) reaches
+// EOF, as when the parent dies, it stops and exits 0.
+func TestNamenodeExitsWithItsParent(t *testing.T) {
+	cmd := exec.Command(binary, "namenode", "--data", t.TempDir(), "--superuser", "root")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &testproc.Log{}
+	cmd.Stderr = log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	line := make([]byte, 256)
+	n, err := stdout.Read(line)
+	if err != nil {
+		t.Fatalf("reading the ready line: %v\n%s", err, log.String())
+	}
+	u, ok := strings.CutPrefix(strings.TrimSpace(string(line[:n])), strings.TrimSpace(platform.ReadyPrefix))
+	if !ok {
+		t.Fatalf("first line %q, want %q URL", line[:n], platform.ReadyPrefix)
+	}
+	if code, _ := testproc.Get(t, strings.TrimSpace(u)+"/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz of %s: %d", u, code)
+	}
+	stdin.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("namenode exit after its stdin closed: %v\n%s", err, log.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("namenode still running 20 s after its stdin closed\n%s", log.String())
+	}
+}
