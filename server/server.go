@@ -229,6 +229,14 @@ type Server struct {
 	blocks  *local.Store
 	ns      *namespace.Engine
 	coord   coordinator.Coordinator // from Start; nil before
+	// opening is the coordinator being opened by New in the background,
+	// while the store opens (both are round trips to other servers, and
+	// an instance's cold start waits for the two): Start takes it.
+	opening struct {
+		done  chan struct{}
+		coord coordinator.Coordinator
+		err   error
+	}
 	member  *membership             // this server's session, from Start
 	// coherence keeps the caches of the servers on a shared store
 	// coherent (coherence.go); nil without a cache or on a store of its own.
@@ -265,7 +273,7 @@ func (s *Server) phase(name string) {
 }
 
 // New opens the store and the namespace. It does not listen yet.
-func New(cfg Config) (*Server, error) {
+func New(cfg Config) (_ *Server, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -289,6 +297,16 @@ func New(cfg Config) (*Server, error) {
 	}
 
 	s.phase("metrics")
+	s.opening.done = make(chan struct{})
+	go func() {
+		defer close(s.opening.done)
+		s.opening.coord, s.opening.err = s.openCoordinator(context.Background())
+	}()
+	defer func() {
+		if err != nil { // nobody will Start or Stop this server
+			s.closeOpening()
+		}
+	}()
 	st, err := s.openStore()
 	if err != nil {
 		return nil, err
@@ -470,11 +488,16 @@ func (s *Server) Start(ctx context.Context) error {
 	go func() { s.serveErr <- s.http.Serve(ln) }()
 	s.phase("listen")
 	// Registered once it answers at its address; ready once registered.
-	coord, err := s.openCoordinator(ctx)
-	if err != nil {
-		return err
+	select {
+	case <-s.opening.done:
+	case <-ctx.Done():
+		return fmt.Errorf("server: opening the coordinator: %w", ctx.Err())
 	}
-	s.coord = coord
+	if s.opening.err != nil {
+		return s.opening.err
+	}
+	coord := s.opening.coord
+	s.coord, s.opening.coord = coord, nil
 	s.phase("coordinator")
 	if err := s.join(ctx); err != nil {
 		return err
@@ -491,6 +514,21 @@ func (s *Server) Start(ctx context.Context) error {
 	s.log.Info("nimbus serving", append([]any{"addr", s.Addr(), "data", s.cfg.DataDir, "coordinator", s.coordinatorName(),
 		"member", s.Member().Member().ID}, s.startup...)...)
 	return nil
+}
+
+// closeOpening closes the coordinator New opened if Start did not take
+// it, once it is open: in the background, since an unreachable etcd takes
+// its dial timeout to fail.
+func (s *Server) closeOpening() {
+	if s.opening.done == nil {
+		return
+	}
+	go func() {
+		<-s.opening.done
+		if c := s.opening.coord; c != nil {
+			_ = c.Close()
+		}
+	}()
 }
 
 // Addr returns the base URL, e.g. "http://127.0.0.1:9870".
@@ -560,6 +598,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 	errs = append(errs, s.ns.Close())
 	errs = append(errs, s.blocks.Close())
 	errs = append(errs, s.store.Close())
+	s.closeOpening() // opened by New, never taken by Start
 	if s.coord != nil {
 		errs = append(errs, s.coord.Close())
 	}
