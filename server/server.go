@@ -237,7 +237,7 @@ type Server struct {
 		coord coordinator.Coordinator
 		err   error
 	}
-	member  *membership             // this server's session, from Start
+	member *membership // this server's session, from Start
 	// coherence keeps the caches of the servers on a shared store
 	// coherent (coherence.go); nil without a cache or on a store of its own.
 	coherence *loop.Loop
