@@ -4,6 +4,7 @@ package platform
 
 import "syscall"
 
-// childAttr: no parent-death signal outside Linux; the child's standard
-// input reaching EOF is what ends it.
-func childAttr() *syscall.SysProcAttr { return nil }
+// childAttr: a process group of its own (see process_linux.go); no
+// parent-death signal outside Linux, so the child's standard input
+// reaching EOF is what ends it when the platform dies.
+func childAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }

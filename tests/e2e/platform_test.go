@@ -344,3 +344,31 @@ func TestNamenodeExitsWithItsParent(t *testing.T) {
 		t.Fatalf("namenode still running 20 s after its stdin closed\n%s", log.String())
 	}
 }
+
+// TestLocalPlatformChildrenDieWithGateway: a SIGKILLed gateway leaves no
+// `nimbus namenode` running (Pdeathsig, and their stdin pipe's EOF).
+func TestLocalPlatformChildrenDieWithGateway(t *testing.T) {
+	gw := testproc.Start(t, binary, "", "", platformArgs(t, "--platform", "local", "--deployments", "2", "--min-instances", "1")...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var pids []int
+	waitFor(ctx, t, "an instance of each deployment", func() bool {
+		pids = append(namenodeChildren(t, gw.Cmd.Process.Pid, 0), namenodeChildren(t, gw.Cmd.Process.Pid, 1)...)
+		return len(pids) == 2
+	})
+	gw.Kill()
+	waitFor(ctx, t, "the namenodes to exit", func() bool {
+		for _, pid := range pids {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			if err != nil {
+				continue // gone
+			}
+			// pid (comm) state ...: a zombie nobody reaps is gone too.
+			if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && b[i+2] == 'Z' {
+				continue
+			}
+			return false
+		}
+		return true
+	})
+}
