@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // The gateway is the local platform's front door, what an API gateway or
@@ -55,7 +57,8 @@ type GatewayOptions struct {
 	// StatusTimeout bounds each instance's answer when /status/cluster
 	// asks them for their cache counters. 0: 300 ms.
 	StatusTimeout time.Duration
-	Logger        *slog.Logger // nil: discard
+	Logger        *slog.Logger          // nil: discard
+	Registerer    prometheus.Registerer // nimbus_gateway_requests_total; nil: none
 }
 
 // Gateway forwards requests to the local platform's instances.
@@ -64,10 +67,12 @@ type Gateway struct {
 	opts GatewayOptions
 	hc   *http.Client
 	mux  *http.ServeMux
+	met  *gatewayMetrics
 }
 
-// NewGateway returns the gateway of l.
-func NewGateway(l *Local, opts GatewayOptions) *Gateway {
+// NewGateway returns the gateway of l; it fails only to register its
+// metrics.
+func NewGateway(l *Local, opts GatewayOptions) (*Gateway, error) {
 	if opts.InvokeTimeout <= 0 {
 		opts.InvokeTimeout = 30 * time.Second
 	}
@@ -86,7 +91,11 @@ func NewGateway(l *Local, opts GatewayOptions) *Gateway {
 		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 256
 		hc = &http.Client{Transport: tr}
 	}
-	g := &Gateway{l: l, opts: opts, hc: hc, mux: http.NewServeMux()}
+	met, err := newGatewayMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	g := &Gateway{l: l, opts: opts, hc: hc, mux: http.NewServeMux(), met: met}
 	g.mux.HandleFunc("POST /rpc/call", g.call)
 	g.mux.HandleFunc("/rpc/", g.noConn)
 	g.mux.HandleFunc("/webhdfs/v1/", g.webhdfs)
@@ -97,7 +106,7 @@ func NewGateway(l *Local, opts GatewayOptions) *Gateway {
 	if opts.Metrics != nil {
 		g.mux.Handle("/metrics", opts.Metrics)
 	}
-	return g
+	return g, nil
 }
 
 // ServeHTTP implements http.Handler.
@@ -126,7 +135,7 @@ func deploymentOf(h http.Header, n int) (int, error) {
 
 // invoke waits for an instance of dep for r, answering r itself when
 // there is none (nil lease).
-func (g *Gateway) invoke(w http.ResponseWriter, r *http.Request, dep int) *Lease {
+func (g *Gateway) invoke(w http.ResponseWriter, r *http.Request, kind string, dep int) *Lease {
 	ctx, cancel := context.WithTimeout(r.Context(), g.opts.InvokeTimeout)
 	defer cancel()
 	le, err := g.l.Invoke(ctx, dep)
@@ -137,9 +146,11 @@ func (g *Gateway) invoke(w http.ResponseWriter, r *http.Request, dep int) *Lease
 	case r.Context().Err() != nil:
 		// The client went away: nobody to answer.
 	case errors.Is(err, ErrBusy), errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrClosed):
+		g.met.requests.WithLabelValues(kind, outcomeBusy).Inc()
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 	default:
+		g.met.requests.WithLabelValues(kind, outcomeRefused).Inc()
 		http.Error(w, err.Error(), http.StatusBadRequest)
 	}
 	return nil
@@ -153,11 +164,13 @@ func instanceHeader(le *Lease) string { return fmt.Sprintf("%d %s", le.ID(), le.
 func (g *Gateway) call(w http.ResponseWriter, r *http.Request) {
 	dep, err := deploymentOf(r.Header, g.l.Config().Deployments)
 	if err != nil {
+		g.met.requests.WithLabelValues("call", outcomeRefused).Inc()
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.opts.MaxBody))
 	if err != nil {
+		g.met.requests.WithLabelValues("call", outcomeRefused).Inc()
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			http.Error(w, "platform: request frame too large", http.StatusRequestEntityTooLarge)
@@ -166,7 +179,7 @@ func (g *Gateway) call(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "platform: reading the request: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	le := g.invoke(w, r, dep)
+	le := g.invoke(w, r, "call", dep)
 	if le == nil {
 		return
 	}
@@ -187,11 +200,12 @@ func (g *Gateway) call(w http.ResponseWriter, r *http.Request) {
 	resp, err := g.hc.Do(out)
 	if err != nil {
 		if r.Context().Err() == nil {
-			g.failed(w, le, err)
+			g.failed(w, "call", le, err)
 		}
 		return
 	}
 	defer resp.Body.Close()
+	g.met.requests.WithLabelValues("call", outcomeForwarded).Inc()
 	for k, vs := range resp.Header {
 		switch k {
 		case "Connection", "Keep-Alive", "Transfer-Encoding":
@@ -205,7 +219,8 @@ func (g *Gateway) call(w http.ResponseWriter, r *http.Request) {
 }
 
 // failed answers 502 for a request whose instance failed under it.
-func (g *Gateway) failed(w http.ResponseWriter, le *Lease, err error) {
+func (g *Gateway) failed(w http.ResponseWriter, kind string, le *Lease, err error) {
+	g.met.requests.WithLabelValues(kind, outcomeFailed).Inc()
 	g.opts.Logger.Warn("an instance failed mid-call", "instance", le.ID(), "addr", le.Addr(), "err", err)
 	w.Header().Set(HeaderInstance, instanceHeader(le))
 	http.Error(w, fmt.Sprintf("platform: instance %d at %s failed mid-call (%v): the request's outcome is unknown (it may or may not have been executed)",
@@ -240,7 +255,7 @@ func (g *Gateway) webhdfs(w http.ResponseWriter, r *http.Request) {
 	if u, err := url.PathUnescape(p); err == nil {
 		p = u
 	}
-	le := g.invoke(w, r, WebHDFSDeployment(p, g.l.Config().Deployments))
+	le := g.invoke(w, r, "webhdfs", WebHDFSDeployment(p, g.l.Config().Deployments))
 	if le == nil {
 		return
 	}
@@ -258,12 +273,13 @@ func (g *Gateway) webhdfs(w http.ResponseWriter, r *http.Request) {
 		},
 		Transport: g.hc.Transport,
 		ModifyResponse: func(resp *http.Response) error {
+			g.met.requests.WithLabelValues("webhdfs", outcomeForwarded).Inc()
 			resp.Header.Set(HeaderInstance, instanceHeader(le))
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if r.Context().Err() == nil {
-				g.failed(w, le, err)
+				g.failed(w, "webhdfs", le, err)
 			}
 		},
 	}

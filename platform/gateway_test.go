@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // httpHost starts instances as httptest servers whose /rpc/call echoes
@@ -77,8 +79,12 @@ func post(t *testing.T, url, body string, hdr map[string]string) (*http.Response
 func TestGateway(t *testing.T) {
 	h := &httpHost{release: make(chan struct{})}
 	cfg := Config{Deployments: 2, Concurrency: 1, MaxInstances: 2, MaxPerDeployment: 1, MinInstances: 1, KeepAlive: time.Hour, MaxQueue: 1}
-	l, _ := newTestLocal(t, cfg, h)
-	gw := httptest.NewServer(NewGateway(l, GatewayOptions{InvokeTimeout: 2 * time.Second}))
+	l, reg := newTestLocal(t, cfg, h)
+	g, err := NewGateway(l, GatewayOptions{InvokeTimeout: 2 * time.Second, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g)
 	defer gw.Close()
 	defer func() {
 		for _, s := range h.servers {
@@ -141,6 +147,11 @@ func TestGateway(t *testing.T) {
 	r.Body.Close()
 	if r.StatusCode != 200 || r.Header.Get("X-Path") != "/webhdfs/v1/a/b" || r.Header.Get(HeaderInstance) == "" {
 		t.Fatalf("webhdfs: %d %v", r.StatusCode, r.Header)
+	}
+	for outcome, want := range map[string]float64{outcomeBusy: 1, outcomeFailed: 1, outcomeRefused: 3} {
+		if got := testutil.ToFloat64(g.met.requests.WithLabelValues("call", outcome)); got != want {
+			t.Errorf("requests_total{kind=call,outcome=%s} = %v, want %v", outcome, got, want)
+		}
 	}
 	if d := WebHDFSDeployment("/webhdfs/v1/a/b", 2); d != WebHDFSDeployment("/webhdfs/v1/a/c", 2) {
 		t.Fatal("two files of one directory go to different deployments")

@@ -247,8 +247,12 @@ func (l *Local) Invoke(ctx context.Context, dep int) (*Lease, error) {
 	l.applyLocked()
 	l.mu.Unlock()
 
+	begun := time.Now()
 	select {
 	case r := <-w.ch:
+		if r.err == nil {
+			l.met.wait.Observe(time.Since(begun).Seconds())
+		}
 		return l.lease(r, dep)
 	case <-ctx.Done():
 	}

@@ -18,6 +18,7 @@ type localMetrics struct {
 	startFails  prometheus.Counter
 	crashes     prometheus.Counter
 	coldStart   prometheus.Histogram
+	wait        prometheus.Histogram // Invoke to assignment
 }
 
 func newLocalMetrics(reg prometheus.Registerer, deployments int) (*localMetrics, error) {
@@ -40,6 +41,10 @@ func newLocalMetrics(reg prometheus.Registerer, deployments int) (*localMetrics,
 		// milliseconds, a container's seconds.
 		coldStart: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "nimbus", Subsystem: "platform", Name: "cold_start_seconds",
 			Help: "Time from asking the host for an instance to its serving.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 13)}),
+		// 50 µs to ~3 s: most invocations find a free slot at once; those
+		// that wait for a cold start wait tens of milliseconds or more.
+		wait: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "nimbus", Subsystem: "platform", Name: "invoke_wait_seconds",
+			Help: "Time an invocation waited for an instance (a free slot, a cold start), assigned ones only.", Buckets: prometheus.ExponentialBuckets(0.00005, 2, 17)}),
 	}
 	for d := range deployments {
 		l := strconv.Itoa(d)
@@ -49,10 +54,40 @@ func newLocalMetrics(reg prometheus.Registerer, deployments int) (*localMetrics,
 		m.refused.WithLabelValues(l)
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.instances, m.queue, m.invocations, m.refused, m.coldStarts, m.startFails, m.crashes, m.coldStart} {
+		for _, c := range []prometheus.Collector{m.instances, m.queue, m.invocations, m.refused, m.coldStarts, m.startFails, m.crashes, m.coldStart, m.wait} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("platform: registering the local platform's metrics: %w", err)
 			}
+		}
+	}
+	return m, nil
+}
+
+// gatewayMetrics are the gateway's (subsystem gateway).
+type gatewayMetrics struct {
+	requests *prometheus.CounterVec // {kind, outcome}
+}
+
+// Gateway outcomes: forwarded (whatever the instance answered), busy
+// (503), failed (502: the instance failed mid-call), refused (400, 413).
+const (
+	outcomeForwarded = "forwarded"
+	outcomeBusy      = "busy"
+	outcomeFailed    = "failed"
+	outcomeRefused   = "refused"
+)
+
+func newGatewayMetrics(reg prometheus.Registerer) (*gatewayMetrics, error) {
+	m := &gatewayMetrics{requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "nimbus", Subsystem: "gateway", Name: "requests_total",
+		Help: "Requests the gateway took, by kind (call, webhdfs) and outcome (forwarded, busy, failed, refused)."}, []string{"kind", "outcome"})}
+	for _, k := range []string{"call", "webhdfs"} {
+		for _, o := range []string{outcomeForwarded, outcomeBusy, outcomeFailed, outcomeRefused} {
+			m.requests.WithLabelValues(k, o)
+		}
+	}
+	if reg != nil {
+		if err := reg.Register(m.requests); err != nil {
+			return nil, fmt.Errorf("platform: registering the gateway's metrics: %w", err)
 		}
 	}
 	return m, nil

@@ -135,8 +135,12 @@ func runPlatform(ctx context.Context, cfg server.Config, pf *platformFlags, fl *
 		fmt.Fprintln(stderr, "nimbus serve:", err)
 		return 2
 	}
-	gw := platform.NewGateway(local, platform.GatewayOptions{InvokeTimeout: pf.invokeTimeout, Logger: log.With("component", "gateway"),
-		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})})
+	gw, err := platform.NewGateway(local, platform.GatewayOptions{InvokeTimeout: pf.invokeTimeout, Logger: log.With("component", "gateway"),
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}), Registerer: reg})
+	if err != nil {
+		fmt.Fprintln(stderr, "nimbus serve:", err)
+		return 1
+	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", cfg.Listen)
 	if err != nil {
