@@ -77,10 +77,23 @@ func TestInProcessHost(t *testing.T) {
 	}
 	<-killed.Done()
 	t.Logf("killed instance done after %v", time.Since(killedAt))
+	// Until the platform has seen the instance go, an invocation may still
+	// be given to it, and fail: the gateway would answer 502.
 	for {
-		_, id := call(0, &api.Request{Body: &api.Request_Stat{Stat: &api.StatRequest{Path: "/x"}}})
-		if id != i0 {
+		le, err := l.Invoke(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := rpc.CallHTTP(ctx, nil, le.Addr(), &api.Request{User: "root", RequestId: 1, Body: &api.Request_Stat{Stat: &api.StatRequest{Path: "/x"}}}, 0)
+		le.Release()
+		if le.ID() != i0 {
+			if err != nil || resp.GetError() != nil {
+				t.Fatalf("the replacement: %v %v", err, resp.GetError())
+			}
 			break
+		}
+		if err == nil {
+			t.Fatalf("the killed instance %d answered", i0)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
