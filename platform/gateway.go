@@ -9,12 +9,14 @@ import (
 	"hash/fnv"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"path"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -179,31 +181,42 @@ func (g *Gateway) call(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "platform: reading the request: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	le := g.invoke(w, r, "call", dep)
-	if le == nil {
-		return
+	// A request that could not even be sent (the instance's port refused
+	// the connection: it died and the platform has not seen it go yet) was
+	// not executed, so it goes to another instance; at most three tries.
+	var le *Lease
+	var resp *http.Response
+	for attempt := 1; ; attempt++ {
+		if le = g.invoke(w, r, "call", dep); le == nil {
+			return
+		}
+		resp, err = g.forward(r, le, body)
+		if err == nil {
+			break
+		}
+		if r.Context().Err() != nil {
+			le.Release()
+			return
+		}
+		if !notSent(err) || attempt == 3 {
+			g.failed(w, "call", le, err)
+			le.Release()
+			return
+		}
+		g.opts.Logger.Debug("an instance refused a connection; the request goes to another", "instance", le.ID(), "err", err)
+		le.Release()
+		// Its exit is what makes the policy choose another: wait for it
+		// briefly, and report it at once rather than leave it to the
+		// instance's watcher, which may not have run yet.
+		select {
+		case <-le.Instance().Done():
+			g.l.exited(le.rec)
+		case <-time.After(200 * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		}
 	}
 	defer le.Release()
-	out, err := http.NewRequestWithContext(r.Context(), http.MethodPost, le.Addr()+"/rpc/call", bytes.NewReader(body))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		out.Header.Set("Content-Type", ct)
-	}
-	for k, vs := range r.Header {
-		if strings.HasPrefix(k, headerPrefix) {
-			out.Header[k] = vs
-		}
-	}
-	resp, err := g.hc.Do(out)
-	if err != nil {
-		if r.Context().Err() == nil {
-			g.failed(w, "call", le, err)
-		}
-		return
-	}
 	defer resp.Body.Close()
 	g.met.requests.WithLabelValues("call", outcomeForwarded).Inc()
 	for k, vs := range resp.Header {
@@ -216,6 +229,30 @@ func (g *Gateway) call(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(HeaderInstance, instanceHeader(le))
 	w.WriteHeader(resp.StatusCode)
 	_, _ = io.Copy(w, resp.Body)
+}
+
+// forward sends one request frame to le's instance.
+func (g *Gateway) forward(r *http.Request, le *Lease, body []byte) (*http.Response, error) {
+	out, err := http.NewRequestWithContext(r.Context(), http.MethodPost, le.Addr()+"/rpc/call", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		out.Header.Set("Content-Type", ct)
+	}
+	for k, vs := range r.Header {
+		if strings.HasPrefix(k, headerPrefix) {
+			out.Header[k] = vs
+		}
+	}
+	return g.hc.Do(out)
+}
+
+// notSent reports whether err says the request never reached the
+// instance: its connection was refused.
+func notSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial" && errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // failed answers 502 for a request whose instance failed under it.

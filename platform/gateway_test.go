@@ -148,6 +148,25 @@ func TestGateway(t *testing.T) {
 	if r.StatusCode != 200 || r.Header.Get("X-Path") != "/webhdfs/v1/a/b" || r.Header.Get(HeaderInstance) == "" {
 		t.Fatalf("webhdfs: %d %v", r.StatusCode, r.Header)
 	}
+	// An instance that died before the platform saw it: the request it
+	// refused (never sent) goes to its replacement.
+	for _, st := range l.Instances() {
+		if st.Deployment == 1 {
+			l.mu.Lock()
+			in := l.mu.insts[st.ID].inst
+			l.mu.Unlock()
+			hs := in.(*httpInstance).s
+			_ = hs.Listener.Close() // refuses from now on; Done still open
+			hs.CloseClientConnections()
+			go func() { time.Sleep(100 * time.Millisecond); _ = in.Kill() }()
+		}
+	}
+	time.Sleep(30 * time.Millisecond) // the gateway's client sees its pooled connection closed
+	resp, body = post(t, gw.URL+"/rpc/call", "again", map[string]string{HeaderDeployment: "1"})
+	if resp.StatusCode != 200 || body != "again" || resp.Header.Get(HeaderInstance) == inst {
+		t.Fatalf("after the instance died: %d %q from %q (the dead one was %q)", resp.StatusCode, body, resp.Header.Get(HeaderInstance), inst)
+	}
+
 	for outcome, want := range map[string]float64{outcomeBusy: 1, outcomeFailed: 1, outcomeRefused: 3} {
 		if got := testutil.ToFloat64(g.met.requests.WithLabelValues("call", outcome)); got != want {
 			t.Errorf("requests_total{kind=call,outcome=%s} = %v, want %v", outcome, got, want)

@@ -415,6 +415,21 @@ func (l *Local) start(rec *instanceRec) {
 	l.mu.Unlock()
 }
 
+// exited reports rec's instance gone as soon as its Done is closed, ahead
+// of its watcher in start (which then finds nothing to do): the gateway
+// calls it when the instance refused a request, so that the retry goes
+// elsewhere.
+func (l *Local) exited(rec *instanceRec) {
+	select {
+	case <-rec.inst.Done():
+	default:
+		return
+	}
+	l.mu.Lock()
+	l.goneLocked(rec)
+	l.mu.Unlock()
+}
+
 // goneLocked forgets rec, telling the policy if it still counts it.
 func (l *Local) goneLocked(rec *instanceRec) {
 	if l.mu.insts[rec.id] != rec {
