@@ -208,9 +208,12 @@ func TestLocalPlatformProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	var after string
+	failures := 0
 	waitFor(ctx, t, "an operation on deployment 0 after the kill", func() bool {
 		resp, inst, err := gatewayCall(ctx, base, 0, rootReq(&api.Request{Body: &api.Request_List{List: &api.ListRequest{Path: "/p/d"}}}))
 		if err != nil || resp.GetError() != nil {
+			failures++
+			t.Logf("after the kill: %v %v", err, resp.GetError())
 			return false
 		}
 		after = inst
@@ -219,7 +222,7 @@ func TestLocalPlatformProcesses(t *testing.T) {
 	if strings.HasPrefix(after, before.ID+" ") {
 		t.Fatalf("answered by the killed instance %s", after)
 	}
-	t.Logf("instance %s killed; deployment 0 answered by %s", before.ID, after)
+	t.Logf("instance %s killed; deployment 0 answered by %s after %d failed calls", before.ID, after, failures)
 	mustCall(t, base, 0, &api.Request{Body: &api.Request_Create{Create: &api.CreateRequest{
 		Path: "/p/d/after-kill", Client: "e2e", Perm: 0o644, Data: []byte("x"), Complete: true}}})
 
