@@ -98,6 +98,9 @@ func TestInProcessHost(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Logf("replaced, answering %v after the kill", time.Since(killedAt))
+	for _, st := range l.Instances() {
+		t.Logf("instance %d of deployment %d: in-process cold start %v", st.ID, st.Deployment, st.ColdStart)
+	}
 	closing := time.Now()
 	if err := l.Close(ctx); err != nil {
 		t.Fatal(err)
