@@ -354,7 +354,7 @@ func (g *Gateway) Status(ctx context.Context) ClusterStatus {
 	cs := NewClusterStatus(g.l.Config().Deployments)
 	now := g.l.opts.Now()
 	for _, s := range g.l.Instances() {
-		age := now.Sub(s.AskedAt).Seconds()
+		age := now.Sub(s.StartedAt).Seconds()
 		inflight := s.InFlight
 		ci := ClusterInstance{ID: strconv.FormatUint(uint64(s.ID), 10), Address: s.Addr, State: s.State, AgeSeconds: &age, Inflight: &inflight}
 		if s.ColdStart > 0 {

@@ -90,7 +90,7 @@ type InstanceStatus struct {
 	Deployment int
 	Addr       string        // "" while starting
 	State      string        // StateStarting, StateServing or StateStopping
-	AskedAt    time.Time     // when the policy asked for it (Now's clock)
+	StartedAt  time.Time     // when the policy asked for it, the cold start's beginning (Now's clock)
 	ColdStart  time.Duration // from the host's Start call to serving; 0 while starting
 	InFlight   int
 }
@@ -450,7 +450,7 @@ func (l *Local) Instances() []InstanceStatus {
 	l.mu.Lock()
 	out := make([]InstanceStatus, 0, len(l.mu.insts))
 	for _, rec := range l.mu.insts {
-		st := InstanceStatus{ID: rec.id, Deployment: rec.dep, State: rec.state, AskedAt: rec.askedAt, ColdStart: rec.coldStart, InFlight: rec.inflight}
+		st := InstanceStatus{ID: rec.id, Deployment: rec.dep, State: rec.state, StartedAt: rec.askedAt, ColdStart: rec.coldStart, InFlight: rec.inflight}
 		if rec.inst != nil {
 			st.Addr = rec.inst.Addr()
 		}
