@@ -230,6 +230,7 @@ func (le *Lease) Release() { le.once.Do(func() { le.l.done(le.rec) }) }
 // ctx ends first (the invocation is withdrawn), ErrNoDeployment for a
 // deployment out of range and ErrClosed after Close.
 func (l *Local) Invoke(ctx context.Context, dep int) (*Lease, error) {
+	begun := time.Now()
 	l.mu.Lock()
 	if l.mu.closed || !l.mu.started {
 		l.mu.Unlock()
@@ -247,7 +248,6 @@ func (l *Local) Invoke(ctx context.Context, dep int) (*Lease, error) {
 	l.applyLocked()
 	l.mu.Unlock()
 
-	begun := time.Now()
 	select {
 	case r := <-w.ch:
 		if r.err == nil {
