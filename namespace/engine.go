@@ -186,13 +186,27 @@ func (e *Engine) Instance() uint64 { return e.instance }
 
 // bootstrap creates the root inode if the store has none.
 func (e *Engine) bootstrap(ctx context.Context) error {
+	// The root, once created, is never removed: a read without a lock
+	// finds it in one round trip on every start but the first, instead of
+	// a locking transaction's three (a platform instance's cold start
+	// pays them). Only a missing root takes the lock.
+	if err := e.bootstrapWith(ctx, store.ReadCommitted); !errors.Is(err, errNoRoot) {
+		return err
+	}
+	return e.bootstrapWith(ctx, store.Exclusive)
+}
+
+// errNoRoot: bootstrapWith read no root without a lock.
+var errNoRoot = errors.New("namespace: no root yet")
+
+func (e *Engine) bootstrapWith(ctx context.Context, mode store.Mode) error {
 	txn, err := e.st.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("namespace: bootstrap: %w", err)
 	}
 	defer txn.Rollback()
 	key := store.InodeKey(store.RootParentID, "")
-	vals, err := txn.Read(ctx, []store.ReadReq{{Key: key, Mode: store.Exclusive}})
+	vals, err := txn.Read(ctx, []store.ReadReq{{Key: key, Mode: mode}})
 	if err != nil {
 		return fmt.Errorf("namespace: bootstrap: %w", err)
 	}
@@ -205,6 +219,9 @@ func (e *Engine) bootstrap(ctx context.Context) error {
 			return fmt.Errorf("namespace: bootstrap: %w: root row has id %d type %v", store.ErrCorrupt, root.ID, root.Type)
 		}
 		return nil
+	}
+	if mode == store.ReadCommitted {
+		return errNoRoot
 	}
 	now := e.cfg.Now().UnixMilli()
 	root := &store.Inode{Parent: store.RootParentID, ID: store.RootID, Type: meta.TypeDir,

@@ -70,6 +70,9 @@ func (m *Meter) End() {
 	}
 }
 
+// InFlight returns the requests being served now.
+func (m *Meter) InFlight() int { return int(max(m.inflight.Load(), 0)) }
+
 // settle opens or closes the active stretch to match the count of
 // requests in flight now.
 func (m *Meter) settle() {

@@ -165,6 +165,27 @@ func (p *Policy) Invoke(now time.Time, dep int, inv InvocationID) error {
 	return nil
 }
 
+// Cancel withdraws a queued invocation whose caller stopped waiting (its
+// context ended) and reports whether it was still queued. One that was
+// already assigned is not withdrawn: the caller reports it Done. Without
+// Cancel a queue of abandoned invocations would keep starting instances
+// for callers that have gone.
+func (p *Policy) Cancel(now time.Time, dep int, inv InvocationID) bool {
+	if dep < 0 || dep >= len(p.deps) {
+		return false
+	}
+	d := &p.deps[dep]
+	i := slices.Index(d.queue, inv)
+	if i < 0 {
+		return false
+	}
+	d.queue = slices.Delete(d.queue, i, i+1)
+	if len(d.queue) == 0 {
+		d.queue = nil
+	}
+	return true
+}
+
 // Started reports that an instance finished its cold start at now.
 func (p *Policy) Started(now time.Time, id InstanceID) error {
 	in := p.byID[id]

@@ -112,9 +112,10 @@ func TestPolicySimulated(t *testing.T) {
 
 type event struct {
 	at   time.Time
-	kind int // evArrive, evStarted, evDone, evCrash, evTick
+	kind int // evArrive, evStarted, evDone, evCrash, evTick, evCancel
 	dep  int
 	inst InstanceID
+	inv  InvocationID // evCancel's
 	seq  int
 }
 
@@ -124,6 +125,7 @@ const (
 	evDone
 	evCrash
 	evTick
+	evCancel
 )
 
 type events []event
@@ -179,6 +181,7 @@ func simulate(seed uint64) error {
 
 	assigned := map[InvocationID]InstanceID{}
 	refused := map[InvocationID]bool{}
+	cancelled := map[InvocationID]bool{}
 	invDep := map[InvocationID]int{}
 	inflight := map[InstanceID]int{}
 	alive := map[InstanceID]bool{}
@@ -196,7 +199,7 @@ func simulate(seed uint64) error {
 			push(event{at: now.Add(d), kind: kind, inst: s.Instance})
 		}
 		for _, a := range r.Assigns {
-			if _, dup := assigned[a.Invocation]; dup || refused[a.Invocation] {
+			if _, dup := assigned[a.Invocation]; dup || refused[a.Invocation] || cancelled[a.Invocation] {
 				return fmt.Errorf("invocation %d assigned twice", a.Invocation)
 			}
 			if !alive[a.Instance] {
@@ -236,6 +239,19 @@ func simulate(seed uint64) error {
 			if err := p.Invoke(e.at, e.dep, inv); err != nil {
 				return err
 			}
+			if rng.IntN(15) == 0 { // its caller gives up after a while
+				push(event{at: e.at.Add(time.Duration(rng.IntN(400)) * time.Millisecond), kind: evCancel, dep: e.dep, inv: inv})
+			}
+		case evCancel:
+			_, wasAssigned := assigned[e.inv]
+			queued := p.Cancel(e.at, e.dep, e.inv)
+			if queued && (wasAssigned || refused[e.inv]) {
+				return fmt.Errorf("invocation %d cancelled from the queue after its answer", e.inv)
+			}
+			if !queued && !wasAssigned && !refused[e.inv] {
+				return fmt.Errorf("invocation %d neither queued nor answered when cancelled", e.inv)
+			}
+			cancelled[e.inv] = queued
 		case evStarted:
 			if alive[e.inst] {
 				if err := p.Started(e.at, e.inst); err != nil {
@@ -268,7 +284,7 @@ func simulate(seed uint64) error {
 	// deployments back to their minimum.
 	for inv := InvocationID(1); inv < nextInv; inv++ {
 		_, a := assigned[inv]
-		if !a && !refused[inv] && p.Queued(invDep[inv]) == 0 {
+		if !a && !refused[inv] && !cancelled[inv] && p.Queued(invDep[inv]) == 0 {
 			return fmt.Errorf("invocation %d never assigned nor refused", inv)
 		}
 	}

@@ -230,7 +230,15 @@ type Server struct {
 	blocks  *local.Store
 	ns      *namespace.Engine
 	coord   coordinator.Coordinator // from Start; nil before
-	member  *membership             // this server's session, from Start
+	// opening is the coordinator being opened by New in the background,
+	// while the store opens (both are round trips to other servers, and
+	// an instance's cold start waits for the two): Start takes it.
+	opening struct {
+		done  chan struct{}
+		coord coordinator.Coordinator
+		err   error
+	}
+	member *membership // this server's session, from Start
 	// coherence keeps the caches of the servers on a shared store
 	// coherent (coherence.go); nil without a cache or on a store of its own.
 	coherence *loop.Loop
@@ -250,17 +258,30 @@ type Server struct {
 	stopOnce sync.Once
 	stopErr  error
 	fatal    fatal // failstop.go
+
+	// startup is how long each step of New and Start took, logged with
+	// "nimbus serving": what a cold start of an instance spends its time
+	// on (docs/ELASTIC.md, "The local platform and its hosting").
+	startup     []any
+	startupMark time.Time
+}
+
+// phase records the time since the previous phase under name.
+func (s *Server) phase(name string) {
+	now := time.Now()
+	s.startup = append(s.startup, name+"_ms", float64(now.Sub(s.startupMark).Microseconds())/1e3)
+	s.startupMark = now
 }
 
 // New opens the store and the namespace. It does not listen yet.
-func New(cfg Config) (*Server, error) {
+func New(cfg Config) (_ *Server, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, reg: prometheus.NewRegistry(), serveErr: make(chan error, 1), fatal: newFatal()}
+	s := &Server{cfg: cfg, log: cfg.Logger, reg: prometheus.NewRegistry(), serveErr: make(chan error, 1), fatal: newFatal(), startupMark: time.Now()}
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	tcfg := cfg.Tenants
 	tcfg.Registerer = s.reg
@@ -277,14 +298,27 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 
+	s.phase("metrics")
+	s.opening.done = make(chan struct{})
+	go func() {
+		defer close(s.opening.done)
+		s.opening.coord, s.opening.err = s.openCoordinator(context.Background())
+	}()
+	defer func() {
+		if err != nil { // nobody will Start or Stop this server
+			s.closeOpening()
+		}
+	}()
 	st, err := s.openStore()
 	if err != nil {
 		return nil, err
 	}
+	s.phase("store")
 	if err := checkDeployments(context.Background(), st, max(cfg.Deployments, 1)); err != nil {
 		st.Close()
 		return nil, err
 	}
+	s.phase("deployments")
 	bc := local.DefaultConfig()
 	bc.Logger = s.log.With("component", "blocks")
 	bc.Registerer = s.reg
@@ -294,6 +328,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: open block storage in %s: %w", BlocksDir(cfg.DataDir), err)
 	}
 	s.blocks = bs
+	s.phase("blocks")
 	nc := cfg.Namespace
 	nc.Logger = s.log
 	nc.Registerer = s.reg
@@ -326,6 +361,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: open namespace: %w", err)
 	}
 	s.ns = ns
+	s.phase("namespace")
 	if s.pebble != nil {
 		// The store is this process's alone: nothing can be pending, and
 		// nothing is served yet. (On a shared store: duties.go.)
@@ -366,6 +402,7 @@ func New(cfg Config) (*Server, error) {
 	s.routeStatusPage(mux) // GET /, /status/series, /status/page.js
 	mux.HandleFunc("GET /status/tenants", s.tenantsJSON)
 	mux.HandleFunc("GET /status/instance", s.instanceJSON)
+	mux.HandleFunc("GET /status/cluster", s.clusterJSON)
 	if s.coherence != nil {
 		mux.Handle("POST "+loop.Path, s.coherence.Handler())
 	}
@@ -383,6 +420,7 @@ func New(cfg Config) (*Server, error) {
 	// stall timeout instead (limitConn), request bodies by the handlers.
 	// wh.Intercept: WebHDFS paths reach the gateway as sent, so that a raw
 	// "/a/../b" is refused as HDFS does instead of redirected by the mux.
+	s.phase("handlers")
 	s.http = &http.Server{Handler: wh.Intercept(mux), ReadHeaderTimeout: lim.ReadHeaderTimeout, IdleTimeout: lim.IdleTimeout,
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	return s, nil
@@ -426,6 +464,7 @@ func (s *Server) openStore() (store.Store, error) {
 // Start listens and serves in the background; it returns once the port is
 // bound and the server answers /readyz with 200.
 func (s *Server) Start(ctx context.Context) error {
+	s.startupMark = time.Now() // the gap between New and Start is the caller's
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", s.cfg.Listen)
 	if err != nil {
@@ -449,26 +488,50 @@ func (s *Server) Start(ctx context.Context) error {
 	s.ln = ln
 	s.start = time.Now()
 	go func() { s.serveErr <- s.http.Serve(ln) }()
+	s.phase("listen")
 	// Registered once it answers at its address; ready once registered.
-	coord, err := s.openCoordinator(ctx)
-	if err != nil {
-		return err
+	select {
+	case <-s.opening.done:
+	case <-ctx.Done():
+		return fmt.Errorf("server: opening the coordinator: %w", ctx.Err())
 	}
-	s.coord = coord
+	if s.opening.err != nil {
+		return s.opening.err
+	}
+	coord := s.opening.coord
+	s.coord, s.opening.coord = coord, nil
+	s.phase("coordinator")
 	if err := s.join(ctx); err != nil {
 		return err
 	}
+	s.phase("join")
 	if s.cfg.sharedCoordinator() {
 		s.ns.SetLiveness(memberLiveness{coord})
 	}
 	s.startCoherence()
+	s.phase("coherence")
 	s.startDuties()
 	s.ready.Store(true)
 	s.startSampler()
 	go s.watchStore()
-	s.log.Info("nimbus serving", "addr", s.Addr(), "data", s.cfg.DataDir, "coordinator", s.coordinatorName(),
-		"member", s.Member().Member().ID)
+	s.log.Info("nimbus serving", append([]any{"addr", s.Addr(), "data", s.cfg.DataDir, "coordinator", s.coordinatorName(),
+		"member", s.Member().Member().ID}, s.startup...)...)
 	return nil
+}
+
+// closeOpening closes the coordinator New opened if Start did not take
+// it, once it is open: in the background, since an unreachable etcd takes
+// its dial timeout to fail.
+func (s *Server) closeOpening() {
+	if s.opening.done == nil {
+		return
+	}
+	go func() {
+		<-s.opening.done
+		if c := s.opening.coord; c != nil {
+			_ = c.Close()
+		}
+	}()
 }
 
 // Addr returns the base URL, e.g. "http://127.0.0.1:9870".
@@ -539,6 +602,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 	errs = append(errs, s.ns.Close())
 	errs = append(errs, s.blocks.Close())
 	errs = append(errs, s.store.Close())
+	s.closeOpening() // opened by New, never taken by Start
 	if s.coord != nil {
 		errs = append(errs, s.coord.Close())
 	}

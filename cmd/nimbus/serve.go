@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/nimbus-fs/nimbus/tenant"
 	"io"
 	"log/slog"
 	"math"
@@ -13,9 +12,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"syscall"
-	"time"
 
-	"github.com/nimbus-fs/nimbus/internal/gctune"
 	"github.com/nimbus-fs/nimbus/server"
 )
 
@@ -32,73 +29,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	fl := flag.NewFlagSet("nimbus serve", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	fl.StringVar(&cfg.DataDir, "data", cfg.DataDir, "directory holding the metadata store (created if missing); with --store postgres://..., the blocks only")
-	fl.StringVar(&cfg.StoreURL, "store", "pebble", "metadata store: pebble (embedded, in --data) or postgres://USER@HOST:PORT/DB (a PostgreSQL database several servers may share; libpq URL, password from PGPASSWORD or ~/.pgpass)")
-	fl.IntVar(&cfg.Postgres.PoolSize, "pg-pool-size", cfg.Postgres.PoolSize, "with --store postgres: most connections to the database (a transaction holding row locks holds one)")
-	fl.DurationVar(&cfg.Postgres.StatementTimeout, "pg-statement-timeout", cfg.Postgres.StatementTimeout, "with --store postgres: PostgreSQL's statement_timeout; a longer statement is cancelled and its operation fails (0: none)")
-	fl.DurationVar(&cfg.Postgres.LockTimeout, "pg-lock-timeout", cfg.Postgres.LockTimeout, "with --store postgres: PostgreSQL's lock_timeout, the longest wait for one row lock; after it the operation is retried")
-	fl.DurationVar(&cfg.Postgres.ConnectTimeout, "pg-connect-timeout", cfg.Postgres.ConnectTimeout, "with --store postgres: bound on connecting to the database; serve fails at start after it")
-	fl.IntVar(&cfg.Postgres.ReadConcurrency, "pg-read-concurrency", cfg.Postgres.ReadConcurrency, "with --store postgres: most unlocked reads (stats, path lookups) sent to the database at once; reads arriving meanwhile go together in one statement (0: each read its own statement at once)")
-	fl.DurationVar(&cfg.Postgres.DeadPeerTimeout, "pg-dead-peer-timeout", cfg.Postgres.DeadPeerTimeout, "with --store postgres: a connection to a database host that went silent (no answer to TCP keepalives, sent data unacknowledged) is dropped after about this long and the operation fails retryably (0: the kernel's defaults)")
-	fl.StringVar(&cfg.Coordinator, "coordinator", server.CoordinatorInProcess, "membership, liveness and election service this server registers with: inprocess, or etcd://HOST:PORT[,HOST:PORT...][/PREFIX] (etcd servers several servers share)")
-	fl.DurationVar(&cfg.CoordinatorTTL, "coordinator-ttl", 0, "with --coordinator etcd://...: the lease TTL, whole seconds; a server cut off from etcd longer stops counting as alive (default 10s)")
-	fl.StringVar(&cfg.Listen, "listen", cfg.Listen, "HTTP address for the RPC, WebHDFS, /metrics and /readyz (default: NIMBUS_ADDR's host:port when set)")
-	fl.StringVar(&cfg.Advertise, "advertise", "", "base URL put in WebHDFS redirects (default: the address each request came to)")
-	fl.StringVar(&cfg.DebugAddr, "debug-addr", "", "address of a second HTTP listener serving /debug/pprof/ (default: none; the profiler is never on --listen)")
-	fl.Float64Var(&cfg.Prices.PerGBSecond, "price-gb-second", cfg.Prices.PerGBSecond, "USD per GB-second of active instance time, for the cost on `nimbus status` (the λFS paper's, AWS Lambda's)")
-	fl.Float64Var(&cfg.Prices.PerMillionInvocation, "price-million-invocations", cfg.Prices.PerMillionInvocation, "USD per million invocations (requests), for the cost on `nimbus status`")
-	fl.Float64Var(&cfg.Prices.MemoryGB, "instance-memory-gb", cfg.Prices.MemoryGB, "an instance's memory in GB, what a GB-second of its active time counts")
-	fl.IntVar(&cfg.Tenants.Top, "tenant-top", 20, "tenants (users, user/job) counted by name on /metrics and `nimbus status --tenants`; the rest count as \"other\"")
-	fl.Func("tenant-limit", "`USER=OPS/S` or USER/JOB=OPS/S: most requests per second of that tenant (a user's limit covers its jobs); more are refused with a retryable busy error. Repeat for several", func(v string) error {
-		id, r, err := tenant.ParseLimit(v)
-		if err != nil {
-			return err
-		}
-		if cfg.Tenants.Limits == nil {
-			cfg.Tenants.Limits = map[string]float64{}
-		}
-		cfg.Tenants.Limits[id] = r
-		return nil
-	})
-	fl.Func("min-block-size", fmt.Sprintf("smallest block size a create may ask for, bytes or with suffix k/m/g, 0 for none (default %d)", cfg.Namespace.MinBlockSize), func(v string) (err error) {
-		cfg.Namespace.MinBlockSize, err = parseSize(v)
-		return err
-	})
-	fl.IntVar(&cfg.Namespace.MaxBlocksPerFile, "max-blocks-per-file", cfg.Namespace.MaxBlocksPerFile, "most blocks one file may have")
-	fl.DurationVar(&cfg.Namespace.SubtreeWait, "subtree-wait", cfg.Namespace.SubtreeWait, "how long an operation below a directory under a move, chmod, chown, set-quota or recursive delete waits for it before failing busy")
-	fl.DurationVar(&cfg.Namespace.Beat, "instance-beat", cfg.Namespace.Beat, "with a shared --store: how often this server counts up its row in the instance table, by which the others know it is alive")
-	fl.DurationVar(&cfg.Namespace.GoneAfter, "instance-gone-after", cfg.Namespace.GoneAfter, "with a shared --store: how long another server's count may stand still before it is judged gone and its subtree operations are cleared or finished (at least 3 beats)")
-	fl.DurationVar(&cfg.Namespace.RequestTTL, "request-ttl", cfg.Namespace.RequestTTL, "how long the record of a write is kept in the store, by which a client's resubmission after a lost reply is answered instead of applied again (exactly once); 0 switches duplicate detection off")
-	fl.DurationVar(&cfg.Namespace.RequestSweep, "request-sweep", cfg.Namespace.RequestSweep, "how often records older than --request-ttl are deleted")
-	fl.IntVar(&cfg.Namespace.MaxXAttrsPerInode, "max-xattrs-per-inode", cfg.Namespace.MaxXAttrsPerInode, "most extended attributes one file or directory may have (HDFS's dfs.namenode.fs-limits.max-xattrs-per-inode)")
-	fl.IntVar(&cfg.Namespace.MaxXAttrSize, "max-xattr-size", cfg.Namespace.MaxXAttrSize, "largest extended attribute, name (without its namespace) and value together, in bytes (at most 32768)")
-	fl.StringVar(&cfg.Namespace.Superuser, "superuser", cfg.Namespace.Superuser, "the superuser (default: the user running the server)")
-	fl.Int64Var(&cfg.Namespace.InlineThreshold, "inline-threshold", cfg.Namespace.InlineThreshold, "largest file kept in the metadata store, in bytes")
-	fl.DurationVar(&cfg.Namespace.LeaseSoftLimit, "lease-soft-limit", cfg.Namespace.LeaseSoftLimit, "after this silence another client may take over a file being written")
-	fl.DurationVar(&cfg.Namespace.LeaseHardLimit, "lease-hard-limit", cfg.Namespace.LeaseHardLimit, "after this silence the server recovers and closes a file being written")
-	cacheMB := fl.Int64("cache-mb", cfg.Store.CacheSize>>20, "store block cache, in MiB")
-	memtableMB := fl.Uint64("memtable-mb", cfg.Store.MemTableSize>>20, "size of one store memtable (and of its write-ahead log), in MiB")
-	fl.IntVar(&cfg.Store.RowCacheEntries, "row-cache-rows", cfg.Store.RowCacheEntries, "rows (up to 1 KB each) the store keeps in memory in front of Pebble, 0 for none")
-	fl.IntVar(&cfg.Deployment, "deployment", cfg.Deployment, "the deployment this server is an instance of, 0 to --deployments - 1: it joins the coordinator in it, and its cache holds only the entries its deployment owns besides directory rows")
-	fl.IntVar(&cfg.Deployments, "deployments", cfg.Deployments, "how many deployments share the namespace (cache entries and their invalidations are partitioned among them by the hash of the directory id); the same on every server of a cluster: the first server records it in the store, and a server started with another number refuses to start")
-	fl.BoolVar(&cfg.CacheDisableFillOwnership, "cache-disable-ownership", false, "testing only: the cache fills entries its deployment does not own, while invalidations still go only to the owner (caches go stale); never in production")
-	fl.BoolVar(&cfg.CoherenceDisableInvalidation, "coherence-disable-invalidation", false, "testing only: servers sharing a store send each other no cache invalidations (their caches go stale); never in production")
-	fl.Func("cache-bytes", "byte budget of the NameNode's metadata cache (stats and listings of cached paths without a store round trip), bytes or with suffix k/m/g; 0 for none (the default). On PostgreSQL with --coordinator etcd://... the caches of all servers on the database are kept coherent (INV/ACK between servers, fenced in the database); with the in-process coordinator only a server alone on its store may cache", func(v string) (err error) {
-		cfg.CacheBytes, err = parseSize(v)
-		return err
-	})
-	fl.IntVar(&cfg.Namespace.HintCacheEntries, "hint-cache-entries", cfg.Namespace.HintCacheEntries, "directories whose ids the namespace keeps to build keys without reading")
-	memLimitMB := fl.Int64("memory-limit-mb", -1, "soft limit of the server's Go memory, in MiB, 0 for none (default: 2048 + the block cache + two memtables, unless GOMEMLIMIT is set)")
-	subtreeHeapMB := fl.Int64("subtree-heap-margin-mb", cfg.SubtreeHeapMargin>>20, "while a recursive delete, chmod -R or chown -R works, the Go heap may grow by at most this many MiB over what it held when the work started (the soft memory limit is lowered meanwhile), 0 for no bound")
-	level := fl.String("log-level", "info", "log level: debug, info, warn, error")
-	grace := fl.Duration("shutdown-timeout", 30*time.Second, "how long in-flight requests may take on shutdown")
-	fl.DurationVar(&cfg.FailStopTimeout, "fail-stop-timeout", cfg.FailStopTimeout, "after the metadata store failed (disk full, data directory removed), how long the server waits for requests stuck on it before it exits non-zero")
-	fl.DurationVar(&cfg.Store.IdentityCheckInterval, "data-check-interval", cfg.Store.IdentityCheckInterval, "how often the server checks that its data directory is still the one it opened (0: never); a removed or replaced one stops it")
-	applyLimits := limitFlags(fl, &cfg.Limits)
+	sf := addServerFlags(fl, &cfg)
 	daemon := fl.Bool("daemon", false, "start in the background once ready, logging to DATA/"+daemonLog+" and writing DATA/"+daemonPid+"; stop it with `nimbus stop`")
 	pidFile := fl.String("pid-file", "", "write the process id to this file while serving (removed on exit)")
+	pf := addPlatformFlags(fl)
 	fl.Usage = func() {
-		fmt.Fprintln(stderr, "usage: nimbus serve [flags]\n\nRuns Nimbus (store, NameNode, RPC, WebHDFS) in the foreground until SIGINT or SIGTERM.\n\nflags:")
+		fmt.Fprintln(stderr, "usage: nimbus serve [flags]\n\nRuns Nimbus (store, NameNode, RPC, WebHDFS) in the foreground until SIGINT or SIGTERM.\nWith --platform local it is the gateway of a local serverless platform instead, which starts\nNameNode instances (nimbus namenode) as load needs.\n\nflags:")
 		printFlags(fl, stderr)
 	}
 	if err := fl.Parse(args); err != nil {
@@ -107,53 +43,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		return 2
 	}
-	applyLimits()
-	if cfg.StoreURL != "pebble" && !cfg.UsesPostgres() {
-		fmt.Fprintf(stderr, "nimbus serve: bad --store %q: want pebble or postgres://USER@HOST:PORT/DB\n", server.RedactURL(cfg.StoreURL))
-		return 2
-	}
-	if err := cfg.ValidateCoordinator(); err != nil {
-		fmt.Fprintf(stderr, "nimbus serve: bad --coordinator: %v\n", err)
-		return 2
-	}
-	if fl.NArg() != 0 {
-		fmt.Fprintf(stderr, "nimbus serve: unexpected argument %q\n", fl.Arg(0))
-		return 2
-	}
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(*level)); err != nil {
-		fmt.Fprintf(stderr, "nimbus serve: bad -log-level %q\n", *level)
-		return 2
-	}
-	if *cacheMB < 0 {
-		fmt.Fprintf(stderr, "nimbus serve: bad --cache-mb %d: want 0 or more\n", *cacheMB)
-		return 2
-	}
-	if *memtableMB < 1 || *memtableMB >= 4<<10 {
-		fmt.Fprintf(stderr, "nimbus serve: bad --memtable-mb %d: want 1 to 4095\n", *memtableMB)
-		return 2
-	}
-	if cfg.Store.RowCacheEntries < 0 {
-		fmt.Fprintf(stderr, "nimbus serve: bad --row-cache-rows %d: want 0 (no cache) or more\n", cfg.Store.RowCacheEntries)
-		return 2
-	}
-	if cfg.Namespace.HintCacheEntries < 1 {
-		fmt.Fprintf(stderr, "nimbus serve: bad --hint-cache-entries %d: want 1 or more\n", cfg.Namespace.HintCacheEntries)
-		return 2
-	}
-	if *memLimitMB < -1 {
-		fmt.Fprintf(stderr, "nimbus serve: bad --memory-limit-mb %d: want 0 (none) or more\n", *memLimitMB)
-		return 2
-	}
-	if *subtreeHeapMB < 0 {
-		fmt.Fprintf(stderr, "nimbus serve: bad --subtree-heap-margin-mb %d: want 0 (no bound) or more\n", *subtreeHeapMB)
-		return 2
-	}
-	cfg.SubtreeHeapMargin = *subtreeHeapMB << 20
-	cfg.Store.CacheSize = *cacheMB << 20
-	cfg.Store.MemTableSize = *memtableMB << 20
-	if cfg.Namespace.LeaseSoftLimit > cfg.Namespace.LeaseHardLimit {
-		cfg.Namespace.LeaseSoftLimit = cfg.Namespace.LeaseHardLimit
+	lv, code := sf.finish("nimbus serve", fl, &cfg, stderr)
+	if code != 0 {
+		return code
 	}
 	// Nothing is created before the address is known to be free: a serve
 	// that cannot bind leaves no data directory behind.
@@ -168,33 +60,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	bi, _ := debug.ReadBuildInfo()
 	cfg.Version = versionString(version, bi)
 
-	// The server's live heap is small and its allocation rate high (every
-	// request decodes rows and frames), so the default GOGC=100 spends a
-	// large share of the CPU in the collector. Unless GOGC is set, collect
-	// less often.
-	gogc := os.Getenv("GOGC")
-	tune := gogc == ""
-	if tune {
-		gogc = "400"
-		debug.SetGCPercent(400)
-	}
-	// GOGC=400 lets the heap grow to five times what is live, and what is
-	// live grows with the caches as they fill (rows, hints, partitions): a
-	// long run ended at 4.4 GB resident without a limit. A soft limit bounds
-	// it; but near the limit the runtime returns memory that the next cycle
-	// faults back in, so the tuner keeps the heap goal well under it.
-	if limit := memoryLimit(*memLimitMB, os.Getenv("GOMEMLIMIT") != "", cfg.Store.CacheSize, cfg.Store.MemTableSize); limit >= 0 {
-		debug.SetMemoryLimit(limit)
-	}
-	if tune {
-		// GOGC=400 until what is live grows: then lower, so that the heap
-		// goal stays at 60% of the limit instead of running into it.
-		go gctune.Run(ctx, gctune.Config{Share: 0.6, Min: 50, Max: 400, Every: 250 * time.Millisecond,
-			OnTune: func(gogc int, live uint64) {
-				cfg.Logger.Debug("gc tuned", "gogc", gogc, "live_mb", live>>20)
-			}})
-	}
+	gogc := sf.tuneRuntime(ctx, cfg)
 	procs := spareProcessor(os.Getenv("GOMAXPROCS") != "")
+	if pf.platform != "" {
+		return runPlatform(ctx, cfg, pf, fl, args, *pidFile, *sf.grace, stdout, stderr)
+	}
 	srv, err := server.New(cfg)
 	if errors.Is(err, syscall.EAGAIN) {
 		fmt.Fprintf(stderr, "nimbus serve: opening the store in %s: it is locked; is a server running on it? (%v)\n", server.StoreDir(cfg.DataDir), err)
@@ -224,7 +94,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if waitErr != nil {
 		fmt.Fprintln(stderr, "nimbus serve:", waitErr)
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), *grace)
+	sctx, cancel := context.WithTimeout(context.Background(), *sf.grace)
 	defer cancel()
 	if err := srv.Stop(sctx); err != nil {
 		fmt.Fprintln(stderr, "nimbus serve: shutdown:", err)

@@ -18,7 +18,9 @@ import (
 
 // cmdStatus is `nimbus status [--tenants] [--json]`: it asks the running
 // server at NIMBUS_ADDR what this instance did and costs (GET
-// /status/instance) or, with --tenants, who loads it (GET
+// /status/instance) and which deployments and instances the cluster has
+// (GET /status/cluster; on the local platform's gateway, only that) or,
+// with --tenants, who loads it (GET
 // /status/tenants): the tenants counted by name, heaviest first, then
 // everyone else as "other".
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -47,11 +49,10 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	what := "/status/instance"
-	if *tenants {
-		what = "/status/tenants"
+	if !*tenants {
+		return printStatus(ctx, strings.TrimSuffix(base, "/"), *jsonOut, addr, stdout, stderr)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+what, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+"/status/tenants", nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "nimbus status: %v\n", err)
 		return 1
@@ -65,9 +66,6 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if resp.StatusCode != http.StatusOK {
 		fmt.Fprintf(stderr, "nimbus status: %s answered %s\n", addr, resp.Status)
 		return 1
-	}
-	if !*tenants {
-		return printInstance(resp.Body, *jsonOut, addr, stdout, stderr)
 	}
 	var doc struct {
 		Tenants []tenant.Stat `json:"tenants"`
@@ -112,25 +110,118 @@ type instanceStatus struct {
 	Cost    platform.Cost   `json:"cost"`
 }
 
-// printInstance prints the instance's activity and cost.
-func printInstance(body io.Reader, jsonOut bool, addr string, stdout, stderr io.Writer) int {
-	var st instanceStatus
-	if err := json.NewDecoder(body).Decode(&st); err != nil {
-		fmt.Fprintf(stderr, "nimbus status: reading the answer of %s: %v\n", addr, err)
+// statusDoc is `nimbus status --json`: the instance's activity and cost
+// (GET /status/instance; absent on the local platform's gateway, which is
+// no instance) and the cluster's deployments and instances (GET
+// /status/cluster; absent on servers older than it).
+type statusDoc struct {
+	*instanceStatus
+	Deployments []platform.DeploymentStatus `json:"deployments"`
+	Totals      *platform.ClusterTotals     `json:"totals,omitempty"`
+}
+
+// getJSON GETs base+path into v; found is false on 404.
+func getJSON(ctx context.Context, base, path string, v any) (found bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return false, nil
+	case resp.StatusCode != http.StatusOK:
+		return false, fmt.Errorf("%s answered %s", path, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		return false, fmt.Errorf("reading the answer to %s: %w", path, err)
+	}
+	return true, nil
+}
+
+// printStatus prints the instance's activity and cost, then the cluster.
+func printStatus(ctx context.Context, base string, jsonOut bool, addr string, stdout, stderr io.Writer) int {
+	var in instanceStatus
+	hasInstance, err := getJSON(ctx, base, "/status/instance", &in)
+	if err != nil {
+		fmt.Fprintf(stderr, "nimbus status: %v\n", dialError(addr, err))
+		return 1
+	}
+	var cs platform.ClusterStatus
+	hasCluster, err := getJSON(ctx, base, "/status/cluster", &cs)
+	if err != nil {
+		fmt.Fprintf(stderr, "nimbus status: %v\n", dialError(addr, err))
+		return 1
+	}
+	if !hasInstance && !hasCluster {
+		fmt.Fprintf(stderr, "nimbus status: %s has neither /status/instance nor /status/cluster: is it a Nimbus server?\n", addr)
 		return 1
 	}
 	if jsonOut {
+		doc := statusDoc{Deployments: cs.Deployments}
+		if hasInstance {
+			doc.instanceStatus = &in
+		}
+		if hasCluster {
+			doc.Totals = &cs.Totals
+		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(st); err != nil {
+		if err := enc.Encode(doc); err != nil {
 			return 1
 		}
 		return 0
 	}
+	if hasInstance {
+		printInstance(in, stdout)
+	}
+	if hasCluster {
+		printCluster(cs, stdout)
+	}
+	return 0
+}
+
+// printCluster prints the deployments and their instances.
+func printCluster(cs platform.ClusterStatus, stdout io.Writer) {
+	fmt.Fprintf(stdout, "cluster: %d deployments, %d instances, %d invocations, %d cold starts\n",
+		len(cs.Deployments), cs.Totals.Instances, cs.Totals.Invocations, cs.Totals.ColdStarts)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "deployment\tinstance\taddress\tstate\tage s\tin flight\tcold start ms\tcache hits\t")
+	num := func(f *float64, format string) string {
+		if f == nil {
+			return "-"
+		}
+		return fmt.Sprintf(format, *f)
+	}
+	for _, d := range cs.Deployments {
+		if len(d.Instances) == 0 {
+			fmt.Fprintf(tw, "%s\t(none)\t\t\t\t\t\t\t\n", d.Name)
+		}
+		for _, in := range d.Instances {
+			inflight := "-"
+			if in.Inflight != nil {
+				inflight = fmt.Sprint(*in.Inflight)
+			}
+			hits := "-"
+			if in.CacheHitRatio != nil {
+				hits = fmt.Sprintf("%.1f%%", 100**in.CacheHitRatio)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", d.Name, in.ID, in.Address, in.State,
+				num(in.AgeSeconds, "%.1f"), inflight, num(in.ColdStartMS, "%.1f"), hits)
+		}
+	}
+	_ = tw.Flush()
+}
+
+// printInstance prints the instance's activity and cost.
+func printInstance(st instanceStatus, stdout io.Writer) {
 	u, c, p := st.Usage, st.Cost, st.Prices
 	fmt.Fprintf(stdout, "instance %s: up %.1f s, active %.3f s (%.1f%%), %d invocations\n", st.Address, u.UptimeS, u.ActiveS,
 		100*u.ActiveS/max(u.UptimeS, 1e-9), u.Invocations)
 	fmt.Fprintf(stdout, "cost at $%g per GB-second (%g GB) and $%g per million invocations: serverless $%.6f, serverful $%.6f\n",
 		p.PerGBSecond, p.MemoryGB, p.PerMillionInvocation, c.ServerlessUSD, c.ServerfulUSD)
-	return 0
 }

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/nimbus-fs/nimbus/platform"
+	"github.com/nimbus-fs/nimbus/server"
+)
+
+// cmdNamenode is `nimbus namenode [server flags]`: one NameNode instance
+// of the local platform (platform.ProcessHost starts it; docs/ELASTIC.md,
+// "The local platform and its hosting"). It takes serve's server flags,
+// listens on 127.0.0.1:0 unless --listen says otherwise, and prints
+//
+//	nimbus namenode ready http://127.0.0.1:PORT
+//
+// on its standard output once it serves (answers /readyz). It stops
+// gracefully on SIGTERM or SIGINT, and exits when its standard input is a
+// pipe that reaches EOF: its parent, the platform, has gone (the platform
+// also asks the kernel to SIGKILL it then, on Linux).
+func cmdNamenode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg := server.DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	fl := flag.NewFlagSet("nimbus namenode", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	sf := addServerFlags(fl, &cfg)
+	fl.Lookup("log-level").DefValue = "warn"
+	_ = fl.Set("log-level", "warn") // one line per instance start is noise on the platform's stderr
+	fl.Usage = func() {
+		fmt.Fprintln(stderr, "usage: nimbus namenode [flags]\n\nRuns one NameNode instance of the local platform (nimbus serve --platform local starts them).\nPrints \""+platform.ReadyPrefix+"URL\" once serving; exits on SIGTERM, or when its standard input\nis a pipe that reaches EOF.\n\nflags:")
+		printFlags(fl, stderr)
+	}
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	lv, code := sf.finish("nimbus namenode", fl, &cfg, stderr)
+	if code != 0 {
+		return code
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
+	bi, _ := debug.ReadBuildInfo()
+	cfg.Version = versionString(version, bi)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watchStdin(cancel)
+	sf.tuneRuntime(ctx, cfg)
+	spareProcessor(os.Getenv("GOMAXPROCS") != "")
+	srv, err := server.New(cfg)
+	if errors.Is(err, syscall.EAGAIN) {
+		fmt.Fprintf(stderr, "nimbus namenode: opening the store in %s: it is locked; is a server running on it? (%v)\n", server.StoreDir(cfg.DataDir), err)
+		return 1
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "nimbus namenode:", err)
+		return 1
+	}
+	if err := srv.Start(ctx); err != nil {
+		fmt.Fprintln(stderr, "nimbus namenode:", err)
+		_ = srv.Stop(context.Background())
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s%s\n", platform.ReadyPrefix, srv.Addr())
+	waitErr := srv.Wait(ctx)
+	if waitErr != nil {
+		fmt.Fprintln(stderr, "nimbus namenode:", waitErr)
+	}
+	sctx, cancelStop := context.WithTimeout(context.Background(), *sf.grace)
+	defer cancelStop()
+	if err := srv.Stop(sctx); err != nil {
+		fmt.Fprintln(stderr, "nimbus namenode: shutdown:", err)
+		return 1
+	}
+	if waitErr != nil {
+		return 1
+	}
+	return 0
+}
+
+// watchStdin calls stop when standard input is a pipe and reaches EOF (the
+// parent that held its other end has exited). A terminal or /dev/null is
+// not watched: a namenode started by hand runs until a signal.
+func watchStdin(stop func()) {
+	fi, err := os.Stdin.Stat()
+	if err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		return
+	}
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		stop()
+	}()
+}

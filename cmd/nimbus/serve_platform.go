@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/nimbus-fs/nimbus/platform"
+	"github.com/nimbus-fs/nimbus/server"
+)
+
+// `nimbus serve --platform local`: serve becomes the gateway of the local
+// platform (docs/ELASTIC.md, "The local platform and its hosting"). Its
+// listener forwards POST /rpc/call and WebHDFS to NameNode instances the
+// scaling policy starts and reclaims, as child processes (`nimbus
+// namenode`, --hosting process, the default) or as servers in this
+// process (--hosting inprocess). Without --platform, serve is one server,
+// as before, and none of this runs.
+
+// platformFlags are serve's flags of the local platform.
+type platformFlags struct {
+	platform, hosting string
+	cfg               platform.Config
+	invokeTimeout     time.Duration
+}
+
+// platformOnly are the flags an instance does not take: the platform's,
+// serve's own, and those the platform sets per instance.
+var platformOnly = []string{"platform", "hosting", "concurrency", "max-instances", "max-instances-per-deployment", "keep-alive",
+	"min-instances", "max-queue", "invoke-timeout", "daemon", "pid-file", "listen", "advertise", "debug-addr", "data",
+	"deployment", "deployments"}
+
+func addPlatformFlags(fl *flag.FlagSet) *platformFlags {
+	pf := &platformFlags{cfg: platform.DefaultConfig(1)}
+	fl.StringVar(&pf.platform, "platform", "", "run a serverless platform behind this listener instead of one server: local (NameNode instances started and reclaimed by the scaling policy; needs --store postgres://...). Default: none, one server")
+	fl.StringVar(&pf.hosting, "hosting", "process", "with --platform local: how instances run: process (each a `nimbus namenode` child) or inprocess (each a server in this process)")
+	fl.IntVar(&pf.cfg.Concurrency, "concurrency", pf.cfg.Concurrency, "with --platform local: invocations one instance serves at once; more wait, and start instances")
+	fl.IntVar(&pf.cfg.MaxInstances, "max-instances", pf.cfg.MaxInstances, "with --platform local: instances at most, all deployments together")
+	fl.IntVar(&pf.cfg.MaxPerDeployment, "max-instances-per-deployment", pf.cfg.MaxPerDeployment, "with --platform local: instances at most per deployment")
+	fl.IntVar(&pf.cfg.MinInstances, "min-instances", pf.cfg.MinInstances, "with --platform local: instances kept per deployment, idle or not (started at once)")
+	fl.DurationVar(&pf.cfg.KeepAlive, "keep-alive", pf.cfg.KeepAlive, "with --platform local: an instance idle this long is reclaimed (down to --min-instances)")
+	fl.IntVar(&pf.cfg.MaxQueue, "max-queue", pf.cfg.MaxQueue, "with --platform local: invocations waiting per deployment before more are refused (503)")
+	fl.DurationVar(&pf.invokeTimeout, "invoke-timeout", 30*time.Second, "with --platform local: how long a request waits for an instance before it is answered 503")
+	return pf
+}
+
+// instanceArgs returns serve's arguments without the flags an instance
+// does not take, for `nimbus namenode`. Repeated flags (--tenant-limit)
+// stay repeated.
+func instanceArgs(fl *flag.FlagSet, args []string) []string {
+	drop := map[string]bool{}
+	for _, n := range platformOnly {
+		drop[n] = true
+	}
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		name, hasValue := strings.TrimLeft(a, "-"), false
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		if j := strings.IndexByte(name, '='); j >= 0 {
+			name, hasValue = name[:j], true
+		}
+		f := fl.Lookup(name)
+		takesNext := !hasValue && f != nil && !isBoolFlag(f)
+		if drop[name] {
+			if takesNext {
+				i++
+			}
+			continue
+		}
+		out = append(out, a)
+		if takesNext && i+1 < len(args) {
+			i++
+			out = append(out, args[i])
+		}
+	}
+	return out
+}
+
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// runPlatform runs the gateway until ctx ends.
+func runPlatform(ctx context.Context, cfg server.Config, pf *platformFlags, fl *flag.FlagSet, args []string, pidFile string, grace time.Duration, stdout, stderr io.Writer) int {
+	log := cfg.Logger
+	switch {
+	case pf.platform != "local":
+		fmt.Fprintf(stderr, "nimbus serve: bad --platform %q: want local (or none)\n", pf.platform)
+		return 2
+	case pf.hosting != "process" && pf.hosting != "inprocess":
+		fmt.Fprintf(stderr, "nimbus serve: bad --hosting %q: want process or inprocess\n", pf.hosting)
+		return 2
+	case cfg.Deployment != 0:
+		fmt.Fprintln(stderr, "nimbus serve: --deployment names one server's deployment; the platform starts instances of every deployment (--deployments)")
+		return 2
+	}
+	if err := server.CheckInProcess(cfg); err != nil {
+		fmt.Fprintln(stderr, "nimbus serve:", err)
+		return 2
+	}
+	pcfg := pf.cfg
+	pcfg.Deployments = max(cfg.Deployments, 1)
+	if err := pcfg.Validate(); err != nil {
+		fmt.Fprintln(stderr, "nimbus serve:", err)
+		return 2
+	}
+	var host platform.Host
+	if pf.hosting == "process" {
+		host = &platform.ProcessHost{Args: instanceArgs(fl, args), DataDir: cfg.DataDir, Stderr: stderr}
+	} else {
+		host = &server.InProcessHost{Base: cfg, DataDir: cfg.DataDir}
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	local, err := platform.NewLocal(pcfg, host, platform.LocalOptions{Logger: log.With("component", "platform"), Registerer: reg})
+	if err != nil {
+		fmt.Fprintln(stderr, "nimbus serve:", err)
+		return 2
+	}
+	gw, err := platform.NewGateway(local, platform.GatewayOptions{InvokeTimeout: pf.invokeTimeout, Logger: log.With("component", "gateway"),
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}), Registerer: reg})
+	if err != nil {
+		fmt.Fprintln(stderr, "nimbus serve:", err)
+		return 1
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", cfg.Listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "nimbus serve: listen on %s: %v\n", cfg.Listen, err)
+		return 1
+	}
+	hs := &http.Server{Handler: gw, ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout, IdleTimeout: cfg.Limits.IdleTimeout,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(ln) }()
+	if err := local.Start(ctx); err != nil {
+		fmt.Fprintln(stderr, "nimbus serve:", err)
+		_ = hs.Close()
+		return 1
+	}
+	if pidFile != "" {
+		if err := writePidFile(pidFile); err != nil {
+			fmt.Fprintln(stderr, "nimbus serve:", err)
+			_ = hs.Close()
+			_ = local.Close(context.Background())
+			return 1
+		}
+		defer removePidFile(pidFile)
+	}
+	fmt.Fprintf(stdout, "nimbus serving on http://%s: the gateway of a local platform, %d deployments, hosting %s (data in %s)\n",
+		ln.Addr(), pcfg.Deployments, pf.hosting, cfg.DataDir)
+	code := 0
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		if !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintln(stderr, "nimbus serve:", err)
+			code = 1
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		fmt.Fprintln(stderr, "nimbus serve: shutdown:", err)
+		code = 1
+	}
+	if err := local.Close(sctx); err != nil {
+		fmt.Fprintln(stderr, "nimbus serve: stopping the instances:", err)
+		code = 1
+	}
+	return code
+}

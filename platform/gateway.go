@@ -1,0 +1,375 @@
+package platform
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The gateway is the local platform's front door, what an API gateway or
+// Knative's activator is to a serverless platform: every request becomes
+// an invocation of a deployment (Local.Invoke), is forwarded to the
+// instance the policy chose, and the instance's answer comes back with the
+// instance named in a header. Headers (docs/ELASTIC.md, "The local
+// platform and its hosting"):
+//
+//	Nimbus-Deployment: D          request: the deployment invoked (decimal; absent: 0)
+//	Nimbus-*                      request: passed through to the instance (Nimbus-Callback, ...)
+//	Nimbus-Instance: ID BASEURL   response: the instance that answered
+//
+// Statuses of its own: 400 for a bad Nimbus-Deployment; 503 with
+// Retry-After when the platform is busy (queue full, caps reached, no
+// instance within GatewayOptions.InvokeTimeout); 502 when the instance
+// failed mid-call (its outcome is unknown: the request may or may not
+// have been executed, as after a lost reply).
+const (
+	HeaderDeployment = "Nimbus-Deployment"
+	HeaderInstance   = "Nimbus-Instance"
+	headerPrefix     = "Nimbus-"
+)
+
+// GatewayOptions configure a Gateway; zero fields take the defaults.
+type GatewayOptions struct {
+	// Client forwards requests to instances; nil: a pooled client of its
+	// own (keep-alive connections to each instance).
+	Client *http.Client
+	// InvokeTimeout bounds the wait for an instance (a cold start, a
+	// queue); past it the request is answered 503. 0: 30 s.
+	InvokeTimeout time.Duration
+	// MaxBody bounds a /rpc/call body (one request frame). 0: 64 MiB.
+	MaxBody int64
+	// Metrics serves /metrics (the gateway's own registry); nil: 404.
+	Metrics http.Handler
+	// StatusTimeout bounds each instance's answer when /status/cluster
+	// asks them for their cache counters. 0: 300 ms.
+	StatusTimeout time.Duration
+	Logger        *slog.Logger          // nil: discard
+	Registerer    prometheus.Registerer // nimbus_gateway_requests_total; nil: none
+}
+
+// Gateway forwards requests to the local platform's instances.
+type Gateway struct {
+	l    *Local
+	opts GatewayOptions
+	hc   *http.Client
+	mux  *http.ServeMux
+	met  *gatewayMetrics
+}
+
+// NewGateway returns the gateway of l; it fails only to register its
+// metrics.
+func NewGateway(l *Local, opts GatewayOptions) (*Gateway, error) {
+	if opts.InvokeTimeout <= 0 {
+		opts.InvokeTimeout = 30 * time.Second
+	}
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = 64 << 20
+	}
+	if opts.StatusTimeout <= 0 {
+		opts.StatusTimeout = 300 * time.Millisecond
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	hc := opts.Client
+	if hc == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 256
+		hc = &http.Client{Transport: tr}
+	}
+	met, err := newGatewayMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	g := &Gateway{l: l, opts: opts, hc: hc, mux: http.NewServeMux(), met: met}
+	g.mux.HandleFunc("POST /rpc/call", g.call)
+	g.mux.HandleFunc("/rpc/", g.noConn)
+	g.mux.HandleFunc("/webhdfs/v1/", g.webhdfs)
+	g.mux.HandleFunc("/webhdfs/v1", g.webhdfs)
+	g.mux.HandleFunc("GET /readyz", g.readyz)
+	g.mux.HandleFunc("GET /status/cluster", g.cluster)
+	g.mux.HandleFunc("GET /{$}", g.index)
+	if opts.Metrics != nil {
+		g.mux.Handle("/metrics", opts.Metrics)
+	}
+	return g, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/webhdfs/v1") {
+		// As sent: the mux would redirect a raw "/a/../b", which the
+		// instance refuses as HDFS does.
+		g.webhdfs(w, r)
+		return
+	}
+	g.mux.ServeHTTP(w, r)
+}
+
+// deploymentOf reads the Nimbus-Deployment header.
+func deploymentOf(h http.Header, n int) (int, error) {
+	v := h.Get(HeaderDeployment)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || d < 0 || d >= n {
+		return 0, fmt.Errorf("platform: bad %s header %q: want a deployment 0 to %d", HeaderDeployment, v, n-1)
+	}
+	return d, nil
+}
+
+// invoke waits for an instance of dep for r, answering r itself when
+// there is none (nil lease).
+func (g *Gateway) invoke(w http.ResponseWriter, r *http.Request, kind string, dep int) *Lease {
+	ctx, cancel := context.WithTimeout(r.Context(), g.opts.InvokeTimeout)
+	defer cancel()
+	le, err := g.l.Invoke(ctx, dep)
+	if err == nil {
+		return le
+	}
+	switch {
+	case r.Context().Err() != nil:
+		// The client went away: nobody to answer.
+	case errors.Is(err, ErrBusy), errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrClosed):
+		g.met.requests.WithLabelValues(kind, outcomeBusy).Inc()
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+	default:
+		g.met.requests.WithLabelValues(kind, outcomeRefused).Inc()
+		http.Error(w, err.Error(), http.StatusBadRequest)
+	}
+	return nil
+}
+
+func instanceHeader(le *Lease) string { return fmt.Sprintf("%d %s", le.ID(), le.Addr()) }
+
+// call forwards POST /rpc/call: one request frame in, one response frame
+// out. The body is read whole before the invocation, so that a slow
+// client does not hold an instance's slot.
+func (g *Gateway) call(w http.ResponseWriter, r *http.Request) {
+	dep, err := deploymentOf(r.Header, g.l.Config().Deployments)
+	if err != nil {
+		g.met.requests.WithLabelValues("call", outcomeRefused).Inc()
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.opts.MaxBody))
+	if err != nil {
+		g.met.requests.WithLabelValues("call", outcomeRefused).Inc()
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			http.Error(w, "platform: request frame too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		http.Error(w, "platform: reading the request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	// A request that could not even be sent (the instance's port refused
+	// the connection: it died and the platform has not seen it go yet) was
+	// not executed, so it goes to another instance; at most three tries.
+	var le *Lease
+	var resp *http.Response
+	for attempt := 1; ; attempt++ {
+		if le = g.invoke(w, r, "call", dep); le == nil {
+			return
+		}
+		resp, err = g.forward(r, le, body)
+		if err == nil {
+			break
+		}
+		if r.Context().Err() != nil {
+			le.Release()
+			return
+		}
+		if !notSent(err) || attempt == 3 {
+			g.failed(w, "call", le, err)
+			le.Release()
+			return
+		}
+		g.opts.Logger.Debug("an instance refused a connection; the request goes to another", "instance", le.ID(), "err", err)
+		le.Release()
+		// Its exit is what makes the policy choose another: wait for it
+		// briefly, and report it at once rather than leave it to the
+		// instance's watcher, which may not have run yet.
+		select {
+		case <-le.Instance().Done():
+			g.l.exited(le.rec)
+		case <-time.After(200 * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	defer le.Release()
+	defer resp.Body.Close()
+	g.met.requests.WithLabelValues("call", outcomeForwarded).Inc()
+	for k, vs := range resp.Header {
+		switch k {
+		case "Connection", "Keep-Alive", "Transfer-Encoding":
+			continue
+		}
+		w.Header()[k] = vs
+	}
+	w.Header().Set(HeaderInstance, instanceHeader(le))
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, resp.Body)
+}
+
+// forward sends one request frame to le's instance.
+func (g *Gateway) forward(r *http.Request, le *Lease, body []byte) (*http.Response, error) {
+	out, err := http.NewRequestWithContext(r.Context(), http.MethodPost, le.Addr()+"/rpc/call", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		out.Header.Set("Content-Type", ct)
+	}
+	for k, vs := range r.Header {
+		if strings.HasPrefix(k, headerPrefix) {
+			out.Header[k] = vs
+		}
+	}
+	return g.hc.Do(out)
+}
+
+// notSent reports whether err says the request never reached the
+// instance: its connection was refused.
+func notSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial" && errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// failed answers 502 for a request whose instance failed under it.
+func (g *Gateway) failed(w http.ResponseWriter, kind string, le *Lease, err error) {
+	g.met.requests.WithLabelValues(kind, outcomeFailed).Inc()
+	g.opts.Logger.Warn("an instance failed mid-call", "instance", le.ID(), "addr", le.Addr(), "err", err)
+	w.Header().Set(HeaderInstance, instanceHeader(le))
+	http.Error(w, fmt.Sprintf("platform: instance %d at %s failed mid-call (%v): the request's outcome is unknown (it may or may not have been executed)",
+		le.ID(), le.Addr(), err), http.StatusBadGateway)
+}
+
+// WebHDFSDeployment is the deployment the gateway invokes for a WebHDFS
+// path: by an FNV-1a hash of the path's parent directory, so that the
+// operations on one directory's entries go to one deployment (the
+// namespace's own routing is by the parent's inode id, which the gateway
+// does not know; the instance serves any path either way, only its cache
+// may hold less).
+func WebHDFSDeployment(p string, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	p = strings.TrimPrefix(p, "/webhdfs/v1")
+	parent := path.Dir(path.Clean("/" + p))
+	h := fnv.New64a()
+	h.Write([]byte(parent))
+	return int(h.Sum64() % uint64(n))
+}
+
+// webhdfs forwards a WebHDFS request, keeping the Host the client sent so
+// that the instance's redirects (create, append, open) point back at the
+// gateway.
+func (g *Gateway) webhdfs(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.RawPath
+	if p == "" {
+		p = r.URL.Path
+	}
+	if u, err := url.PathUnescape(p); err == nil {
+		p = u
+	}
+	le := g.invoke(w, r, "webhdfs", WebHDFSDeployment(p, g.l.Config().Deployments))
+	if le == nil {
+		return
+	}
+	defer le.Release()
+	target, err := url.Parse(le.Addr())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = pr.In.Host
+			pr.SetXForwarded()
+		},
+		Transport: g.hc.Transport,
+		ModifyResponse: func(resp *http.Response) error {
+			g.met.requests.WithLabelValues("webhdfs", outcomeForwarded).Inc()
+			resp.Header.Set(HeaderInstance, instanceHeader(le))
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() == nil {
+				g.failed(w, "webhdfs", le, err)
+			}
+		},
+	}
+	rp.ServeHTTP(w, r)
+}
+
+// noConn answers the RPC paths the gateway does not serve.
+func (g *Gateway) noConn(w http.ResponseWriter, _ *http.Request) {
+	http.Error(w, "platform: the gateway serves the RPC as POST /rpc/call (one request per invocation, deployment in the "+
+		HeaderDeployment+" header); a multiplexed connection (/rpc/conn) goes to an instance directly", http.StatusNotImplemented)
+}
+
+func (g *Gateway) readyz(w http.ResponseWriter, _ *http.Request) {
+	g.l.mu.Lock()
+	ok := g.l.mu.started && !g.l.mu.closed
+	g.l.mu.Unlock()
+	if !ok {
+		http.Error(w, "not ready", http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ok")
+}
+
+func (g *Gateway) index(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	c := g.l.Config()
+	fmt.Fprintf(w, "Nimbus local platform gateway: %d deployments, concurrency %d, at most %d instances (%d per deployment), %d kept per deployment, keep-alive %v.\n",
+		c.Deployments, c.Concurrency, c.MaxInstances, c.MaxPerDeployment, c.MinInstances, c.KeepAlive)
+	fmt.Fprintln(w, "POST /rpc/call (header "+HeaderDeployment+": D), /webhdfs/v1/..., GET /status/cluster, /metrics, /readyz.")
+}
+
+// Status returns the cluster as /status/cluster shows it, with each
+// serving instance's cache hit ratio asked of it.
+func (g *Gateway) Status(ctx context.Context) ClusterStatus {
+	cs := NewClusterStatus(g.l.Config().Deployments)
+	now := g.l.opts.Now()
+	for _, s := range g.l.Instances() {
+		age := now.Sub(s.StartedAt).Seconds()
+		inflight := s.InFlight
+		ci := ClusterInstance{ID: strconv.FormatUint(uint64(s.ID), 10), Address: s.Addr, State: s.State, AgeSeconds: &age, Inflight: &inflight}
+		if s.ColdStart > 0 {
+			ms := float64(s.ColdStart.Microseconds()) / 1e3
+			ci.ColdStartMS = &ms
+		}
+		cs.Deployments[s.Deployment].Instances = append(cs.Deployments[s.Deployment].Instances, ci)
+		cs.Totals.Instances++
+	}
+	cs.Totals.Invocations, cs.Totals.ColdStarts = g.l.Totals()
+	FillHitRatios(ctx, g.hc, &cs, g.opts.StatusTimeout)
+	return cs
+}
+
+func (g *Gateway) cluster(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(g.Status(r.Context()))
+}

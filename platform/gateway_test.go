@@ -1,0 +1,178 @@
+package platform
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// httpHost starts instances as httptest servers whose /rpc/call echoes
+// the body and the Nimbus-Callback header, and hangs up on a body
+// "die" (an instance failing mid-call); "hold" waits until released.
+type httpHost struct {
+	mu      sync.Mutex
+	servers []*httptest.Server
+	release chan struct{}
+}
+
+type httpInstance struct {
+	s    *httptest.Server
+	once sync.Once
+	done chan struct{}
+}
+
+func (h *httpHost) Start(ctx context.Context, spec Spec) (Instance, error) {
+	in := &httpInstance{done: make(chan struct{})}
+	in.s = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		switch string(body) {
+		case "die":
+			hj, _ := w.(http.Hijacker)
+			c, _, _ := hj.Hijack()
+			c.Close()
+			return
+		case "hold":
+			<-h.release
+		}
+		w.Header().Set("Nimbus-Callback", r.Header.Get("Nimbus-Callback"))
+		w.Header().Set("X-Path", r.URL.Path)
+		_, _ = w.Write(body)
+	}))
+	h.mu.Lock()
+	h.servers = append(h.servers, in.s)
+	h.mu.Unlock()
+	return in, nil
+}
+
+func (i *httpInstance) Addr() string { return i.s.URL }
+func (i *httpInstance) Stop(context.Context) error {
+	i.once.Do(func() { i.s.Close(); close(i.done) })
+	return nil
+}
+func (i *httpInstance) Kill() error           { return i.Stop(context.Background()) }
+func (i *httpInstance) Done() <-chan struct{} { return i.done }
+
+func post(t *testing.T, url, body string, hdr map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// TestGateway: headers through and back, the deployment header's
+// default and refusals, busy, an instance failing mid-call, WebHDFS.
+func TestGateway(t *testing.T) {
+	h := &httpHost{release: make(chan struct{})}
+	cfg := Config{Deployments: 2, Concurrency: 1, MaxInstances: 2, MaxPerDeployment: 1, MinInstances: 1, KeepAlive: time.Hour, MaxQueue: 1}
+	l, reg := newTestLocal(t, cfg, h)
+	g, err := NewGateway(l, GatewayOptions{InvokeTimeout: 2 * time.Second, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g)
+	defer gw.Close()
+	defer func() {
+		for _, s := range h.servers {
+			s.Close()
+		}
+	}()
+
+	resp, body := post(t, gw.URL+"/rpc/call", "frame", map[string]string{"Nimbus-Callback": "tcp://1.2.3.4:5", HeaderDeployment: "1"})
+	if resp.StatusCode != 200 || body != "frame" || resp.Header.Get("Nimbus-Callback") != "tcp://1.2.3.4:5" {
+		t.Fatalf("call: %d %q %v", resp.StatusCode, body, resp.Header)
+	}
+	inst := resp.Header.Get(HeaderInstance)
+	resp, _ = post(t, gw.URL+"/rpc/call", "x", nil) // no header: deployment 0
+	if inst0 := resp.Header.Get(HeaderInstance); inst0 == "" || inst0 == inst {
+		t.Fatalf("deployments 0 and 1 answered by %q and %q", inst0, inst)
+	}
+	for _, bad := range []string{"2", "-1", "x"} {
+		if resp, _ := post(t, gw.URL+"/rpc/call", "x", map[string]string{HeaderDeployment: bad}); resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("deployment %q: %d, want 400", bad, resp.StatusCode)
+		}
+	}
+	if resp, _ := post(t, gw.URL+"/rpc/conn", "", nil); resp.StatusCode != http.StatusNotImplemented {
+		t.Fatalf("/rpc/conn: %d", resp.StatusCode)
+	}
+
+	// Busy: one slot held, one queued, the third refused with Retry-After.
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() { defer wg.Done(); post(t, gw.URL+"/rpc/call", "hold", nil) }()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		l.mu.Lock()
+		q := l.mu.p.Queued(0)
+		l.mu.Unlock()
+		if q == 1 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	resp, body = post(t, gw.URL+"/rpc/call", "x", nil)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("queue full: %d %q %v", resp.StatusCode, body, resp.Header)
+	}
+	close(h.release)
+	wg.Wait()
+
+	// An instance that hangs up mid-call: 502, outcome unknown.
+	resp, body = post(t, gw.URL+"/rpc/call", "die", nil)
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "outcome is unknown") || resp.Header.Get(HeaderInstance) == "" {
+		t.Fatalf("instance failing mid-call: %d %q", resp.StatusCode, body)
+	}
+
+	// WebHDFS goes through, path and query intact.
+	r, err := http.Get(gw.URL + "/webhdfs/v1/a/b?op=GETFILESTATUS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if r.StatusCode != 200 || r.Header.Get("X-Path") != "/webhdfs/v1/a/b" || r.Header.Get(HeaderInstance) == "" {
+		t.Fatalf("webhdfs: %d %v", r.StatusCode, r.Header)
+	}
+	// An instance that died before the platform saw it: the request it
+	// refused (never sent) goes to its replacement.
+	for _, st := range l.Instances() {
+		if st.Deployment == 1 {
+			l.mu.Lock()
+			in := l.mu.insts[st.ID].inst
+			l.mu.Unlock()
+			hs := in.(*httpInstance).s
+			_ = hs.Listener.Close() // refuses from now on; Done still open
+			hs.CloseClientConnections()
+			go func() { time.Sleep(100 * time.Millisecond); _ = in.Kill() }()
+		}
+	}
+	time.Sleep(30 * time.Millisecond) // the gateway's client sees its pooled connection closed
+	resp, body = post(t, gw.URL+"/rpc/call", "again", map[string]string{HeaderDeployment: "1"})
+	if resp.StatusCode != 200 || body != "again" || resp.Header.Get(HeaderInstance) == inst {
+		t.Fatalf("after the instance died: %d %q from %q (the dead one was %q)", resp.StatusCode, body, resp.Header.Get(HeaderInstance), inst)
+	}
+
+	for outcome, want := range map[string]float64{outcomeBusy: 1, outcomeFailed: 1, outcomeRefused: 3} {
+		if got := testutil.ToFloat64(g.met.requests.WithLabelValues("call", outcome)); got != want {
+			t.Errorf("requests_total{kind=call,outcome=%s} = %v, want %v", outcome, got, want)
+		}
+	}
+	if d := WebHDFSDeployment("/webhdfs/v1/a/b", 2); d != WebHDFSDeployment("/webhdfs/v1/a/c", 2) {
+		t.Fatal("two files of one directory go to different deployments")
+	}
+}

@@ -1,0 +1,55 @@
+package platform
+
+import (
+	"context"
+	"errors"
+)
+
+// The hosting seam (docs/ELASTIC.md, "The local platform and its
+// hosting"): the policy decides when an instance starts and stops; a Host
+// carries it out. The local platform has two (ProcessHost, child
+// processes; server.InProcessHost, servers in the gateway's process); a
+// Knative or OpenWhisk adapter would implement the same interface over its
+// own API (a revision scaled up, an action's container warmed), and its
+// Instance's Addr would be the service's URL.
+
+// Spec is what an instance is started as: instance ID of the policy,
+// serving deployment Deployment of Deployments.
+type Spec struct {
+	ID                      InstanceID
+	Deployment, Deployments int
+}
+
+// Instance is one running NameNode instance. Its methods are safe for
+// concurrent use.
+type Instance interface {
+	// Addr is the base URL, http://host:port, serving the RPC (/rpc/conn,
+	// /rpc/call), WebHDFS, /metrics and /status/instance.
+	Addr() string
+	// Stop stops it gracefully (a reclaim): no new requests, those in
+	// flight finish, bounded by ctx; it returns once the instance has
+	// exited.
+	Stop(ctx context.Context) error
+	// Kill stops it abruptly (a crash): SIGKILL for a process, the closest
+	// in-process equivalent otherwise. It does not wait for the exit
+	// (Done does).
+	Kill() error
+	// Done is closed once the instance has exited, for any reason.
+	Done() <-chan struct{}
+}
+
+// Host starts instances. Start returns once the instance serves (answers
+// /readyz with 200), or fails; ctx bounds the start, not the instance's
+// life.
+type Host interface {
+	Start(ctx context.Context, spec Spec) (Instance, error)
+}
+
+// Errors of the local platform.
+var (
+	// ErrBusy: the platform cannot take the invocation now (its queue is
+	// full, or the wait for an instance ran out); the caller may retry.
+	ErrBusy = errors.New("platform: busy")
+	// ErrClosed: the platform was closed.
+	ErrClosed = errors.New("platform: closed")
+)

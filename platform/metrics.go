@@ -1,0 +1,94 @@
+package platform
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// localMetrics are the local platform's (subsystem platform): what the
+// gateway's /metrics shows about instances and invocations.
+type localMetrics struct {
+	instances   *prometheus.GaugeVec   // {deployment}: starting, serving or stopping
+	queue       *prometheus.GaugeVec   // {deployment}: invocations waiting
+	invocations *prometheus.CounterVec // {deployment}: assigned to an instance
+	refused     *prometheus.CounterVec // {deployment}: answered busy
+	coldStarts  prometheus.Counter
+	startFails  prometheus.Counter
+	crashes     prometheus.Counter
+	coldStart   prometheus.Histogram
+	wait        prometheus.Histogram // Invoke to assignment
+}
+
+func newLocalMetrics(reg prometheus.Registerer, deployments int) (*localMetrics, error) {
+	m := &localMetrics{
+		instances: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "nimbus", Subsystem: "platform", Name: "instances",
+			Help: "Instances of each deployment, starting, serving or stopping."}, []string{"deployment"}),
+		queue: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "nimbus", Subsystem: "platform", Name: "queue_length",
+			Help: "Invocations of each deployment waiting for an instance."}, []string{"deployment"}),
+		invocations: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "nimbus", Subsystem: "platform", Name: "invocations_total",
+			Help: "Invocations handed to an instance, per deployment."}, []string{"deployment"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "nimbus", Subsystem: "platform", Name: "refused_total",
+			Help: "Invocations refused busy (queue full, or no instance in time), per deployment."}, []string{"deployment"}),
+		coldStarts: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "nimbus", Subsystem: "platform", Name: "cold_starts_total",
+			Help: "Instances started and serving."}),
+		startFails: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "nimbus", Subsystem: "platform", Name: "start_failures_total",
+			Help: "Instance starts that failed."}),
+		crashes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "nimbus", Subsystem: "platform", Name: "crashes_total",
+			Help: "Instances that exited without being stopped."}),
+		// 5 ms to ~20 s: a process start on PostgreSQL and etcd is tens of
+		// milliseconds, a container's seconds.
+		coldStart: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "nimbus", Subsystem: "platform", Name: "cold_start_seconds",
+			Help: "Time from asking the host for an instance to its serving.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 13)}),
+		// 50 µs to ~3 s: most invocations find a free slot at once; those
+		// that wait for a cold start wait tens of milliseconds or more.
+		wait: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "nimbus", Subsystem: "platform", Name: "invoke_wait_seconds",
+			Help: "Time an invocation waited for an instance (a free slot, a cold start), assigned ones only.", Buckets: prometheus.ExponentialBuckets(0.00005, 2, 17)}),
+	}
+	for d := range deployments {
+		l := strconv.Itoa(d)
+		m.instances.WithLabelValues(l)
+		m.queue.WithLabelValues(l)
+		m.invocations.WithLabelValues(l)
+		m.refused.WithLabelValues(l)
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.instances, m.queue, m.invocations, m.refused, m.coldStarts, m.startFails, m.crashes, m.coldStart, m.wait} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("platform: registering the local platform's metrics: %w", err)
+			}
+		}
+	}
+	return m, nil
+}
+
+// gatewayMetrics are the gateway's (subsystem gateway).
+type gatewayMetrics struct {
+	requests *prometheus.CounterVec // {kind, outcome}
+}
+
+// Gateway outcomes: forwarded (whatever the instance answered), busy
+// (503), failed (502: the instance failed mid-call), refused (400, 413).
+const (
+	outcomeForwarded = "forwarded"
+	outcomeBusy      = "busy"
+	outcomeFailed    = "failed"
+	outcomeRefused   = "refused"
+)
+
+func newGatewayMetrics(reg prometheus.Registerer) (*gatewayMetrics, error) {
+	m := &gatewayMetrics{requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "nimbus", Subsystem: "gateway", Name: "requests_total",
+		Help: "Requests the gateway took, by kind (call, webhdfs) and outcome (forwarded, busy, failed, refused)."}, []string{"kind", "outcome"})}
+	for _, k := range []string{"call", "webhdfs"} {
+		for _, o := range []string{outcomeForwarded, outcomeBusy, outcomeFailed, outcomeRefused} {
+			m.requests.WithLabelValues(k, o)
+		}
+	}
+	if reg != nil {
+		if err := reg.Register(m.requests); err != nil {
+			return nil, fmt.Errorf("platform: registering the gateway's metrics: %w", err)
+		}
+	}
+	return m, nil
+}

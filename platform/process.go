@@ -1,0 +1,176 @@
+package platform
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// ReadyPrefix starts the line `nimbus namenode` prints on its standard
+// output once it serves; the base URL follows.
+const ReadyPrefix = "nimbus namenode ready "
+
+// ProcessHost starts each instance as a child process, `nimbus namenode`:
+//
+//	BINARY namenode --deployment D --deployments N --data DATADIR/instances/ID ARGS...
+//
+// and takes it as serving once it prints ReadyPrefix and its base URL
+// (which it does after its server answers /readyz). The child's standard
+// input is a pipe it watches: it exits when the pipe reaches EOF, that
+// is when this process exits however it exits; on Linux it is also
+// killed by the kernel when this process dies (Pdeathsig). Stop is
+// SIGTERM, then SIGKILL when ctx ends; Kill is SIGKILL.
+type ProcessHost struct {
+	// Binary is the nimbus binary; "" means os.Executable().
+	Binary string
+	// Args are added after the per-instance flags: the store, the
+	// coordinator, the cache size and whatever else every instance shares.
+	Args []string
+	// DataDir holds one directory per instance, DataDir/instances/ID, its
+	// --data (its block replicas; the metadata store is shared).
+	DataDir string
+	// Stderr receives the children's standard error (nil: discarded).
+	Stderr io.Writer
+}
+
+// Start implements Host.
+func (h *ProcessHost) Start(ctx context.Context, spec Spec) (Instance, error) {
+	bin := h.Binary
+	if bin == "" {
+		var err error
+		if bin, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("platform: start instance %d: finding the nimbus binary: %w", spec.ID, err)
+		}
+	}
+	args := []string{"namenode", "--deployment", strconv.Itoa(spec.Deployment), "--deployments", strconv.Itoa(spec.Deployments),
+		"--data", filepath.Join(h.DataDir, "instances", strconv.FormatUint(uint64(spec.ID), 10))}
+	cmd := exec.Command(bin, append(args, h.Args...)...)
+	tail := &tailWriter{max: 4096}
+	cmd.Stderr = tail
+	if h.Stderr != nil {
+		cmd.Stderr = io.MultiWriter(h.Stderr, tail)
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("platform: start instance %d: %w", spec.ID, err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("platform: start instance %d: %w", spec.ID, err)
+	}
+	cmd.SysProcAttr = childAttr()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("platform: start instance %d: %w", spec.ID, err)
+	}
+	p := &process{cmd: cmd, stdin: stdin, done: make(chan struct{})}
+	ready := make(chan string, 1)
+	go func() {
+		br := bufio.NewReader(stdout)
+		for {
+			line, err := br.ReadString('\n')
+			if u, ok := strings.CutPrefix(strings.TrimSpace(line), strings.TrimSpace(ReadyPrefix)); ok {
+				ready <- strings.TrimSpace(u)
+				break
+			}
+			if err != nil {
+				close(ready)
+				return
+			}
+		}
+		_, _ = io.Copy(io.Discard, br) // a child never blocks writing its output
+	}()
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	select {
+	case u, ok := <-ready:
+		if ok {
+			p.addr = u
+			return p, nil
+		}
+		<-p.done
+		return nil, fmt.Errorf("platform: start instance %d: it exited before serving (%v): %s", spec.ID, p.err, strings.TrimSpace(tail.String()))
+	case <-p.done:
+		return nil, fmt.Errorf("platform: start instance %d: it exited before serving (%v): %s", spec.ID, p.err, strings.TrimSpace(tail.String()))
+	case <-ctx.Done():
+		_ = p.Kill()
+		<-p.done
+		return nil, fmt.Errorf("platform: start instance %d: %w", spec.ID, ctx.Err())
+	}
+}
+
+// process is one `nimbus namenode` child.
+type process struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser // held open: its EOF tells the child to exit
+	addr  string
+	done  chan struct{}
+	err   error // cmd.Wait's, once done is closed
+	once  sync.Once
+}
+
+func (p *process) Addr() string          { return p.addr }
+func (p *process) Done() <-chan struct{} { return p.done }
+
+// Pid is the child's process id (tests kill it from outside).
+func (p *process) Pid() int { return p.cmd.Process.Pid }
+
+func (p *process) Kill() error {
+	err := p.cmd.Process.Signal(syscall.SIGKILL)
+	if errors.Is(err, os.ErrProcessDone) {
+		return nil
+	}
+	return err
+}
+
+func (p *process) Stop(ctx context.Context) error {
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("platform: stop %s: %w", p.addr, err)
+	}
+	select {
+	case <-p.done:
+		p.once.Do(func() { p.stdin.Close() })
+		if p.err != nil {
+			return fmt.Errorf("platform: stop %s: %w", p.addr, p.err)
+		}
+		return nil
+	case <-ctx.Done():
+		_ = p.Kill()
+		<-p.done
+		return fmt.Errorf("platform: stop %s: killed after %w", p.addr, ctx.Err())
+	}
+}
+
+// tailWriter keeps the last max bytes written, for the error of a child
+// that failed to start.
+type tailWriter struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b = append(w.b, p...)
+	if len(w.b) > w.max {
+		w.b = append(w.b[:0], w.b[len(w.b)-w.max:]...)
+	}
+	return len(p), nil
+}
+
+func (w *tailWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.b)
+}
