@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/nimbus-fs/nimbus/internal/statuspage"
 	"github.com/nimbus-fs/nimbus/platform"
 	"github.com/nimbus-fs/nimbus/tenant"
 	"net/http"
@@ -19,7 +20,8 @@ import (
 // the root's row): nothing on it walks the namespace, so it costs the same
 // on a store of a billion files.
 
-// statusData is what the page shows; html/template escapes every field.
+// statusData is what the page's details block shows (statuspage.Data's
+// Details); html/template escapes every field.
 type statusData struct {
 	Version         string
 	Addr            string
@@ -33,8 +35,6 @@ type statusData struct {
 	DiskUsage       string
 	RootEntries     string // entries in /, or why they are unknown
 	Coordinator     string // which, and this server's membership
-	Cluster         pageCluster
-	Totals          pageTotals
 }
 
 func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
@@ -74,7 +74,11 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 			coord += fmt.Sprintf("; lease monitor: member %s at %s", l.ID, l.Addr)
 		}
 	}
-	d := statusData{
+	d := statuspage.Data{Version: s.cfg.Version, Role: "one process serving", Addr: s.Addr(),
+		Started: s.start.UTC().Format(time.RFC3339), Uptime: time.Since(s.start).Round(time.Second).String(),
+		Cluster: s.clusterForPage(ctx)}
+	d.Totals = statuspage.TotalsOf(d.Cluster, s.page.series.Series(time.Now().Add(-time.Minute), 1))
+	d.Details = statusData{
 		Version:         s.cfg.Version,
 		Addr:            s.Addr(),
 		DataDir:         s.cfg.DataDir,
@@ -87,9 +91,7 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 		DiskUsage:       humanBytes(st.DiskUsage),
 		RootEntries:     root,
 		Coordinator:     coord,
-		Cluster:         s.clusterForPage(ctx),
 	}
-	d.Totals = totalsOf(d.Cluster, s.page.series.Series(time.Now().Add(-time.Minute), 1))
 	if d.Version == "" {
 		d.Version = "(version unknown)"
 	}

@@ -2,10 +2,7 @@ package server
 
 import (
 	"context"
-	_ "embed"
-	"encoding/json"
-	"fmt"
-	"html/template"
+	"github.com/nimbus-fs/nimbus/internal/statuspage"
 	"math"
 	"net/http"
 	"net/url"
@@ -14,8 +11,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/nimbus-fs/nimbus/coordinator"
 )
@@ -32,52 +27,41 @@ import (
 // page. A Gather reads every collector, the Go runtime's and the store's
 // included; BenchmarkSampleMetrics measures it.
 
-//go:embed statuspage.html
-var statusPageHTML string
-
-//go:embed statuspage.js
-var statusPageJS []byte
-
-var statusTemplate = template.Must(template.New("status").Funcs(template.FuncMap{
-	"ratio": func(v *float64) string {
-		if v == nil {
-			return "–"
-		}
-		return fmt.Sprintf("%.1f%%", *v*100)
-	},
-	"age": func(v *float64) string {
-		if v == nil {
-			return "–"
-		}
-		return time.Duration(*v * float64(time.Second)).Round(time.Second).String()
-	},
-	"ms": func(v *float64) string {
-		if v == nil {
-			return "–"
-		}
-		return fmt.Sprintf("%.0f ms", *v)
-	},
-	"count": func(v *float64) string {
-		if v == nil {
-			return "–"
-		}
-		return fmt.Sprintf("%.0f", *v)
-	},
-}).Parse(statusPageHTML))
+// statusPage is the page's template: the shared page with this server's
+// details (the data directory, the store, the coordinator, the
+// endpoints) under the table.
+var statusTemplate = statuspage.Template(`{{define "details"}}
+<h2>This server</h2>
+<ul>
+<li>Data directory: <code>{{.Details.DataDir}}</code> (the metadata store is in <code>meta/</code>, block replicas in <code>blocks/</code>)</li>
+<li>Metadata store: {{.Details.Commits}} committed transactions since start, {{.Details.DiskUsage}} on disk; {{.Details.RootEntries}} in <code>/</code> (<code>nimbus fs count /</code> counts everything, by walking it)</li>
+<li>Files up to {{.Details.InlineThreshold}} bytes are kept in the metadata store beside their inode; larger files are cut into blocks under <code>{{.Details.BlocksDir}}</code>. There is no limit on a file's size.</li>
+<li>Superuser: <code>{{.Details.Superuser}}</code></li>
+<li>Coordinator: {{.Details.Coordinator}}</li>
+</ul>
+<h2>Endpoints</h2>
+<ul>
+<li><a href="/webhdfs/v1/?op=LISTSTATUS">WebHDFS</a>: <code>/webhdfs/v1</code> (hadoop fs, Spark, Python's hdfs and fsspec)</li>
+<li>RPC: <code>{{.Addr}}/rpc/</code> (nimbus fs, the Go client; it upgrades the connection, a browser gets a note)</li>
+<li><a href="/metrics">/metrics</a>: Prometheus metrics</li>
+<li><a href="/status/series?minutes=5">/status/series</a>: the charts' samples (JSON)</li>
+<li><a href="/readyz">/readyz</a>: 200 while serving</li>
+</ul>
+{{end}}`)
 
 // statusPager is the page's state: the ring of samples and what the table
 // shows about this instance.
 type statusPager struct {
 	created time.Time // New: the start of this instance's cold start
-	series  seriesRing
+	series  statuspage.Ring
+	sampler statuspage.Sampler
 	mu      struct {
 		sync.Mutex
 		readyAt  time.Time // Start's end: the end of the cold start
 		inflight float64   // RPC requests in flight at the last sample
 	}
-	stop, done chan struct{}
 	// clusterRoute reports whether the mux serves GET /status/cluster (the
-	// platform's view of the cluster), which the page then polls.
+	// full view of the cluster), which the page then polls.
 	clusterRoute func() bool
 }
 
@@ -88,12 +72,12 @@ func newStatusPager(now time.Time) *statusPager {
 // routeStatusPage registers the page, its script and GET /status/series.
 func (s *Server) routeStatusPage(mux *http.ServeMux) {
 	mux.HandleFunc("/{$}", s.statusPage)
-	mux.HandleFunc("GET /status/page.js", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-cache")
-		_, _ = w.Write(statusPageJS)
+	statuspage.Route(mux, &s.page.series, s.clusterForPage, func() string {
+		if s.page.clusterRoute() {
+			return "/status/cluster"
+		}
+		return ""
 	})
-	mux.HandleFunc("GET /status/series", s.statusSeries)
 	s.page.clusterRoute = func() bool {
 		_, pattern := mux.Handler(&http.Request{Method: http.MethodGet, URL: &url.URL{Path: "/status/cluster"}, Host: "localhost"})
 		return strings.Contains(pattern, "/status/cluster")
@@ -106,30 +90,11 @@ func (s *Server) startSampler() {
 	p.mu.Lock()
 	p.mu.readyAt = time.Now()
 	p.mu.Unlock()
-	p.stop, p.done = make(chan struct{}), make(chan struct{})
-	s.sample(time.Now())
-	go func() {
-		defer close(p.done)
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.stop:
-				return
-			case now := <-t.C:
-				s.sample(now)
-			}
-		}
-	}()
+	p.sampler.Sample = s.sample
+	p.sampler.Start()
 }
 
-func (s *Server) stopSampler() {
-	if p := s.page; p.stop != nil {
-		close(p.stop)
-		<-p.done
-		p.stop = nil
-	}
-}
+func (s *Server) stopSampler() { s.page.sampler.Stop() }
 
 // sample reads the counters and the cluster and feeds the ring.
 func (s *Server) sample(now time.Time) {
@@ -149,88 +114,17 @@ func (s *Server) sample(now time.Time) {
 	s.page.series.Sample(now, snap)
 }
 
-// readMetrics gathers the registry and picks out the latency histograms
-// (their counts are the requests), the cache's lookups and the RPC
-// requests in flight.
-func (s *Server) readMetrics() (metricsSnapshot, float64, error) {
-	snap := metricsSnapshot{Ops: map[string]opCounts{}}
-	var inflight float64
-	fams, err := s.reg.Gather() // partial results on error
-	for _, f := range fams {
-		switch f.GetName() {
-		case "nimbus_rpc_request_duration_seconds":
-			addHistograms(snap.Ops, "rpc ", "method", f)
-		case "nimbus_webhdfs_request_seconds":
-			addHistograms(snap.Ops, "webhdfs ", "op", f)
-		case "nimbus_rpc_inflight_requests":
-			for _, m := range f.GetMetric() {
-				inflight += m.GetGauge().GetValue()
-			}
-		case "nimbus_cache_hits_total", "nimbus_cache_misses_total":
-			snap.Cache = true
-			var n uint64
-			for _, m := range f.GetMetric() {
-				n += uint64(m.GetCounter().GetValue())
-			}
-			if f.GetName() == "nimbus_cache_hits_total" {
-				snap.CacheHits = n
-			} else {
-				snap.CacheMisses = n
-			}
-		}
-	}
-	return snap, inflight, err
+// pageFamilies are the latency histograms whose counts are the requests
+// the page charts.
+var pageFamilies = []statuspage.Family{
+	{Name: "nimbus_rpc_request_duration_seconds", Prefix: "rpc ", Label: "method"},
+	{Name: "nimbus_webhdfs_request_seconds", Prefix: "webhdfs ", Label: "op"},
 }
 
-func addHistograms(ops map[string]opCounts, prefix, label string, f *dto.MetricFamily) {
-	for _, m := range f.GetMetric() {
-		h := m.GetHistogram()
-		if h == nil || h.GetSampleCount() == 0 {
-			continue
-		}
-		name := prefix
-		for _, l := range m.GetLabel() {
-			if l.GetName() == label {
-				name += l.GetValue()
-			}
-		}
-		b := make([]histBucket, 0, len(h.GetBucket())+1)
-		for _, x := range h.GetBucket() {
-			b = append(b, histBucket{Upper: x.GetUpperBound(), Count: x.GetCumulativeCount()})
-		}
-		b = append(b, histBucket{Upper: math.Inf(1), Count: h.GetSampleCount()})
-		ops[name] = opCounts{Buckets: b}
-	}
-}
-
-// pageCluster is the cluster as the page's table and its instances chart
-// show it (the "cluster" field of GET /status/series). Its JSON has the
-// names of GET /status/cluster's (the platform's ClusterStatus), so that
-// the page reads either.
-type pageCluster struct {
-	// Source says where it comes from: "coordinator" (the members this
-	// server's coordinator lists, only this server in detail) or "local"
-	// (the coordinator could not be asked: this server alone).
-	Source      string           `json:"source"`
-	Deployments []pageDeployment `json:"deployments"`
-}
-
-type pageDeployment struct {
-	Name      string         `json:"name"` // "d" and the index
-	Index     int            `json:"index"`
-	Instances []pageInstance `json:"instances"`
-}
-
-// pageInstance is one row of the table; what is unknown is null.
-type pageInstance struct {
-	ID            string   `json:"id"`
-	Address       string   `json:"address"`
-	AgeSeconds    *float64 `json:"age_seconds"`
-	InFlight      *float64 `json:"inflight"`
-	CacheHitRatio *float64 `json:"cache_hit_ratio"` // over the last minute
-	ColdStartMS   *float64 `json:"cold_start_ms"`
-	State         string   `json:"state"`
-	This          bool     `json:"this,omitempty"` // the server that answered
+// readMetrics gathers the registry: the latency histograms, the cache's
+// lookups and the RPC requests in flight.
+func (s *Server) readMetrics() (statuspage.Snapshot, float64, error) {
+	return statuspage.Read(s.reg, pageFamilies, "nimbus_rpc_inflight_requests")
 }
 
 // clusterForPage is the one seam between the page and the cluster's
@@ -240,12 +134,12 @@ type pageInstance struct {
 // coordinator's members, with this server's own row filled in
 // (localInstance); wire the platform's view here (docs/OPERATIONS.md, "The
 // status page").
-func (s *Server) clusterForPage(ctx context.Context) pageCluster {
+func (s *Server) clusterForPage(ctx context.Context) statuspage.Cluster {
 	self := s.localInstance()
 	n := max(s.cfg.Deployments, 1)
-	c := pageCluster{Source: "coordinator", Deployments: make([]pageDeployment, n)}
+	c := statuspage.Cluster{Source: "coordinator", Deployments: make([]statuspage.Deployment, n)}
 	for i := range c.Deployments {
-		c.Deployments[i] = pageDeployment{Name: "d" + strconv.Itoa(i), Index: i, Instances: []pageInstance{}}
+		c.Deployments[i] = statuspage.Deployment{Name: "d" + strconv.Itoa(i), Index: i, Instances: []statuspage.Instance{}}
 	}
 	var members []coordinator.Member
 	if s.ready.Load() && s.coord != nil { // ready: s.coord is set
@@ -263,7 +157,7 @@ func (s *Server) clusterForPage(ctx context.Context) pageCluster {
 		if m.Deployment < 0 || m.Deployment >= n {
 			continue
 		}
-		in := pageInstance{ID: m.ID, Address: m.Addr, State: "member"}
+		in := statuspage.Instance{ID: m.ID, Address: m.Addr, State: "member"}
 		if m.ID == self.ID {
 			in, found = self, true
 		}
@@ -280,14 +174,14 @@ func (s *Server) clusterForPage(ctx context.Context) pageCluster {
 }
 
 // localInstance is this server's row.
-func (s *Server) localInstance() pageInstance {
+func (s *Server) localInstance() statuspage.Instance {
 	p := s.page
 	p.mu.Lock()
 	readyAt, inflight := p.mu.readyAt, p.mu.inflight
 	p.mu.Unlock()
 	// The states are the platform's (starting, serving, stopping) and
 	// failed (fail-stop: the store failed).
-	in := pageInstance{Address: s.Addr(), State: "starting", This: true, InFlight: &inflight}
+	in := statuspage.Instance{Address: s.Addr(), State: "starting", This: true, InFlight: &inflight}
 	if sess := s.Member(); sess != nil {
 		in.ID = sess.Member().ID
 	}
@@ -309,63 +203,4 @@ func (s *Server) localInstance() pageInstance {
 		in.CacheHitRatio = &f
 	}
 	return in
-}
-
-// statusSeries answers GET /status/series?minutes=N (1 to 15, default 5):
-// the samples of the last N minutes and the cluster (docs/OPERATIONS.md).
-func (s *Server) statusSeries(w http.ResponseWriter, r *http.Request) {
-	minutes := 5
-	if v := r.URL.Query().Get("minutes"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > seriesCapacity/60 {
-			http.Error(w, fmt.Sprintf("minutes=%q: want a whole number from 1 to %d", v, seriesCapacity/60), http.StatusBadRequest)
-			return
-		}
-		minutes = n
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	out := struct {
-		seriesJSON
-		Cluster    pageCluster `json:"cluster"`
-		ClusterURL string      `json:"cluster_url,omitempty"`
-	}{seriesJSON: s.page.series.Series(time.Now().Add(-time.Duration(minutes)*time.Minute), minutes), Cluster: s.clusterForPage(ctx)}
-	if s.page.clusterRoute() {
-		out.ClusterURL = "/status/cluster"
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	_ = json.NewEncoder(w).Encode(out)
-}
-
-// pageTotals are the figures above the table (the page recomputes them in
-// the browser from the same data as it polls).
-type pageTotals struct {
-	Deployments, Instances int
-	InFlight               float64
-	Rate                   string // requests per second over the last sample, all operations
-	CacheHitRatio          *float64
-}
-
-func totalsOf(c pageCluster, last seriesJSON) pageTotals {
-	t := pageTotals{Deployments: len(c.Deployments), Rate: "–"}
-	for _, d := range c.Deployments {
-		t.Instances += len(d.Instances)
-		for _, in := range d.Instances {
-			if in.InFlight != nil {
-				t.InFlight += *in.InFlight
-			}
-		}
-	}
-	if k := len(last.T) - 1; k >= 0 {
-		var r float64
-		for _, v := range last.Rate {
-			r += float64(v[k])
-		}
-		t.Rate = fmt.Sprintf("%.0f", r)
-	}
-	if r := float64(last.CacheHitRatioWindow); !math.IsNaN(r) {
-		t.CacheHitRatio = &r
-	}
-	return t
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nimbus-fs/nimbus/internal/statuspage"
 	"github.com/nimbus-fs/nimbus/internal/testproc"
 	"github.com/nimbus-fs/nimbus/meta"
 )
@@ -53,7 +54,7 @@ func TestStatusSeries(t *testing.T) {
 		Instances  map[string][]*int   `json:"instances"`
 		Rate       map[string][]*int64 `json:"rate"`
 		ClusterURL string              `json:"cluster_url"`
-		Cluster    pageCluster         `json:"cluster"`
+		Cluster    statuspage.Cluster         `json:"cluster"`
 	}
 	if err := json.Unmarshal([]byte(body), &got); err != nil {
 		t.Fatalf("%v: %s", err, body)

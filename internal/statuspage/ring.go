@@ -1,4 +1,4 @@
-package server
+package statuspage
 
 import (
 	"encoding/json"
@@ -20,7 +20,7 @@ import (
 
 // seriesCapacity is how many samples the ring keeps: 15 minutes, one a
 // second. GET /status/series answers up to that much.
-const seriesCapacity = 15 * 60
+const Capacity = 15 * 60
 
 // seriesTopOps is how many operations the page's per-operation charts show
 // by name; the rest are summed as "other" in the throughput chart.
@@ -28,19 +28,19 @@ const seriesTopOps = 6
 
 // histBucket is one cumulative bucket of a latency histogram: Count
 // observations took at most Upper seconds (+Inf for the last).
-type histBucket struct {
+type Bucket struct {
 	Upper float64
 	Count uint64
 }
 
 // opCounts are one operation's cumulative counts: its latency histogram's
 // buckets (Count of the last, +Inf, is the operation's requests).
-type opCounts struct {
-	Buckets []histBucket
+type OpCounts struct {
+	Buckets []Bucket
 }
 
 // requests is the number of observations the histogram holds.
-func (o opCounts) requests() uint64 {
+func (o OpCounts) requests() uint64 {
 	if len(o.Buckets) == 0 {
 		return 0
 	}
@@ -49,8 +49,8 @@ func (o opCounts) requests() uint64 {
 
 // metricsSnapshot is what one tick reads: cumulative counters (Sample
 // takes their difference from the previous tick's) and gauges.
-type metricsSnapshot struct {
-	Ops         map[string]opCounts // by "rpc stat", "webhdfs GETFILESTATUS", ...
+type Snapshot struct {
+	Ops         map[string]OpCounts // by "rpc stat", "webhdfs GETFILESTATUS", ...
 	Cache       bool                // a metadata cache is on
 	CacheHits   uint64
 	CacheMisses uint64
@@ -60,7 +60,7 @@ type metricsSnapshot struct {
 
 // seriesPoint is one sample: what happened over the interval that ended
 // at At.
-type seriesPoint struct {
+type Point struct {
 	At       time.Time
 	Interval time.Duration
 	Requests map[string]uint64  // per operation, in the interval
@@ -73,11 +73,11 @@ type seriesPoint struct {
 
 // seriesRing keeps the last seriesCapacity samples. Safe for concurrent
 // use: one goroutine samples, HTTP handlers read.
-type seriesRing struct {
+type Ring struct {
 	mu struct {
 		sync.Mutex
-		points []seriesPoint // oldest first, at most seriesCapacity
-		prev   metricsSnapshot
+		points []Point // oldest first, at most seriesCapacity
+		prev   Snapshot
 		prevAt time.Time
 		cache  bool
 	}
@@ -86,7 +86,7 @@ type seriesRing struct {
 // Sample records the counters read at now. The first call only remembers
 // them: a point is the difference between two reads. A counter that went
 // down (a collector was replaced) counts as no change.
-func (r *seriesRing) Sample(now time.Time, s metricsSnapshot) {
+func (r *Ring) Sample(now time.Time, s Snapshot) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	prev, prevAt := r.mu.prev, r.mu.prevAt
@@ -94,7 +94,7 @@ func (r *seriesRing) Sample(now time.Time, s metricsSnapshot) {
 	if prevAt.IsZero() || !now.After(prevAt) {
 		return
 	}
-	p := seriesPoint{At: now, Interval: now.Sub(prevAt), Requests: map[string]uint64{}, P99: map[string]float64{},
+	p := Point{At: now, Interval: now.Sub(prevAt), Requests: map[string]uint64{}, P99: map[string]float64{},
 		Hits: counterDelta(s.CacheHits, prev.CacheHits), Misses: counterDelta(s.CacheMisses, prev.CacheMisses), Instances: s.Instances}
 	for op, c := range s.Ops {
 		d := deltaBuckets(c.Buckets, prev.Ops[op].Buckets)
@@ -103,7 +103,7 @@ func (r *seriesRing) Sample(now time.Time, s metricsSnapshot) {
 			p.P99[op] = bucketQuantile(0.99, d)
 		}
 	}
-	if len(r.mu.points) == seriesCapacity {
+	if len(r.mu.points) == Capacity {
 		r.mu.points = slices.Delete(r.mu.points, 0, 1)
 	}
 	r.mu.points = append(r.mu.points, p)
@@ -119,8 +119,8 @@ func counterDelta(a, b uint64) uint64 {
 // deltaBuckets returns cur minus prev bucket by bucket; prev may be empty
 // (an operation seen for the first time) or of another layout (taken as
 // empty).
-func deltaBuckets(cur, prev []histBucket) []histBucket {
-	d := make([]histBucket, len(cur))
+func deltaBuckets(cur, prev []Bucket) []Bucket {
+	d := make([]Bucket, len(cur))
 	same := len(prev) == len(cur)
 	for i, b := range cur {
 		d[i] = b
@@ -135,7 +135,7 @@ func deltaBuckets(cur, prev []histBucket) []histBucket {
 // histogram_quantile does: linear within the bucket the rank falls in,
 // the first bucket starting at 0, and the highest finite bound when the
 // rank falls in the +Inf bucket.
-func bucketQuantile(q float64, b []histBucket) float64 {
+func bucketQuantile(q float64, b []Bucket) float64 {
 	n := b[len(b)-1].Count
 	if n == 0 {
 		return math.NaN()
@@ -163,9 +163,9 @@ func bucketQuantile(q float64, b []histBucket) float64 {
 
 // jsonNum is a float that encodes NaN as JSON null (no value: no requests, no
 // lookups).
-type jsonNum float64
+type Num float64
 
-func (n jsonNum) MarshalJSON() ([]byte, error) {
+func (n Num) MarshalJSON() ([]byte, error) {
 	f := float64(n)
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return []byte("null"), nil
@@ -175,34 +175,34 @@ func (n jsonNum) MarshalJSON() ([]byte, error) {
 
 // seriesJSON is GET /status/series's answer (docs/OPERATIONS.md, "The
 // status page"): arrays aligned with T, oldest first.
-type seriesJSON struct {
+type Series struct {
 	IntervalS float64 `json:"interval_s"`
 	Minutes   int     `json:"minutes"`
 	T         []int64 `json:"t"` // sample times, Unix milliseconds
 	// Ops are the busiest operations of the window, busiest first; Rate
 	// and P99MS have one array for each, Rate also "other" (the rest
 	// together) when there are more.
-	Ops   []string             `json:"ops"`
-	Rate  map[string][]jsonNum `json:"rate"`   // requests per second
-	P99MS map[string][]jsonNum `json:"p99_ms"` // null: no requests in the interval
+	Ops   []string         `json:"ops"`
+	Rate  map[string][]Num `json:"rate"`   // requests per second
+	P99MS map[string][]Num `json:"p99_ms"` // null: no requests in the interval
 	// Cache: whether a metadata cache is on; CacheHitRatio per interval,
 	// null without lookups.
-	Cache               bool      `json:"cache"`
-	CacheHitRatio       []jsonNum `json:"cache_hit_ratio"`
-	CacheHitRatioWindow jsonNum   `json:"cache_hit_ratio_window"`
+	Cache               bool  `json:"cache"`
+	CacheHitRatio       []Num `json:"cache_hit_ratio"`
+	CacheHitRatioWindow Num   `json:"cache_hit_ratio_window"`
 	// Instances per deployment (the key is the deployment number).
-	Instances map[string][]jsonNum `json:"instances"`
-	Requests  uint64               `json:"requests"` // in the window, all operations
+	Instances map[string][]Num `json:"instances"`
+	Requests  uint64           `json:"requests"` // in the window, all operations
 }
 
 // Series returns the samples taken after since, at most seriesCapacity.
-func (r *seriesRing) Series(since time.Time, minutes int) seriesJSON {
+func (r *Ring) Series(since time.Time, minutes int) Series {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	i := sort.Search(len(r.mu.points), func(i int) bool { return r.mu.points[i].At.After(since) })
 	pts := r.mu.points[i:]
-	out := seriesJSON{IntervalS: 1, Minutes: minutes, T: make([]int64, len(pts)), Rate: map[string][]jsonNum{}, P99MS: map[string][]jsonNum{},
-		Cache: r.mu.cache, CacheHitRatio: make([]jsonNum, len(pts)), Instances: map[string][]jsonNum{}}
+	out := Series{IntervalS: 1, Minutes: minutes, T: make([]int64, len(pts)), Rate: map[string][]Num{}, P99MS: map[string][]Num{},
+		Cache: r.mu.cache, CacheHitRatio: make([]Num, len(pts)), Instances: map[string][]Num{}}
 	total := map[string]uint64{}
 	deps := map[int]bool{}
 	var hits, misses uint64
@@ -231,23 +231,23 @@ func (r *seriesRing) Series(since time.Time, minutes int) seriesJSON {
 	named := map[string]bool{}
 	for _, op := range out.Ops {
 		named[op] = true
-		out.Rate[op] = make([]jsonNum, len(pts))
-		out.P99MS[op] = make([]jsonNum, len(pts))
+		out.Rate[op] = make([]Num, len(pts))
+		out.P99MS[op] = make([]Num, len(pts))
 	}
 	if rest {
-		out.Rate["other"] = make([]jsonNum, len(pts))
+		out.Rate["other"] = make([]Num, len(pts))
 	}
 	for d := range deps {
-		out.Instances[strconv.Itoa(d)] = make([]jsonNum, len(pts))
+		out.Instances[strconv.Itoa(d)] = make([]Num, len(pts))
 	}
 	for k, p := range pts {
 		out.T[k] = p.At.UnixMilli()
 		secs := p.Interval.Seconds()
 		for _, op := range out.Ops {
-			out.Rate[op][k] = jsonNum(float64(p.Requests[op]) / secs)
-			out.P99MS[op][k] = jsonNum(math.NaN())
+			out.Rate[op][k] = Num(float64(p.Requests[op]) / secs)
+			out.P99MS[op][k] = Num(math.NaN())
 			if q, ok := p.P99[op]; ok {
-				out.P99MS[op][k] = jsonNum(q * 1000)
+				out.P99MS[op][k] = Num(q * 1000)
 			}
 		}
 		if rest {
@@ -257,31 +257,31 @@ func (r *seriesRing) Series(since time.Time, minutes int) seriesJSON {
 					n += c
 				}
 			}
-			out.Rate["other"][k] = jsonNum(float64(n) / secs)
+			out.Rate["other"][k] = Num(float64(n) / secs)
 		}
 		out.CacheHitRatio[k] = hitRatio(p.Hits, p.Misses)
 		for d := range deps {
-			out.Instances[strconv.Itoa(d)][k] = jsonNum(p.Instances[d])
+			out.Instances[strconv.Itoa(d)][k] = Num(p.Instances[d])
 		}
 	}
 	return out
 }
 
 // Last returns the newest sample, false before the second Sample.
-func (r *seriesRing) Last() (seriesPoint, bool) {
+func (r *Ring) Last() (Point, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.mu.points) == 0 {
-		return seriesPoint{}, false
+		return Point{}, false
 	}
 	return r.mu.points[len(r.mu.points)-1], true
 }
 
-func hitRatio(hits, misses uint64) jsonNum {
+func hitRatio(hits, misses uint64) Num {
 	if hits+misses == 0 {
-		return jsonNum(math.NaN())
+		return Num(math.NaN())
 	}
-	return jsonNum(float64(hits) / float64(hits+misses))
+	return Num(float64(hits) / float64(hits+misses))
 }
 
-var _ json.Marshaler = jsonNum(0)
+var _ json.Marshaler = Num(0)

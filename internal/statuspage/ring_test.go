@@ -1,4 +1,4 @@
-package server
+package statuspage
 
 import (
 	"encoding/json"
@@ -9,14 +9,14 @@ import (
 	"time"
 )
 
-func testBuckets(uppers []float64, counts ...uint64) []histBucket {
-	b := make([]histBucket, len(counts))
+func testBuckets(uppers []float64, counts ...uint64) []Bucket {
+	b := make([]Bucket, len(counts))
 	for i, c := range counts {
 		u := math.Inf(1)
 		if i < len(uppers) {
 			u = uppers[i]
 		}
-		b[i] = histBucket{Upper: u, Count: c}
+		b[i] = Bucket{Upper: u, Count: c}
 	}
 	return b
 }
@@ -25,7 +25,7 @@ func TestQuantile(t *testing.T) {
 	up := []float64{0.001, 0.01, 0.1}
 	for _, c := range []struct {
 		name string
-		b    []histBucket
+		b    []Bucket
 		want float64 // NaN: none
 	}{
 		{"empty", testBuckets(up, 0, 0, 0, 0), math.NaN()},
@@ -48,9 +48,9 @@ func TestQuantile(t *testing.T) {
 func TestSeriesRing(t *testing.T) {
 	up := []float64{0.001, 0.01, 0.1}
 	t0 := time.Unix(1_700_000_000, 0)
-	var r seriesRing
-	snap := func(stat, list []histBucket, hits, misses uint64) metricsSnapshot {
-		return metricsSnapshot{Ops: map[string]opCounts{"rpc stat": {stat}, "rpc list": {list}}, Cache: true,
+	var r Ring
+	snap := func(stat, list []Bucket, hits, misses uint64) Snapshot {
+		return Snapshot{Ops: map[string]OpCounts{"rpc stat": {stat}, "rpc list": {list}}, Cache: true,
 			CacheHits: hits, CacheMisses: misses, Instances: map[int]int{0: 1, 2: 3}}
 	}
 	r.Sample(t0, snap(testBuckets(up, 10, 10, 10, 10), testBuckets(up, 0, 0, 0, 0), 5, 5))
@@ -91,19 +91,19 @@ func TestSeriesRing(t *testing.T) {
 
 	// Many operations: the busiest by name, the rest as "other"; the ring
 	// is bounded.
-	var r2 seriesRing
-	ops := func(n uint64) metricsSnapshot {
-		m := metricsSnapshot{Ops: map[string]opCounts{}}
+	var r2 Ring
+	ops := func(n uint64) Snapshot {
+		m := Snapshot{Ops: map[string]OpCounts{}}
 		for i := range seriesTopOps + 3 {
-			m.Ops[fmt.Sprintf("op%d", i)] = opCounts{testBuckets(up, 0, 0, 0, n*uint64(i+1))}
+			m.Ops[fmt.Sprintf("op%d", i)] = OpCounts{testBuckets(up, 0, 0, 0, n*uint64(i+1))}
 		}
 		return m
 	}
-	for i := range seriesCapacity + 10 {
+	for i := range Capacity + 10 {
 		r2.Sample(t0.Add(time.Duration(i)*time.Second), ops(uint64(i)))
 	}
 	s = r2.Series(time.Time{}, 15)
-	if len(s.T) != seriesCapacity || len(s.Ops) != seriesTopOps || s.Ops[0] != fmt.Sprintf("op%d", seriesTopOps+2) {
+	if len(s.T) != Capacity || len(s.Ops) != seriesTopOps || s.Ops[0] != fmt.Sprintf("op%d", seriesTopOps+2) {
 		t.Errorf("%d points, ops %v", len(s.T), s.Ops)
 	}
 	if got, want := float64(s.Rate["other"][0]), float64(1+2+3); got != want {
