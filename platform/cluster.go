@@ -83,19 +83,30 @@ func FillHitRatios(ctx context.Context, hc *http.Client, cs *ClusterStatus, time
 // its metadata cache (nimbus_cache_hits_total and misses_total, every
 // kind), or nil when it cannot be read or has seen no lookup.
 func HitRatio(ctx context.Context, hc *http.Client, base string) *float64 {
+	hits, misses, ok := CacheCounts(ctx, hc, base)
+	if !ok || hits+misses == 0 {
+		return nil
+	}
+	r := hits / (hits + misses)
+	return &r
+}
+
+// CacheCounts reads an instance's /metrics and returns its metadata
+// cache's hits and misses so far (every kind); ok is false when they
+// cannot be read.
+func CacheCounts(ctx context.Context, hc *http.Client, base string) (hits, misses float64, ok bool) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+"/metrics", nil)
 	if err != nil {
-		return nil
+		return 0, 0, false
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil
+		return 0, 0, false
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil
+		return 0, 0, false
 	}
-	var hits, misses float64
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -115,9 +126,5 @@ func HitRatio(ctx context.Context, hc *http.Client, base string) *float64 {
 			}
 		}
 	}
-	if sc.Err() != nil || hits+misses == 0 {
-		return nil
-	}
-	r := hits / (hits + misses)
-	return &r
+	return hits, misses, sc.Err() == nil
 }

@@ -59,8 +59,13 @@ type GatewayOptions struct {
 	// StatusTimeout bounds each instance's answer when /status/cluster
 	// asks them for their cache counters. 0: 300 ms.
 	StatusTimeout time.Duration
-	Logger        *slog.Logger          // nil: discard
-	Registerer    prometheus.Registerer // nimbus_gateway_requests_total; nil: none
+	// Gatherer is the registry the status page's sampler reads (the
+	// gateway's and the platform's metrics); nil: the page has no charts.
+	Gatherer prometheus.Gatherer
+	// Version is shown on the status page.
+	Version    string
+	Logger     *slog.Logger          // nil: discard
+	Registerer prometheus.Registerer // nimbus_gateway_requests_total; nil: none
 }
 
 // Gateway forwards requests to the local platform's instances.
@@ -70,6 +75,7 @@ type Gateway struct {
 	hc   *http.Client
 	mux  *http.ServeMux
 	met  *gatewayMetrics
+	page *gatewayPage // the status page (statuspage.go)
 }
 
 // NewGateway returns the gateway of l; it fails only to register its
@@ -104,7 +110,7 @@ func NewGateway(l *Local, opts GatewayOptions) (*Gateway, error) {
 	g.mux.HandleFunc("/webhdfs/v1", g.webhdfs)
 	g.mux.HandleFunc("GET /readyz", g.readyz)
 	g.mux.HandleFunc("GET /status/cluster", g.cluster)
-	g.mux.HandleFunc("GET /{$}", g.index)
+	g.routePage()
 	if opts.Metrics != nil {
 		g.mux.Handle("/metrics", opts.Metrics)
 	}
@@ -164,12 +170,14 @@ func instanceHeader(le *Lease) string { return fmt.Sprintf("%d %s", le.ID(), le.
 // out. The body is read whole before the invocation, so that a slow
 // client does not hold an instance's slot.
 func (g *Gateway) call(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	dep, err := deploymentOf(r.Header, g.l.Config().Deployments)
 	if err != nil {
 		g.met.requests.WithLabelValues("call", outcomeRefused).Inc()
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	defer g.met.observe("call", dep, start)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.opts.MaxBody))
 	if err != nil {
 		g.met.requests.WithLabelValues("call", outcomeRefused).Inc()
@@ -292,7 +300,9 @@ func (g *Gateway) webhdfs(w http.ResponseWriter, r *http.Request) {
 	if u, err := url.PathUnescape(p); err == nil {
 		p = u
 	}
-	le := g.invoke(w, r, "webhdfs", WebHDFSDeployment(p, g.l.Config().Deployments))
+	dep := WebHDFSDeployment(p, g.l.Config().Deployments)
+	defer g.met.observe("webhdfs", dep, time.Now())
+	le := g.invoke(w, r, "webhdfs", dep)
 	if le == nil {
 		return
 	}
@@ -338,14 +348,6 @@ func (g *Gateway) readyz(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	fmt.Fprintln(w, "ok")
-}
-
-func (g *Gateway) index(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	c := g.l.Config()
-	fmt.Fprintf(w, "Nimbus local platform gateway: %d deployments, concurrency %d, at most %d instances (%d per deployment), %d kept per deployment, keep-alive %v.\n",
-		c.Deployments, c.Concurrency, c.MaxInstances, c.MaxPerDeployment, c.MinInstances, c.KeepAlive)
-	fmt.Fprintln(w, "POST /rpc/call (header "+HeaderDeployment+": D), /webhdfs/v1/..., GET /status/cluster, /metrics, /readyz.")
 }
 
 // Status returns the cluster as /status/cluster shows it, with each

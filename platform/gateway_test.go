@@ -2,11 +2,14 @@ package platform
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +23,9 @@ type httpHost struct {
 	mu      sync.Mutex
 	servers []*httptest.Server
 	release chan struct{}
+	// scrapes counts GET /metrics; each answers cache counters that grew
+	// by 3 hits and 1 miss since the last.
+	scrapes atomic.Int64
 }
 
 type httpInstance struct {
@@ -31,6 +37,11 @@ type httpInstance struct {
 func (h *httpHost) Start(ctx context.Context, spec Spec) (Instance, error) {
 	in := &httpInstance{done: make(chan struct{})}
 	in.s = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			n := h.scrapes.Add(1)
+			fmt.Fprintf(w, "nimbus_cache_hits_total{kind=\"entry\"} %d\nnimbus_cache_misses_total{kind=\"entry\"} %d\n", 3*n, n)
+			return
+		}
 		body, _ := io.ReadAll(r.Body)
 		switch string(body) {
 		case "die":
@@ -175,4 +186,90 @@ func TestGateway(t *testing.T) {
 	if d := WebHDFSDeployment("/webhdfs/v1/a/b", 2); d != WebHDFSDeployment("/webhdfs/v1/a/c", 2) {
 		t.Fatal("two files of one directory go to different deployments")
 	}
+}
+
+// TestGatewayStatusPage: the gateway's status page and its series: the
+// instances of each deployment, requests per kind and deployment from the
+// gateway's histogram, and the cache hit ratio summed over the instances'
+// counters (3 hits and 1 miss between two scrapes: 0.75).
+func TestGatewayStatusPage(t *testing.T) {
+	h := &httpHost{release: make(chan struct{})}
+	cfg := Config{Deployments: 2, Concurrency: 4, MaxInstances: 2, MaxPerDeployment: 1, MinInstances: 1, KeepAlive: time.Hour, MaxQueue: 8}
+	l, reg := newTestLocal(t, cfg, h)
+	g, err := NewGateway(l, GatewayOptions{InvokeTimeout: 2 * time.Second, Registerer: reg, Version: "test-version"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.opts.Gatherer = reg // sampled by hand below, not by the ticker
+	gw := httptest.NewServer(g)
+	defer gw.Close()
+	defer func() {
+		for _, s := range h.servers {
+			s.Close()
+		}
+	}()
+	for range 2 { // both deployments serving
+		post(t, gw.URL+"/rpc/call", "x", map[string]string{HeaderDeployment: "1"})
+		post(t, gw.URL+"/rpc/call", "x", nil)
+	}
+	t0 := time.Now()
+	g.sample(t0)
+	for range 3 {
+		post(t, gw.URL+"/rpc/call", "x", nil)
+	}
+	g.sample(t0.Add(time.Second))
+
+	resp, err := http.Get(gw.URL + "/status/series?minutes=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got struct {
+		Rate          map[string][]*float64 `json:"rate"`
+		Instances     map[string][]*float64 `json:"instances"`
+		CacheHitRatio []*float64            `json:"cache_hit_ratio"`
+		Cluster       struct {
+			Source      string `json:"source"`
+			Deployments []struct {
+				Instances []struct {
+					State         string   `json:"state"`
+					CacheHitRatio *float64 `json:"cache_hit_ratio"`
+				} `json:"instances"`
+			} `json:"deployments"`
+		} `json:"cluster"`
+		ClusterURL string `json:"cluster_url"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	if r := got.Rate["call d0"]; len(r) != 1 || r[0] == nil || *r[0] != 3 {
+		t.Errorf("rate of call d0: %v, want [3]", r)
+	}
+	if i := got.Instances; len(i) != 2 || *i["0"][0] != 1 || *i["1"][0] != 1 {
+		t.Errorf("instances: %v", i)
+	}
+	if c := got.CacheHitRatio; len(c) != 1 || c[0] == nil || *c[0] != 0.75 {
+		t.Errorf("cache hit ratio: %v, want [0.75]", c)
+	}
+	if got.Cluster.Source != "platform" || len(got.Cluster.Deployments) != 2 || len(got.Cluster.Deployments[1].Instances) != 1 ||
+		got.Cluster.Deployments[1].Instances[0].CacheHitRatio == nil || got.ClusterURL != "/status/cluster" {
+		t.Errorf("cluster: %+v, cluster_url %q", got.Cluster, got.ClusterURL)
+	}
+	code, page := get(t, gw.URL+"/")
+	for _, want := range []string{"test-version", "the gateway of a local platform", "This platform", "2 deployments", "/status/page.js", "<td>1</td>"} {
+		if code != 200 || !strings.Contains(page, want) {
+			t.Errorf("status page (%d) lacks %q", code, want)
+		}
+	}
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }

@@ -1,8 +1,10 @@
 package platform
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -65,7 +67,14 @@ func newLocalMetrics(reg prometheus.Registerer, deployments int) (*localMetrics,
 
 // gatewayMetrics are the gateway's (subsystem gateway).
 type gatewayMetrics struct {
-	requests *prometheus.CounterVec // {kind, outcome}
+	requests *prometheus.CounterVec   // {kind, outcome}
+	latency  *prometheus.HistogramVec // {kind, deployment}: what the status page charts
+}
+
+// observe records a request of kind for deployment dep that arrived at
+// start.
+func (m *gatewayMetrics) observe(kind string, dep int, start time.Time) {
+	m.latency.WithLabelValues(kind, "d"+strconv.Itoa(dep)).Observe(time.Since(start).Seconds())
 }
 
 // Gateway outcomes: forwarded (whatever the instance answered), busy
@@ -80,13 +89,16 @@ const (
 func newGatewayMetrics(reg prometheus.Registerer) (*gatewayMetrics, error) {
 	m := &gatewayMetrics{requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "nimbus", Subsystem: "gateway", Name: "requests_total",
 		Help: "Requests the gateway took, by kind (call, webhdfs) and outcome (forwarded, busy, failed, refused)."}, []string{"kind", "outcome"})}
+	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "nimbus", Subsystem: "gateway", Name: "request_seconds",
+		Help:    "Time from a request's arrival at the gateway to its answer (the instance's included), by kind (call, webhdfs) and deployment (d0, d1, ...).",
+		Buckets: prometheus.ExponentialBuckets(50e-6, 2, 18)}, []string{"kind", "deployment"})
 	for _, k := range []string{"call", "webhdfs"} {
 		for _, o := range []string{outcomeForwarded, outcomeBusy, outcomeFailed, outcomeRefused} {
 			m.requests.WithLabelValues(k, o)
 		}
 	}
 	if reg != nil {
-		if err := reg.Register(m.requests); err != nil {
+		if err := errors.Join(reg.Register(m.requests), reg.Register(m.latency)); err != nil {
 			return nil, fmt.Errorf("platform: registering the gateway's metrics: %w", err)
 		}
 	}

@@ -117,8 +117,8 @@ func (s *Server) sample(now time.Time) {
 // pageFamilies are the latency histograms whose counts are the requests
 // the page charts.
 var pageFamilies = []statuspage.Family{
-	{Name: "nimbus_rpc_request_duration_seconds", Prefix: "rpc ", Label: "method"},
-	{Name: "nimbus_webhdfs_request_seconds", Prefix: "webhdfs ", Label: "op"},
+	{Name: "nimbus_rpc_request_duration_seconds", Prefix: "rpc ", Labels: []string{"method"}},
+	{Name: "nimbus_webhdfs_request_seconds", Prefix: "webhdfs ", Labels: []string{"op"}},
 }
 
 // readMetrics gathers the registry: the latency histograms, the cache's

@@ -54,7 +54,7 @@ func TestStatusSeries(t *testing.T) {
 		Instances  map[string][]*int   `json:"instances"`
 		Rate       map[string][]*int64 `json:"rate"`
 		ClusterURL string              `json:"cluster_url"`
-		Cluster    statuspage.Cluster         `json:"cluster"`
+		Cluster    statuspage.Cluster  `json:"cluster"`
 	}
 	if err := json.Unmarshal([]byte(body), &got); err != nil {
 		t.Fatalf("%v: %s", err, body)

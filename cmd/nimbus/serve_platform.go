@@ -136,7 +136,7 @@ func runPlatform(ctx context.Context, cfg server.Config, pf *platformFlags, fl *
 		return 2
 	}
 	gw, err := platform.NewGateway(local, platform.GatewayOptions{InvokeTimeout: pf.invokeTimeout, Logger: log.With("component", "gateway"),
-		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}), Registerer: reg})
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}), Registerer: reg, Gatherer: reg, Version: cfg.Version})
 	if err != nil {
 		fmt.Fprintln(stderr, "nimbus serve:", err)
 		return 1
@@ -182,6 +182,7 @@ func runPlatform(ctx context.Context, cfg server.Config, pf *platformFlags, fl *
 		fmt.Fprintln(stderr, "nimbus serve: shutdown:", err)
 		code = 1
 	}
+	gw.Close()
 	if err := local.Close(sctx); err != nil {
 		fmt.Fprintln(stderr, "nimbus serve: stopping the instances:", err)
 		code = 1

@@ -183,9 +183,11 @@ func serveSeries(w http.ResponseWriter, r *http.Request, ring *Ring, cluster fun
 }
 
 // Family names a latency histogram whose series count requests per
-// operation: Prefix and the value of the Label label name the operation.
+// operation: Prefix and the values of the Labels labels, space-separated,
+// name the operation.
 type Family struct {
-	Name, Prefix, Label string
+	Name, Prefix string
+	Labels       []string
 }
 
 // Read gathers g and returns the snapshot of the histograms in fams, the
@@ -216,7 +218,7 @@ func Read(g prometheus.Gatherer, fams []Family, inflight string) (Snapshot, floa
 		default:
 			for _, fam := range fams {
 				if fam.Name == name {
-					addHistograms(snap.Ops, fam.Prefix, fam.Label, f)
+					addHistograms(snap.Ops, fam, f)
 				}
 			}
 		}
@@ -224,16 +226,21 @@ func Read(g prometheus.Gatherer, fams []Family, inflight string) (Snapshot, floa
 	return snap, in, err
 }
 
-func addHistograms(ops map[string]OpCounts, prefix, label string, f *dto.MetricFamily) {
+func addHistograms(ops map[string]OpCounts, fam Family, f *dto.MetricFamily) {
 	for _, m := range f.GetMetric() {
 		h := m.GetHistogram()
 		if h == nil || h.GetSampleCount() == 0 {
 			continue
 		}
-		name := prefix
-		for _, l := range m.GetLabel() {
-			if l.GetName() == label {
-				name += l.GetValue()
+		name := fam.Prefix
+		for i, want := range fam.Labels {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == want {
+					if i > 0 {
+						name += " "
+					}
+					name += l.GetValue()
+				}
 			}
 		}
 		b := make([]Bucket, 0, len(h.GetBucket())+1)
