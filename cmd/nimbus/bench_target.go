@@ -37,6 +37,13 @@ func openTarget(ctx context.Context, c *benchCommon, clients int, stderr io.Writ
 		}
 		profile = &p
 		env.Profile, env.ServerFlags = c.profile, p.flags
+		if p.platform && scheme == "embedded" {
+			return nil, nil, fmt.Errorf("profile %s (%s) runs on a platform: start `nimbus serve %s --store postgres://... --coordinator etcd://...` and pass --target nimbus://HOST:PORT (the gateway's address)",
+				c.profile, p.help, strings.Join(p.flags, " "))
+		}
+		if p.platform {
+			c.hybrid = true // a platform is reached through its gateway
+		}
 		if scheme != "embedded" {
 			fmt.Fprintf(stderr, "nimbus bench: profile %s labels the results; %s must run with %s\n", c.profile, c.target, strings.Join(p.flags, " "))
 		}
@@ -53,7 +60,11 @@ func openTarget(ctx context.Context, c *benchCommon, clients int, stderr io.Writ
 		stop = stopServer
 		fallthrough
 	case "nimbus":
-		cl, err := client.Dial(ctx, "http://"+hostport, client.Options{Conns: c.conns, Job: c.job, Hybrid: c.hybrid})
+		opts := client.Options{Conns: c.conns, Job: c.job, Hybrid: c.hybrid}
+		if profile != nil && profile.client != nil {
+			profile.client(&opts)
+		}
+		cl, err := client.Dial(ctx, "http://"+hostport, opts)
 		if err != nil {
 			stop()
 			return nil, nil, fmt.Errorf("dial %s: %w", hostport, err)

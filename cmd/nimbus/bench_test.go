@@ -158,8 +158,8 @@ func TestBenchSpotifyEmbedded(t *testing.T) {
 	if r.Profile != "hopsfs-cache" || strings.Join(r.ServerFlags, " ") != "--cache-bytes 268435456" {
 		t.Fatalf("profile %q, server flags %q", r.Profile, r.ServerFlags)
 	}
-	// A profile that needs what is not built says so.
-	if code, _, stderr := runBench("spotify", "--duration", "1s", "--interval", "1s", "--profile", "lambda"); code == 0 || !strings.Contains(stderr, "needs the serverless platform") {
+	// A platform's profile has no embedded target: it says how to start one.
+	if code, _, stderr := runBench("spotify", "--duration", "1s", "--interval", "1s", "--profile", "lambda"); code == 0 || !strings.Contains(stderr, "--platform local") || !strings.Contains(stderr, "--target nimbus://") {
 		t.Fatalf("--profile lambda: exit %d, %s", code, stderr)
 	}
 	// The embedded server meters itself: the run's cost and its
