@@ -725,6 +725,9 @@ type instanceStatus struct {
 	Usage struct {
 		ActiveS     float64 `json:"active_s"`
 		Invocations int64   `json:"invocations"`
+		// InstancesMax: a platform's gateway answers for all its
+		// instances, and says how many there were at most at once.
+		InstancesMax int `json:"instances_max"`
 	} `json:"usage"`
 	Prices struct {
 		PerGBSecond          float64 `json:"per_gb_second_usd"`
@@ -761,12 +764,14 @@ func readInstance(ctx context.Context, env *Env) (*instanceStatus, error) {
 	return &st, nil
 }
 
-// runCost prices what the instance did between two readings, for a run of
-// duration d that served ops operations. One instance for now: the elastic
-// layer's deployments will report theirs.
+// runCost prices what the target did between two readings, for a run of
+// duration d that served ops operations: one server, or a platform's
+// instances together (its gateway's answer). Serverless: the active time
+// and the invocations; serverful: the most instances there were at once,
+// provisioned for the whole run.
 func runCost(before, after *instanceStatus, d time.Duration, ops int64) *RunCost {
 	p := after.Prices
-	c := &RunCost{InstancesMax: 1, ActiveS: after.Usage.ActiveS - before.Usage.ActiveS,
+	c := &RunCost{InstancesMax: max(1, after.Usage.InstancesMax), ActiveS: after.Usage.ActiveS - before.Usage.ActiveS,
 		Invocations: after.Usage.Invocations - before.Usage.Invocations}
 	c.ServerlessUSD = c.ActiveS*p.MemoryGB*p.PerGBSecond + float64(c.Invocations)*p.PerMillionInvocation/1e6
 	c.ServerfulUSD = d.Seconds() * float64(c.InstancesMax) * p.MemoryGB * p.PerGBSecond

@@ -63,7 +63,10 @@ type GatewayOptions struct {
 	// gateway's and the platform's metrics); nil: the page has no charts.
 	Gatherer prometheus.Gatherer
 	// Version is shown on the status page.
-	Version    string
+	Version string
+	// Prices turn the platform's usage into dollars (GET /status/instance,
+	// usage.go); zero: DefaultPrices.
+	Prices     Prices
 	Logger     *slog.Logger          // nil: discard
 	Registerer prometheus.Registerer // nimbus_gateway_requests_total; nil: none
 }
@@ -86,6 +89,9 @@ func NewGateway(l *Local, opts GatewayOptions) (*Gateway, error) {
 	}
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = 64 << 20
+	}
+	if opts.Prices == (Prices{}) {
+		opts.Prices = DefaultPrices()
 	}
 	if opts.StatusTimeout <= 0 {
 		opts.StatusTimeout = 300 * time.Millisecond
@@ -111,6 +117,7 @@ func NewGateway(l *Local, opts GatewayOptions) (*Gateway, error) {
 	g.mux.HandleFunc("GET /readyz", g.readyz)
 	g.mux.HandleFunc("GET /status/cluster", g.cluster)
 	g.routePage()
+	g.mux.HandleFunc("GET /status/instance", g.instanceJSON)
 	if opts.Metrics != nil {
 		g.mux.Handle("/metrics", opts.Metrics)
 	}

@@ -37,6 +37,10 @@ type httpInstance struct {
 func (h *httpHost) Start(ctx context.Context, spec Spec) (Instance, error) {
 	in := &httpInstance{done: make(chan struct{})}
 	in.s = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/status/instance" {
+			fmt.Fprint(w, `{"usage":{"active_s":1.5,"invocations":10,"uptime_s":100}}`)
+			return
+		}
 		if r.URL.Path == "/metrics" {
 			n := h.scrapes.Add(1)
 			fmt.Fprintf(w, "nimbus_cache_hits_total{kind=\"entry\"} %d\nnimbus_cache_misses_total{kind=\"entry\"} %d\n", 3*n, n)
@@ -272,4 +276,60 @@ func get(t *testing.T, url string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// TestPlatformUsage: the gateway's GET /status/instance sums the usage of
+// the instances serving and of those reclaimed (read before their stop),
+// and prices it; the most instances at once are reported.
+func TestPlatformUsage(t *testing.T) {
+	h := &httpHost{release: make(chan struct{})}
+	cfg := Config{Deployments: 1, Concurrency: 1, MaxInstances: 3, MaxPerDeployment: 3, MinInstances: 1, KeepAlive: 100 * time.Millisecond, MaxQueue: 8}
+	l, reg := newTestLocal(t, cfg, h)
+	g, err := NewGateway(l, GatewayOptions{InvokeTimeout: 5 * time.Second, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g)
+	defer gw.Close()
+	defer func() {
+		for _, s := range h.servers {
+			s.Close()
+		}
+	}()
+	// Three held calls need three instances; released, two are reclaimed.
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		go func() { defer wg.Done(); post(t, gw.URL+"/rpc/call", "hold", nil) }()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(l.Instances()) < 3 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(h.release)
+	wg.Wait()
+	for time.Now().Before(deadline) {
+		l.mu.Lock()
+		retired := l.mu.retired.Invocations
+		l.mu.Unlock()
+		if retired == 20 && len(l.Instances()) == 1 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	_, body := get(t, gw.URL+"/status/instance")
+	var doc struct {
+		Usage PlatformUsage `json:"usage"`
+		Cost  Cost          `json:"cost"`
+	}
+	if err := json.Unmarshal([]byte(body), &doc); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	u := doc.Usage
+	if u.Invocations != 30 || u.ActiveS != 4.5 || u.UptimeS != 300 || u.Instances != 1 || u.InstancesMax != 3 || u.Lost != 0 {
+		t.Errorf("usage %+v, want 3 instances' (two reclaimed, one serving), at most 3 at once", u)
+	}
+	if want := DefaultPrices().CostOf(u.Usage); doc.Cost != want || want.ServerlessUSD <= 0 {
+		t.Errorf("cost %+v, want %+v", doc.Cost, want)
+	}
 }

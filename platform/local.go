@@ -54,6 +54,13 @@ type Local struct {
 		closed   bool
 		// totals for /status/cluster
 		invocations, coldStarts int64
+		// retired is the usage of the instances stopped so far, read from
+		// each just before its stop (usage.go); lost counts those whose
+		// usage could not be read (crashed, or not answering).
+		retired Usage
+		lost    int
+		// most is the most instances there have been at once.
+		most int
 	}
 }
 
@@ -346,6 +353,7 @@ func (l *Local) stopLocked(rec *instanceRec) {
 		defer l.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), l.opts.StopTimeout)
 		defer cancel()
+		l.retire(ctx, rec.inst)
 		if err := rec.inst.Stop(ctx); err != nil {
 			l.log.Warn("stopping an instance", "instance", rec.id, "deployment", rec.dep, "err", err)
 		}
@@ -357,6 +365,7 @@ func (l *Local) gaugesLocked() {
 	for _, rec := range l.mu.insts {
 		counts[rec.dep]++
 	}
+	l.mu.most = max(l.mu.most, len(l.mu.insts))
 	for d, n := range counts {
 		l.met.instances.WithLabelValues(strconv.Itoa(d)).Set(float64(n))
 		l.met.queue.WithLabelValues(strconv.Itoa(d)).Set(float64(l.mu.p.Queued(d)))

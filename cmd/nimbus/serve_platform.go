@@ -136,7 +136,7 @@ func runPlatform(ctx context.Context, cfg server.Config, pf *platformFlags, fl *
 		return 2
 	}
 	gw, err := platform.NewGateway(local, platform.GatewayOptions{InvokeTimeout: pf.invokeTimeout, Logger: log.With("component", "gateway"),
-		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}), Registerer: reg, Gatherer: reg, Version: cfg.Version})
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}), Registerer: reg, Gatherer: reg, Version: cfg.Version, Prices: cfg.Prices})
 	if err != nil {
 		fmt.Fprintln(stderr, "nimbus serve:", err)
 		return 1

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The λFS evaluation's comparison on this machine (issue 30, docs/BENCHMARKS.md "The paper's
+# evaluation: every profile on one Spotify run"): every baseline profile of `nimbus bench --profile`
+# on the same Spotify run (same seed, same tree, same rates), side by side.
+#
+# One private PostgreSQL cluster and one etcd member (scripts/pg.sh, scripts/etcd.sh). For each
+# profile, a fresh database and a fresh etcd prefix; the server is started with the profile's flags
+# (`nimbus bench spotify --profile P` prints them when it has no --target, which is where they are
+# read from):
+#   hopsfs, hopsfs-cache   one `nimbus serve --store postgres://...` (the fixed pool of one)
+#   lambda, limited, disabled, http-only
+#                          `nimbus serve --platform local --hosting process` (the gateway) with the
+#                          profile's flags, reached with the hybrid client
+# then `nimbus bench prepare` of $FILES files and `nimbus bench spotify --profile P` of $DURATION at
+# $BASE_RATE ops/s (Pareto bursts up to 7x, 15 s intervals, seed $SEED). Writes
+# $OUT/profile-P.json, $OUT/profiles.md (the table) and the charts of `nimbus bench plot`.
+#
+#   scripts/bench-profiles.sh
+#   PROFILES="hopsfs lambda" DURATION=30s BASE_RATE=500 scripts/bench-profiles.sh
+#
+# About 2 minutes per profile at the defaults. Run it alone: everything shares the two cores.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+PROFILES="${PROFILES:-hopsfs hopsfs-cache lambda limited disabled http-only}"
+DURATION="${DURATION:-60s}"
+BASE_RATE="${BASE_RATE:-1000}"
+SEED="${SEED:-1}"
+FILES="${FILES:-10000}"
+WORKERS="${WORKERS:-128}"
+OUT="${OUT:-$ROOT/docs/bench/profiles}"
+WORK="${WORK:-/tmp/nimbus-bench-profiles}"
+BIN="${BIN:-$WORK/nimbus}"
+ADDR="${ADDR:-127.0.0.1:9885}"
+export NIMBUS_PG_DIR="${NIMBUS_PG_DIR:-$WORK/pg}"
+export NIMBUS_PG_PORT="${NIMBUS_PG_PORT:-56700}"
+export NIMBUS_ETCD_DIR="${NIMBUS_ETCD_DIR:-$WORK/etcd}"
+export NIMBUS_ETCD_PORT="${NIMBUS_ETCD_PORT:-52479}"
+
+log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
+die() { echo "bench-profiles.sh: $*" >&2; exit 1; }
+
+mkdir -p "$OUT" "$WORK"
+chmod 755 "$WORK"
+log "build"
+GOFLAGS=-buildvcs=false go build -o "$BIN" ./cmd/nimbus
+
+log "PostgreSQL and etcd"
+URL="$(scripts/pg.sh start)"
+COORD="$(scripts/etcd.sh start)"
+SERVER=""
+cleanup() {
+  [[ -n "$SERVER" ]] && { kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null || true; }
+  scripts/etcd.sh stop >/dev/null 2>&1 || true
+  scripts/pg.sh stop || true
+}
+trap cleanup EXIT
+BASE="${URL%%/postgres\?*}" # postgres://postgres@127.0.0.1:PORT
+
+# flags_of P: the profile's server flags, as the bench prints them when it has no target.
+flags_of() {
+  case $1 in
+  hopsfs) echo "--cache-bytes 0" ;;
+  hopsfs-cache) echo "--cache-bytes $((256 << 20))" ;;
+  *)
+    "$BIN" bench spotify --profile "$1" --duration 1s --interval 1s 2>&1 >/dev/null |
+      sed -n 's/.*start `nimbus serve \(.*\) --store postgres.*/\1/p' | head -1
+    ;;
+  esac
+}
+
+for p in $PROFILES; do
+  flags="$(flags_of "$p")"
+  [[ -n "$flags" ]] || die "no flags for profile $p"
+  db="nimbus_prof_${p//-/_}"
+  psql -q "$URL" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
+  rm -rf "$WORK/data"
+  log "profile $p: nimbus serve $flags"
+  # shellcheck disable=SC2086
+  "$BIN" serve --data "$WORK/data" --listen "$ADDR" --log-level warn --store "$BASE/$db?sslmode=disable" \
+    --coordinator "$COORD/prof-$p-$$" $flags >"$WORK/serve-$p.log" 2>&1 &
+  SERVER=$!
+  for _ in $(seq 200); do curl -sf "http://$ADDR/readyz" >/dev/null && break; sleep 0.1; done
+  curl -sf "http://$ADDR/readyz" >/dev/null || die "profile $p: the server did not start: $(tail -3 "$WORK/serve-$p.log")"
+  "$BIN" bench prepare --target "nimbus://$ADDR" --files "$FILES" --profile "$p" >/dev/null
+  uptime | sed 's/^/load: /' >&2
+  "$BIN" bench spotify --target "nimbus://$ADDR" --profile "$p" --duration "$DURATION" --base-rate "$BASE_RATE" \
+    --seed "$SEED" --workers "$WORKERS" --json "$OUT/profile-$p.json" | tail -3
+  curl -sf "http://$ADDR/status/cluster" >"$WORK/cluster-$p.json" || true
+  kill "$SERVER"; wait "$SERVER" 2>/dev/null || true
+  SERVER=""
+done
+
+log "table"
+python3 - "$OUT" $PROFILES >"$OUT/profiles.md" <<'EOF'
+import json, sys
+out, profiles = sys.argv[1], sys.argv[2:]
+rows = []
+for p in profiles:
+    doc = json.load(open(f"{out}/profile-{p}.json"))
+    r = doc["results"][0]
+    sp = r.get("spotify") or {}
+    c = sp.get("cost") or {}
+    rows.append((p, r, sp, c))
+print("| profile | offered ops/s | served ops/s | p50 ms | p99 ms | response p99 ms | server behind (s) | errors | instances max | cost USD | ops per USD | serverful USD |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+for p, r, sp, c in rows:
+    lat, resp = r["latency_ms"], sp.get("response_ms", {})
+    print(f"| {p} | {sp.get('offered_ops_s', 0):.0f} | {r['throughput_ops_s']:.0f} | {lat['p50']:.3f} | {lat['p99']:.3f} | "
+          f"{resp.get('p99', 0):.1f} | {sp.get('server_behind_s', 0)} | {r['errors']} | {c.get('instances_max', '–')} | "
+          f"{c.get('cost_usd', 0):.6f} | {c.get('perf_per_dollar', 0):.3g} | {c.get('serverful_cost_usd', 0):.6f} |")
+base = {p: (r, c) for p, r, sp, c in rows}
+if "lambda" in base and "hopsfs-cache" in base:
+    (lr, lc), (hr, hc) = base["lambda"], base["hopsfs-cache"]
+    if lc.get("cost_usd") and hc.get("serverful_cost_usd"):
+        print()
+        print(f"lambda's serverless cost against hopsfs-cache's serverful cost: {100 * (lc['cost_usd'] / hc['serverful_cost_usd'] - 1):+.1f}% "
+              f"(λFS: -85.99%); performance per dollar {lc['perf_per_dollar'] / hc['serverful_perf_per_dollar']:.2f}x (λFS: 3.33x)")
+EOF
+"$BIN" bench plot --out "$OUT" "$OUT"/profile-*.json >/dev/null
+cat "$OUT/profiles.md"
+log "done: $OUT"
