@@ -110,6 +110,7 @@ func (c *Cache) dropAttrsLocked(e *entry) {
 	e.flags &^= fAttrs
 	delete(c.mu.attrs, e.id)
 	c.mu.bytes -= AttrsOverhead
+	c.dropContentLocked(e.id)
 }
 
 // View is one look at a path (Look): the longest cached prefix of its rows,
@@ -121,6 +122,10 @@ type View struct {
 	HasAttrs bool
 	Page     any // a listing value (PutListingValue)
 	HasPage  bool
+	// Content is the last row's bytes (a small regular file's, PutContent)
+	// when cached with its hot attributes; read only.
+	Content    []byte
+	HasContent bool
 }
 
 // Full reports whether every component of a path of n names was cached.
@@ -136,10 +141,14 @@ func (c *Cache) Look(names []string, page bool, cursor string, v *View) {
 	var h uint64
 	v.Rows, h = c.resolveLocked(names, v.Rows[:0])
 	v.HasAttrs, v.HasPage, v.Page = false, false, nil
+	v.Content, v.HasContent = nil, false
 	full := len(v.Rows) == len(names)+1
 	if full {
 		last := &v.Rows[len(v.Rows)-1]
 		v.Attrs, v.HasAttrs = c.mu.attrs[last.ID]
+		if v.HasAttrs && last.Type == meta.TypeFile {
+			v.Content, v.HasContent = c.mu.content[last.ID]
+		}
 		if page && last.Type == meta.TypeDir {
 			if pg := c.pageLocked(last.ID, cursor); pg != nil {
 				v.Page, v.HasPage = pg.val, true

@@ -25,10 +25,11 @@ type Cache struct {
 	mu struct {
 		sync.RWMutex
 		entries []entry
-		free    int32            // free entry slots, linked by next
-		keys    map[uint64]int32 // keyHash(parent, name) → slot
-		ids     map[uint64]int32 // inode id → slot
-		attrs   map[uint64]Attrs // inode id → hot attributes (attrs.go), of cached entries only
+		free    int32             // free entry slots, linked by next
+		keys    map[uint64]int32  // keyHash(parent, name) → slot
+		ids     map[uint64]int32  // inode id → slot
+		attrs   map[uint64]Attrs  // inode id → hot attributes (attrs.go), of cached entries only
+		content map[uint64][]byte // inode id → a small file's bytes (content.go), of entries with attrs only
 		pages   []page
 		freePg  int32
 		stack   []int32 // dropLocked's scratch
@@ -65,6 +66,7 @@ func New(cfg Config) (*Cache, error) {
 	c.mu.keys = make(map[uint64]int32)
 	c.mu.ids = make(map[uint64]int32)
 	c.mu.attrs = make(map[uint64]Attrs)
+	c.mu.content = make(map[uint64][]byte)
 	c.mu.userIdx = make(map[string]uint32)
 	c.mu.inv.init()
 	m, err := newMetrics(cfg.Registerer, c)

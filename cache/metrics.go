@@ -16,6 +16,7 @@ type metrics struct {
 	// counter, whose one line every lookup would write
 	// (BenchmarkGetParallel).
 	hitEntry, missEntry, hitListing, missListing, hitAttrs, missAttrs striped
+	hitContent, missContent                                           striped
 
 	evictions     *prometheus.CounterVec
 	invalidations *prometheus.CounterVec // kind: key, inode, listing, prefix
@@ -53,12 +54,13 @@ func newMetrics(reg prometheus.Registerer, c *Cache) (*metrics, error) {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help,
 			ConstLabels: prometheus.Labels{"kind": kind}}, func() float64 { return float64(s.sum()) })
 	}
-	const hitHelp = "Lookups answered from the cache, by kind (entry: one path component; listing: one page; attrs: an inode's hot attributes)."
-	const missHelp = "Lookups the cache could not answer, by kind (entry: a path's first uncached component; listing: a page; attrs: an inode's hot attributes)."
+	const hitHelp = "Lookups answered from the cache, by kind (entry: one path component; listing: one page; attrs: an inode's hot attributes; content: a small file's bytes)."
+	const missHelp = "Lookups the cache could not answer, by kind (entry: a path's first uncached component; listing: a page; attrs: an inode's hot attributes; content: a small file's bytes)."
 	for _, col := range []prometheus.Collector{
 		lookups("hits_total", hitHelp, "entry", &m.hitEntry), lookups("hits_total", hitHelp, "listing", &m.hitListing),
 		lookups("misses_total", missHelp, "entry", &m.missEntry), lookups("misses_total", missHelp, "listing", &m.missListing),
 		lookups("hits_total", hitHelp, "attrs", &m.hitAttrs), lookups("misses_total", missHelp, "attrs", &m.missAttrs),
+		lookups("hits_total", hitHelp, "content", &m.hitContent), lookups("misses_total", missHelp, "content", &m.missContent),
 		m.evictions, m.invalidations, m.fillsDropped, bytes, entries, pages} {
 		if err := reg.Register(col); err != nil {
 			var are prometheus.AlreadyRegisteredError

@@ -258,6 +258,17 @@ func BenchmarkCachedReads(b *testing.B) {
 				}
 			})
 		})
+		b.Run("read/cache="+name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetParallelism(2)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if d, err := e.Read(ctx, root, depth7+"/part-00000", 0, 1<<20); err != nil || len(d) != 1 {
+						b.Fatalf("%v, %d bytes", err, len(d))
+					}
+				}
+			})
+		})
 		b.Run("list100/cache="+name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetParallelism(2)

@@ -204,8 +204,41 @@ func (e *Engine) Read(ctx context.Context, u meta.User, path string, offset, len
 		return nil, meta.Errorf(op, p, meta.ErrInvalidArgument, "negative offset %d or length %d", offset, length)
 	}
 	var out []byte
+	cached := 0
+	if e.cache != nil {
+		var ok bool
+		ok, cached, err = e.readCached(op, p, u, false, "", func(t *tx, r *resolved, v *cache.View) (bool, error) {
+			n, err := t.existing(op, r)
+			if err != nil {
+				return true, err
+			}
+			if err := checkFile(op, p, n); err != nil {
+				return true, err
+			}
+			if err := t.require(op, p, n, permR); err != nil {
+				return true, err
+			}
+			e.cache.CountContent(n.ID, v.HasContent)
+			if !v.HasContent || int64(len(v.Content)) != v.Attrs.Length || t.super && n.XAttrs {
+				return false, nil
+			}
+			out = contentRange(v.Content, offset, length)
+			return true, nil
+		})
+		if ok {
+			return out, err
+		}
+	}
+	var tk cache.Token
+	var read *resolved
+	var file *store.Inode
+	fill := false
+	if e.cache != nil {
+		fill = e.serving()
+		tk = e.cache.Begin()
+	}
 	err = e.run(ctx, op, p, u, func(t *tx) error {
-		_, n, err := t.regularFile(ctx, op, p, store.Shared, permR)
+		rs, n, err := t.regularFile(ctx, op, p, store.Shared, permR)
 		if err != nil {
 			return err
 		}
@@ -219,9 +252,32 @@ func (e *Engine) Read(ctx context.Context, u meta.User, path string, offset, len
 		} else {
 			out, err = t.readContent(ctx, n, offset, length, n.Length)
 		}
+		read, file = rs, n
 		return err
 	})
+	// A whole small file, complete, goes into the cache with its path and
+	// hot attributes (cache/content.go: its bytes live and die with them).
+	if err == nil && fill && file != nil && !file.Blocks && !file.UnderConstruction() && offset == 0 &&
+		int64(len(out)) == file.Length && file.Length <= maxCachedContent && e.serving() {
+		if e.fillPath(tk, read, cached, true) {
+			e.cache.PutContent(tk, file.ID, slices.Clone(out))
+		}
+	}
 	return out, err
+}
+
+// maxCachedContent is the largest file whose bytes the metadata cache
+// keeps (the default inline threshold): a bigger one lives in blocks.
+const maxCachedContent = 64 << 10
+
+// contentRange returns a copy of up to length bytes of content from
+// offset (empty past the end).
+func contentRange(content []byte, offset, length int64) []byte {
+	size := int64(len(content))
+	if offset >= size || length == 0 {
+		return []byte{}
+	}
+	return slices.Clone(content[offset:min(size, offset+length)])
 }
 
 // regularFile locks path in mode and checks that it is a regular file on

@@ -103,6 +103,13 @@ func TestNamespaceCachedRoundTrips(t *testing.T) {
 		{"stat", func() error { _, err := e.Stat(ctx, root, dir); return err }},
 		{"stat file", func() error { _, err := e.Stat(ctx, root, dir+"/f"); return err }},
 		{"list", func() error { _, err := e.List(ctx, root, dir, "", 100); return err }},
+		{"read file", func() error {
+			b, err := e.Read(ctx, root, dir+"/f", 0, 100)
+			if err == nil && string(b) != "x" {
+				err = fmt.Errorf("read %q, want x", b)
+			}
+			return err
+		}},
 	}
 	trips := func(fn func() error) float64 {
 		before := roundTrips(st)
@@ -127,7 +134,7 @@ func TestNamespaceCachedRoundTrips(t *testing.T) {
 	if _, err := e.CreateFile(ctx, root, dir+"/g", meta.CreateOptions{}, []byte("y")); err != nil {
 		t.Fatal(err)
 	}
-	for k, want := range []bool{true, false, true} {
+	for k, want := range []bool{true, false, true, false} {
 		if n := trips(reads[k].fn); (n > 0) != want {
 			t.Errorf("%s after a create in the directory: %v round trips, want them %v", reads[k].name, n, map[bool]string{true: "> 0", false: "0"}[want])
 		}
