@@ -81,11 +81,14 @@ func instanceRow(t *testing.T, st store.Store, id uint64) bool {
 // up busy past SubtreeWait; it is not taken for a stale flag and cleared,
 // as a flag of a previous incarnation of a lone engine is.
 func TestAnotherNameNodesFlagIsBusy(t *testing.T) {
-	a, b, st := twoEngines(t)
+	// GoneAfter 600ms, not twoEngines' 200: a beat of a's stalled 200ms
+	// on a loaded machine under -race made b judge a gone and clear its
+	// flag (the test then saw the create succeed).
+	a, b, st := twoEnginesWith(t, func(cfg *Config) { cfg.GoneAfter = 600 * time.Millisecond })
 	ctx := context.Background()
 	must(t, a.Mkdirs(ctx, root, "/d/e", 0o755))
 	id := plantFlag(t, a, st, "/d", a.instance)
-	b.cfg.SubtreeWait = 600 * time.Millisecond // three times GoneAfter: a stays alive throughout
+	b.cfg.SubtreeWait = 1800 * time.Millisecond // three times GoneAfter: a stays alive throughout
 	start := time.Now()
 	_, err := b.Create(ctx, root, "/d/e/f", meta.CreateOptions{Client: "c"})
 	wantKind(t, err, meta.ErrBusy)
