@@ -70,9 +70,12 @@ type ServerOptions struct {
 	// user/job) and refuses, retryably, those over a tenant's limit.
 	Tenants *tenant.Tracker
 	// Meter, when set, records every request as instance activity (what a
-	// serverless platform bills: platform.Meter).
+	// serverless platform bills: platform.Meter): Begin for a request that
+	// arrived as an HTTP invocation (CallPath), BeginConn for one on a
+	// multiplexed connection (ConnPath or a connect-back), End for either.
 	Meter interface {
 		Begin()
+		BeginConn()
 		End()
 	}
 	// Router, when set, refuses routed requests (api.Request.routed) that
@@ -81,7 +84,7 @@ type ServerOptions struct {
 	Router Router
 	// InstanceID is the id this server gives in the Nimbus-Instance header
 	// of its CallPath answers and in its connect-back hello (a member id);
-	// empty means "0".
+	// empty means "0". SetInstance replaces it and AdvertiseURL.
 	InstanceID string
 	// AdvertiseURL is the base URL ("http://host:port") it gives there,
 	// where clients can dial it; empty means "http://" and the Host the
@@ -164,6 +167,8 @@ type Server struct {
 	held, heldPeak atomic.Int64
 	gate           gate
 
+	instance atomic.Pointer[instanceName] // ServerOptions.InstanceID, AdvertiseURL; SetInstance
+
 	mu struct {
 		sync.Mutex
 		conns    map[*serverConn]struct{}
@@ -209,6 +214,7 @@ func NewServer(fs meta.FileSystem, opts ServerOptions) *Server {
 	s.baseCtx, s.cancel = context.WithCancel(context.Background())
 	s.mu.conns = make(map[*serverConn]struct{})
 	s.mu.callbacks = make(map[string]time.Time)
+	s.instance.Store(&instanceName{id: opts.InstanceID, url: opts.AdvertiseURL})
 	return s
 }
 
@@ -272,8 +278,10 @@ func (s *Server) shuttingDown() bool {
 
 // handle decodes one request frame, executes it and encodes the response
 // frame into out (appended). A frame that does not decode yields a protocol
-// error response with request id 0 and ok=false.
-func (s *Server) handle(ctx context.Context, frame []byte, out []byte) (_ []byte, ok bool) {
+// error response with request id 0 and ok=false. invocation says the frame
+// came as an HTTP invocation (CallPath), not on a connection: the meter
+// bills the two differently on a platform instance.
+func (s *Server) handle(ctx context.Context, frame []byte, out []byte, invocation bool) (_ []byte, ok bool) {
 	req := &api.Request{}
 	if err := unmarshal(frame, req); err != nil {
 		s.met.protoErrors.Inc()
@@ -284,7 +292,11 @@ func (s *Server) handle(ctx context.Context, frame []byte, out []byte) (_ []byte
 	}
 	m, path := MethodOf(req)
 	if mt := s.opts.Meter; mt != nil {
-		mt.Begin()
+		if invocation {
+			mt.Begin()
+		} else {
+			mt.BeginConn()
+		}
 		defer mt.End()
 	}
 	start := time.Now()

@@ -54,7 +54,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ob := getBuf()
-	out, ok := s.handle(r.Context(), frame, (*ob)[:0])
+	out, ok := s.handle(r.Context(), frame, (*ob)[:0], true)
 	<-s.sem
 	if cap(frame) <= cap(*bp) {
 		putBuf(bp)
@@ -64,7 +64,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	}
 	h := w.Header()
 	h.Set("Content-Type", ContentType)
-	base := s.opts.AdvertiseURL
+	base := s.advertiseURL()
 	if base == "" {
 		base = "http://" + r.Host
 	}

@@ -125,6 +125,14 @@ type Config struct {
 	// floor but sends no INV to peers: for the tests that show the
 	// invalidations between servers are needed, never in production.
 	CoherenceDisableInvalidation bool
+	// PlatformInstance says a platform started this server as one of its
+	// instances (`nimbus namenode`, InProcessHost): its meter then counts
+	// as invocations only the requests that arrived over HTTP (POST
+	// /rpc/call, WebHDFS), those on connections (/rpc/conn, TCP
+	// connect-backs) as active time only. A plain server (false) counts
+	// every request as an invocation (docs/ELASTIC.md, "What an instance
+	// costs").
+	PlatformInstance bool
 	// Version is shown on the status page.
 	Version string
 }
@@ -297,6 +305,7 @@ func New(cfg Config) (_ *Server, err error) {
 	if s.meter, err = platform.NewMeter(nil, s.reg); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	s.meter.SetConnInvocations(!cfg.PlatformInstance)
 
 	s.phase("metrics")
 	s.opening.done = make(chan struct{})
@@ -487,6 +496,10 @@ func (s *Server) Start(ctx context.Context) error {
 	ln = s.limitListener(ln)
 	s.ln = ln
 	s.start = time.Now()
+	// Named before the first request: its coordinator member id (the same
+	// join gives) and the address clients can dial, in Nimbus-Instance
+	// answers and connect-back hellos.
+	s.rpc.SetInstance(s.memberID(), s.advertise())
 	go func() { s.serveErr <- s.http.Serve(ln) }()
 	s.phase("listen")
 	// Registered once it answers at its address; ready once registered.
