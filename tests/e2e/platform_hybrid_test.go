@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/nimbus-fs/nimbus/client"
-	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/internal/testproc"
+	"github.com/nimbus-fs/nimbus/meta"
 )
 
 // TestFSThroughGateway: `nimbus fs` and client.Dial, unchanged, through
