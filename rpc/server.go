@@ -172,6 +172,7 @@ type Server struct {
 	mu struct {
 		sync.Mutex
 		conns    map[*serverConn]struct{}
+		calls    int // CallPath requests being served (Shutdown waits for them)
 		shutdown bool
 		// callbacks holds the client endpoints (callbackKey) the server is
 		// connected or connecting back to (zero time), or was refused by
@@ -236,9 +237,13 @@ func (s *Server) Handler() http.Handler {
 
 // Shutdown stops accepting requests on every hijacked connection, lets the
 // requests in flight finish and their responses be written, then closes the
-// connections. When ctx ends first, the remaining requests' contexts are
-// cancelled, the connections are closed at once and ctx's error is returned.
-// The HTTP listener itself belongs to the caller (http.Server.Shutdown).
+// connections; CallPath requests that arrive meanwhile are answered 503
+// (not run), and those in flight are waited for too. When ctx ends first,
+// the remaining requests' contexts are cancelled, the connections are
+// closed at once and ctx's error is returned. The HTTP listener itself
+// belongs to the caller (http.Server.Shutdown): a server that must keep
+// answering other paths while its requests drain (its coherence endpoint,
+// until it leaves its coordinator) calls Shutdown first.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.mu.shutdown = true
@@ -261,6 +266,20 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			break
 		}
 	}
+	// Invocations in flight: polled, since they are few and this is a stop.
+	for err == nil {
+		s.mu.Lock()
+		n := s.mu.calls
+		s.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
 	if err != nil {
 		s.cancel()
 		for _, c := range conns {
@@ -268,6 +287,24 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	return err
+}
+
+// beginCall counts a CallPath request in, unless the server is shutting
+// down; endCall counts it out.
+func (s *Server) beginCall() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.shutdown {
+		return false
+	}
+	s.mu.calls++
+	return true
+}
+
+func (s *Server) endCall() {
+	s.mu.Lock()
+	s.mu.calls--
+	s.mu.Unlock()
 }
 
 func (s *Server) shuttingDown() bool {

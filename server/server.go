@@ -598,6 +598,12 @@ func (s *Server) shutdown(ctx context.Context) error {
 	// Elected duties end (and resign) before the server leaves.
 	s.stopDuties()
 	s.stopSampler()
+	// The RPC's requests drain while the server is still a member: a write
+	// in flight needs its coherence session to commit (after leave its
+	// invalidations would wait for a session that never comes back, holding
+	// its rows locked until the stop's deadline, and every peer's writes
+	// on them too). New RPC requests are refused meanwhile (503: not run).
+	errs = append(errs, s.rpc.Shutdown(ctx))
 	// Peers see this server leave before it stops answering.
 	if err := s.leave(ctx); err != nil {
 		s.log.Warn("leaving the coordinator", "err", err)
@@ -608,7 +614,6 @@ func (s *Server) shutdown(ctx context.Context) error {
 	if s.debugL != nil {
 		errs = append(errs, s.debug.Close()) // a profile in progress is cut off
 	}
-	errs = append(errs, s.rpc.Shutdown(ctx))
 	if s.coherence != nil {
 		s.coherence.Stop()
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -92,4 +93,67 @@ func TestFSThroughGateway(t *testing.T) {
 	if !(hits > 0) {
 		t.Fatalf("no cache hits on any instance: %+v", cs)
 	}
+}
+
+// TestHybridTCPVersusHTTP measures what the hybrid RPC buys (issue 29's
+// target: a stat over TCP at most a fifth of one over HTTP, at p50): 2,000
+// sequential stats of a cached path through `nimbus serve --platform
+// local`'s gateway, by two hybrid clients of one process, interleaved in
+// rounds of 100: one whose requests go over its instance's TCP
+// connect-back (HTTPShare < 0), one whose requests all go as HTTP
+// invocations through the gateway (HTTPShare 1). p50 and p99 of each and
+// their ratio (t.Log only).
+func TestHybridTCPVersusHTTP(t *testing.T) {
+	gw := testproc.Start(t, binary, "", "", platformArgs(t, "--platform", "local", "--hosting", "process",
+		"--concurrency", "8", "--min-instances", "1", "--keep-alive", "1m")...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	u := meta.User{Name: "root"}
+	dial := func(share float64) *client.Client {
+		c, err := client.Dial(ctx, gw.URL(), client.Options{Hybrid: true, HTTPShare: share, ThrashFactor: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	tcp, http := dial(-1), dial(1)
+	if err := tcp.Mkdirs(ctx, u, "/lat", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; tcp.HybridStats().TCP < 10; i++ {
+		if _, err := tcp.Stat(ctx, u, "/lat"); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1000 {
+			t.Fatalf("no connect-back: %+v", tcp.HybridStats())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var overTCP, overHTTP []float64
+	const rounds, each = 20, 100
+	for range rounds {
+		for _, side := range []struct {
+			c   *client.Client
+			out *[]float64
+		}{{tcp, &overTCP}, {http, &overHTTP}} {
+			for range each {
+				begun := time.Now()
+				if _, err := side.c.Stat(ctx, u, "/lat"); err != nil {
+					t.Fatal(err)
+				}
+				*side.out = append(*side.out, ms(time.Since(begun)))
+			}
+		}
+	}
+	ts, hs := tcp.HybridStats(), http.HybridStats()
+	if ts.HTTP > 1 || hs.TCP > 0 {
+		t.Fatalf("the paths mixed: TCP client %+v, HTTP client %+v", ts, hs)
+	}
+	slices.Sort(overTCP)
+	slices.Sort(overHTTP)
+	n := len(overTCP)
+	p50t, p99t, p50h, p99h := overTCP[n/2], overTCP[n*99/100], overHTTP[n/2], overHTTP[n*99/100]
+	t.Logf("stat through the gateway's platform, %d each, interleaved: over the TCP connect-back p50 %.3f ms p99 %.3f ms; as HTTP invocations through the gateway p50 %.3f ms p99 %.3f ms; TCP/HTTP at p50 %.2f (1/%.1f)",
+		n, p50t, p99t, p50h, p99h, p50t/p50h, p50h/p50t)
 }
