@@ -124,7 +124,10 @@ type Options struct {
 	// callback endpoint; the instance that serves it connects back, and
 	// later requests to that deployment go over that connection. Dial then
 	// opens nothing: the first call makes the first invocation. Off by
-	// default: the client keeps its pool of connections to Dial's address.
+	// default: the client keeps its pool of connections to Dial's address,
+	// unless that address turns out to be a platform gateway (its answer
+	// to /rpc/conn says so: rpc.ErrGateway), when Dial turns the client
+	// hybrid itself (HybridStats.Gateway).
 	Hybrid bool
 	// HTTPShare is the probability that a request with a connection to
 	// its deployment is sent as an HTTP invocation all the same, so that
@@ -323,10 +326,18 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 		c.hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}}
 	}
 	for i := range c.def.slots {
-		if opts.Hybrid {
+		if c.opts.Hybrid {
 			break // addr is a gateway: connections come from its instances
 		}
 		if _, err := c.slotConn(ctx, c.def, &c.def.slots[i]); err != nil {
+			if i == 0 && errors.Is(err, rpc.ErrGateway) {
+				// A platform gateway serves invocations only: talk to it as
+				// a hybrid client, whatever Options said.
+				c.opts.Hybrid = true
+				c.hyb.gateway = true
+				c.log.Info("client: the address is a platform gateway; using the hybrid HTTP/TCP RPC", "addr", addr)
+				break
+			}
 			c.Close()
 			return nil, fmt.Errorf("client: dial %s: %w", addr, err)
 		}

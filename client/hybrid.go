@@ -219,13 +219,17 @@ type HybridStats struct {
 	// Thrashing counts the times anti-thrashing began; Rerouted the
 	// requests it sent over another deployment's connection, unrouted.
 	Thrashing, Rerouted int64
+	// Gateway says Dial found a platform gateway at its address without
+	// Options.Hybrid, and made the client hybrid.
+	Gateway bool
 }
 
 // hybrid is a hybrid client's state.
 type hybrid struct {
-	epOnce sync.Once
-	ep     *endpoint // nil: none could be started (no callback header)
-	mu     struct {
+	gateway bool // Dial turned the client hybrid (HybridStats.Gateway)
+	epOnce  sync.Once
+	ep      *endpoint // nil: none could be started (no callback header)
+	mu      struct {
 		sync.RWMutex
 		deps map[int][]string // deployment -> base URLs of instances that answered for it, newest first
 	}
@@ -241,7 +245,8 @@ const maxInstancesPerDeployment = 8
 func (c *Client) HybridStats() HybridStats {
 	h := &c.hyb
 	s := HybridStats{TCP: h.tcp.Load(), HTTP: h.http.Load(), DirectFallbacks: h.direct.Load(),
-		Resubmissions: h.resubmits.Load(), HTTPRetries: h.retries.Load(), Thrashing: h.thrashes.Load(), Rerouted: h.rerouted.Load()}
+		Resubmissions: h.resubmits.Load(), HTTPRetries: h.retries.Load(), Thrashing: h.thrashes.Load(), Rerouted: h.rerouted.Load(),
+		Gateway: h.gateway}
 	if c.opts.Hybrid && c.endpoint() != nil {
 		s.Callbacks, s.CallbacksRefused = h.ep.accepted.Load(), h.ep.refused.Load()
 	}

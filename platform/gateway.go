@@ -342,6 +342,7 @@ func (g *Gateway) webhdfs(w http.ResponseWriter, r *http.Request) {
 
 // noConn answers the RPC paths the gateway does not serve.
 func (g *Gateway) noConn(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Nimbus-Gateway", "1") // rpc.HeaderGateway: a client that dialled here turns hybrid (rpc.ErrGateway)
 	http.Error(w, "platform: the gateway serves the RPC as POST /rpc/call (one request per invocation, deployment in the "+
 		HeaderDeployment+" header); a multiplexed connection (/rpc/conn) goes to an instance directly", http.StatusNotImplemented)
 }

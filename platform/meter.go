@@ -13,8 +13,17 @@ import (
 // active time (wall time while at least one request is being served,
 // overlapping requests counted once, reported in whole milliseconds) and
 // its invocations.
-// Every request an instance serves, over the RPC or WebHDFS, passes Begin
-// and End. Safe for concurrent use.
+// Every request an instance serves passes Begin (an HTTP invocation: the
+// RPC's POST /rpc/call, WebHDFS) or BeginConn (a request on a multiplexed
+// connection: /rpc/conn, a TCP connect-back), then End. Both count as
+// active time. Whether a request on a connection is also an invocation is
+// SetConnInvocations': on a platform instance it is not (λFS: requests over
+// the TCP connection an instance opened to its client ride on an instance
+// already billed for its active time; only what the platform's gateway
+// invoked is an invocation); on a plain server (the default) it is, since
+// nothing fronts it and the meter prices it as a serverless deployment
+// without the hybrid RPC would be billed, one invocation per request.
+// Safe for concurrent use.
 type Meter struct {
 	now     func() time.Time
 	started time.Time
@@ -23,15 +32,17 @@ type Meter struct {
 	// count from 0 to 1 or back takes the mutex, and under it the state is
 	// squared with the count as it is then (a stretch a racing pair opens
 	// and closes within nanoseconds may go uncounted).
-	inflight    atomic.Int64
-	invocations atomic.Int64
+	inflight     atomic.Int64
+	invocations  atomic.Int64
+	connRequests atomic.Int64 // BeginConn's
+	connFree     atomic.Bool  // !SetConnInvocations
 
 	mu     sync.Mutex
 	open   bool      // an active stretch is being timed
 	since  time.Time // its start
 	active time.Duration
 
-	activeDesc, invDesc, upDesc *prometheus.Desc
+	activeDesc, invDesc, upDesc, connDesc *prometheus.Desc
 }
 
 // NewMeter returns a meter started now; now nil means time.Now. With reg,
@@ -43,8 +54,9 @@ func NewMeter(now func() time.Time, reg prometheus.Registerer) (*Meter, error) {
 	}
 	m := &Meter{now: now, started: now(),
 		activeDesc: prometheus.NewDesc("nimbus_instance_active_seconds_total", "Time this instance served at least one request (wall time, whole milliseconds): what a serverless platform bills.", nil, nil),
-		invDesc:    prometheus.NewDesc("nimbus_instance_invocations_total", "Requests this instance served (RPC and WebHDFS): the invocations a serverless platform bills.", nil, nil),
-		upDesc:     prometheus.NewDesc("nimbus_instance_uptime_seconds", "Time since this instance started: what a serverful deployment bills.", nil, nil)}
+		invDesc:    prometheus.NewDesc("nimbus_instance_invocations_total", "Requests this instance served as invocations (RPC over HTTP, WebHDFS; on a plain server, requests on connections too): what a serverless platform bills per request.", nil, nil),
+		upDesc:     prometheus.NewDesc("nimbus_instance_uptime_seconds", "Time since this instance started: what a serverful deployment bills.", nil, nil),
+		connDesc:   prometheus.NewDesc("nimbus_instance_conn_requests_total", "Requests this instance served on multiplexed connections (/rpc/conn, TCP connect-backs): invocations only on a plain server.", nil, nil)}
 	if reg != nil {
 		if err := reg.Register(m); err != nil {
 			return nil, fmt.Errorf("platform: registering the meter: %w", err)
@@ -53,9 +65,26 @@ func NewMeter(now func() time.Time, reg prometheus.Registerer) (*Meter, error) {
 	return m, nil
 }
 
-// Begin records a request starting.
+// SetConnInvocations says whether a request on a connection (BeginConn)
+// is also an invocation: true (the default) on a plain server, false on an
+// instance a platform started. Call it before serving.
+func (m *Meter) SetConnInvocations(on bool) { m.connFree.Store(!on) }
+
+// Begin records a request that arrived as an HTTP invocation starting.
 func (m *Meter) Begin() {
 	m.invocations.Add(1)
+	if m.inflight.Add(1) == 1 {
+		m.settle()
+	}
+}
+
+// BeginConn records a request on a multiplexed connection starting: an
+// invocation only when SetConnInvocations says so.
+func (m *Meter) BeginConn() {
+	m.connRequests.Add(1)
+	if !m.connFree.Load() {
+		m.invocations.Add(1)
+	}
 	if m.inflight.Add(1) == 1 {
 		m.settle()
 	}
@@ -93,6 +122,11 @@ type Usage struct {
 	ActiveS     float64 `json:"active_s"`
 	Invocations int64   `json:"invocations"`
 	UptimeS     float64 `json:"uptime_s"`
+	// ConnRequests are the requests served on connections (counted in
+	// Invocations too, unless SetConnInvocations(false)); ConnInvocations
+	// says which.
+	ConnRequests    int64 `json:"conn_requests"`
+	ConnInvocations bool  `json:"conn_invocations"`
 }
 
 // Usage returns the active time (the stretch under way counted to now),
@@ -105,7 +139,8 @@ func (m *Meter) Usage() Usage {
 		active += now.Sub(m.since)
 	}
 	m.mu.Unlock()
-	return Usage{ActiveS: active.Truncate(time.Millisecond).Seconds(), Invocations: m.invocations.Load(), UptimeS: now.Sub(m.started).Seconds()}
+	return Usage{ActiveS: active.Truncate(time.Millisecond).Seconds(), Invocations: m.invocations.Load(), UptimeS: now.Sub(m.started).Seconds(),
+		ConnRequests: m.connRequests.Load(), ConnInvocations: !m.connFree.Load()}
 }
 
 // Describe implements prometheus.Collector.
@@ -113,6 +148,7 @@ func (m *Meter) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.activeDesc
 	ch <- m.invDesc
 	ch <- m.upDesc
+	ch <- m.connDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -121,6 +157,7 @@ func (m *Meter) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.activeDesc, prometheus.CounterValue, u.ActiveS)
 	ch <- prometheus.MustNewConstMetric(m.invDesc, prometheus.CounterValue, float64(u.Invocations))
 	ch <- prometheus.MustNewConstMetric(m.upDesc, prometheus.GaugeValue, u.UptimeS)
+	ch <- prometheus.MustNewConstMetric(m.connDesc, prometheus.CounterValue, float64(u.ConnRequests))
 }
 
 // Prices are a platform's prices; the defaults are those the λFS paper

@@ -122,3 +122,37 @@ func TestMeterConcurrent(t *testing.T) {
 		t.Fatalf("usage %+v after %.3f s, in flight %d, open %v", u, wall, m.inflight.Load(), m.open)
 	}
 }
+
+// A request on a connection (BeginConn) is active time either way, and an
+// invocation only when SetConnInvocations says so (a plain server, the
+// default); on a platform instance only HTTP requests (Begin) are.
+func TestMeterConnRequests(t *testing.T) {
+	for _, connInv := range []bool{true, false} {
+		c := &manual{t: t0}
+		reg := prometheus.NewRegistry()
+		m, err := NewMeter(c.now, reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.SetConnInvocations(connInv)
+		m.Begin() // an invocation, overlapped by two requests on a connection
+		m.BeginConn()
+		c.add(3 * time.Millisecond)
+		m.End()
+		m.BeginConn()
+		c.add(2 * time.Millisecond)
+		m.End()
+		m.End()
+		want := int64(1)
+		if connInv {
+			want = 3
+		}
+		u := m.Usage()
+		if u.Invocations != want || u.ConnRequests != 2 || u.ConnInvocations != connInv || math.Abs(u.ActiveS-0.005) > 1e-9 {
+			t.Fatalf("conn invocations %v: usage %+v, want %d invocations, 2 conn requests, 5 ms active", connInv, u, want)
+		}
+		if got := gathered(t, reg, "nimbus_instance_conn_requests_total"); got != 2 {
+			t.Errorf("conn requests metric %v", got)
+		}
+	}
+}

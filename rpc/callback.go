@@ -36,6 +36,10 @@ const (
 	// endpoint; HeaderCallbackToken the token the endpoint accepts.
 	HeaderCallback      = "Nimbus-Callback"
 	HeaderCallbackToken = "Nimbus-Callback-Token"
+	// HeaderGateway, on a gateway's answer to ConnPath (501), says that
+	// the address is a platform gateway: Dial fails with ErrGateway, and a
+	// client switches to invocations (client.Options.Hybrid).
+	HeaderGateway = "Nimbus-Gateway"
 )
 
 // HelloVersion is the version the hello line carries.
@@ -232,8 +236,29 @@ func (s *Server) serveCallback(endpoint string, h Hello) error {
 
 // instanceID is the id the server gives in HeaderInstance and its hello.
 func (s *Server) instanceID() string {
-	if s.opts.InstanceID != "" {
-		return s.opts.InstanceID
+	if in := s.instance.Load(); in != nil && in.id != "" {
+		return in.id
 	}
 	return "0"
+}
+
+// advertiseURL is the base URL the server gives in HeaderInstance and its
+// hello; "" means the Host the invocation was addressed to.
+func (s *Server) advertiseURL() string {
+	if in := s.instance.Load(); in != nil {
+		return in.url
+	}
+	return ""
+}
+
+// instanceName is what a server calls itself (ServerOptions.InstanceID,
+// AdvertiseURL; SetInstance).
+type instanceName struct{ id, url string }
+
+// SetInstance replaces ServerOptions.InstanceID and AdvertiseURL: a server
+// knows its member id and its address only once it has joined its
+// coordinator and bound its port, after NewServer. Safe for concurrent
+// use; answers already under way keep the name they read.
+func (s *Server) SetInstance(id, advertiseURL string) {
+	s.instance.Store(&instanceName{id: id, url: advertiseURL})
 }

@@ -72,7 +72,8 @@ func HostPort(addr string) (string, error) {
 }
 
 // Dial opens a connection to the server at addr (see HostPort) and performs
-// the upgrade handshake. ctx bounds the dial and the handshake only.
+// the upgrade handshake. ctx bounds the dial and the handshake only. A
+// platform gateway at addr makes it fail with ErrGateway.
 func Dial(ctx context.Context, addr string, opts ConnOptions) (*Conn, error) {
 	hp, err := HostPort(addr)
 	if err != nil {
@@ -111,6 +112,9 @@ func handshake(nc net.Conn, host string) (*bufio.Reader, error) {
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols || !strings.EqualFold(resp.Header.Get("Upgrade"), UpgradeToken) {
 		resp.Body.Close()
+		if resp.Header.Get(HeaderGateway) != "" {
+			return nil, fmt.Errorf("%w (it answered %q to %s)", ErrGateway, resp.Status, ConnPath)
+		}
 		return nil, fmt.Errorf("%w: server answered %q to the %s upgrade (is this a Nimbus server?)", ErrProtocol, resp.Status, UpgradeToken)
 	}
 	return br, nil

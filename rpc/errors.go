@@ -16,4 +16,8 @@ var (
 	// ErrConnBroken: the connection failed while the request was in flight;
 	// the server may or may not have executed it.
 	ErrConnBroken = errors.New("rpc: connection broken with the request in flight")
+	// ErrGateway: Dial reached a platform gateway (its ConnPath answer
+	// carries HeaderGateway), which serves invocations (CallPath) and no
+	// multiplexed connection; a client talks to it as a hybrid client.
+	ErrGateway = errors.New("rpc: the address is a platform gateway, which serves no multiplexed connection")
 )

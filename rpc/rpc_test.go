@@ -618,3 +618,52 @@ func TestBlockedWriteDoesNotStallConnection(t *testing.T) {
 		}
 	}
 }
+
+// TestShutdownDrainsInvocations: an invocation (CallPath) in flight when
+// Shutdown starts holds it until answered; one that arrives meanwhile is
+// answered 503 (not run). A server drains its requests this way before it
+// leaves its coordinator (server.Server.Stop).
+func TestShutdownDrainsInvocations(t *testing.T) {
+	fs := metatest.NewMemFS()
+	arrived, release := make(chan struct{}), make(chan struct{})
+	fs.Hook = func(ctx context.Context, m string) error {
+		if m == "mkdirs" {
+			close(arrived)
+			<-release
+		}
+		return nil
+	}
+	e := start(t, fs, rpc.ServerOptions{})
+	ctx := context.Background()
+	res := make(chan error, 1)
+	go func() {
+		resp, err := rpc.CallHTTP(ctx, nil, e.addr, &api.Request{RequestId: 1, User: "u", Body: &api.Request_Mkdirs{Mkdirs: &api.MkdirsRequest{Path: "/x"}}}, 0)
+		if err == nil && resp.GetError() != nil {
+			err = rpc.ErrorFromProto(resp.GetError())
+		}
+		res <- err
+	}()
+	<-arrived
+	shut := make(chan error, 1)
+	go func() { shut <- e.srv.Shutdown(ctx) }()
+	select {
+	case err := <-shut:
+		t.Fatalf("Shutdown returned %v with an invocation in flight", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	_, err := rpc.CallHTTP(ctx, nil, e.addr, &api.Request{RequestId: 2, User: "u", Body: &api.Request_Mkdirs{Mkdirs: &api.MkdirsRequest{Path: "/y"}}}, 0)
+	var se *rpc.StatusError
+	if !errors.As(err, &se) || se.Status != http.StatusServiceUnavailable {
+		t.Fatalf("an invocation during Shutdown: %v, want 503", err)
+	}
+	close(release)
+	if err := <-res; err != nil {
+		t.Fatalf("in-flight invocation: %v", err)
+	}
+	if err := <-shut; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if _, err := fs.Stat(ctx, meta.User{}, "/y"); !errors.Is(err, meta.ErrNotFound) {
+		t.Fatalf("the refused invocation ran: %v", err)
+	}
+}

@@ -70,9 +70,12 @@ type ServerOptions struct {
 	// user/job) and refuses, retryably, those over a tenant's limit.
 	Tenants *tenant.Tracker
 	// Meter, when set, records every request as instance activity (what a
-	// serverless platform bills: platform.Meter).
+	// serverless platform bills: platform.Meter): Begin for a request that
+	// arrived as an HTTP invocation (CallPath), BeginConn for one on a
+	// multiplexed connection (ConnPath or a connect-back), End for either.
 	Meter interface {
 		Begin()
+		BeginConn()
 		End()
 	}
 	// Router, when set, refuses routed requests (api.Request.routed) that
@@ -81,7 +84,7 @@ type ServerOptions struct {
 	Router Router
 	// InstanceID is the id this server gives in the Nimbus-Instance header
 	// of its CallPath answers and in its connect-back hello (a member id);
-	// empty means "0".
+	// empty means "0". SetInstance replaces it and AdvertiseURL.
 	InstanceID string
 	// AdvertiseURL is the base URL ("http://host:port") it gives there,
 	// where clients can dial it; empty means "http://" and the Host the
@@ -164,9 +167,12 @@ type Server struct {
 	held, heldPeak atomic.Int64
 	gate           gate
 
+	instance atomic.Pointer[instanceName] // ServerOptions.InstanceID, AdvertiseURL; SetInstance
+
 	mu struct {
 		sync.Mutex
 		conns    map[*serverConn]struct{}
+		calls    int // CallPath requests being served (Shutdown waits for them)
 		shutdown bool
 		// callbacks holds the client endpoints (callbackKey) the server is
 		// connected or connecting back to (zero time), or was refused by
@@ -209,6 +215,7 @@ func NewServer(fs meta.FileSystem, opts ServerOptions) *Server {
 	s.baseCtx, s.cancel = context.WithCancel(context.Background())
 	s.mu.conns = make(map[*serverConn]struct{})
 	s.mu.callbacks = make(map[string]time.Time)
+	s.instance.Store(&instanceName{id: opts.InstanceID, url: opts.AdvertiseURL})
 	return s
 }
 
@@ -230,9 +237,13 @@ func (s *Server) Handler() http.Handler {
 
 // Shutdown stops accepting requests on every hijacked connection, lets the
 // requests in flight finish and their responses be written, then closes the
-// connections. When ctx ends first, the remaining requests' contexts are
-// cancelled, the connections are closed at once and ctx's error is returned.
-// The HTTP listener itself belongs to the caller (http.Server.Shutdown).
+// connections; CallPath requests that arrive meanwhile are answered 503
+// (not run), and those in flight are waited for too. When ctx ends first,
+// the remaining requests' contexts are cancelled, the connections are
+// closed at once and ctx's error is returned. The HTTP listener itself
+// belongs to the caller (http.Server.Shutdown): a server that must keep
+// answering other paths while its requests drain (its coherence endpoint,
+// until it leaves its coordinator) calls Shutdown first.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.mu.shutdown = true
@@ -255,6 +266,20 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			break
 		}
 	}
+	// Invocations in flight: polled, since they are few and this is a stop.
+	for err == nil {
+		s.mu.Lock()
+		n := s.mu.calls
+		s.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
 	if err != nil {
 		s.cancel()
 		for _, c := range conns {
@@ -262,6 +287,24 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	return err
+}
+
+// beginCall counts a CallPath request in, unless the server is shutting
+// down; endCall counts it out.
+func (s *Server) beginCall() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.shutdown {
+		return false
+	}
+	s.mu.calls++
+	return true
+}
+
+func (s *Server) endCall() {
+	s.mu.Lock()
+	s.mu.calls--
+	s.mu.Unlock()
 }
 
 func (s *Server) shuttingDown() bool {
@@ -272,8 +315,10 @@ func (s *Server) shuttingDown() bool {
 
 // handle decodes one request frame, executes it and encodes the response
 // frame into out (appended). A frame that does not decode yields a protocol
-// error response with request id 0 and ok=false.
-func (s *Server) handle(ctx context.Context, frame []byte, out []byte) (_ []byte, ok bool) {
+// error response with request id 0 and ok=false. invocation says the frame
+// came as an HTTP invocation (CallPath), not on a connection: the meter
+// bills the two differently on a platform instance.
+func (s *Server) handle(ctx context.Context, frame []byte, out []byte, invocation bool) (_ []byte, ok bool) {
 	req := &api.Request{}
 	if err := unmarshal(frame, req); err != nil {
 		s.met.protoErrors.Inc()
@@ -284,7 +329,11 @@ func (s *Server) handle(ctx context.Context, frame []byte, out []byte) (_ []byte
 	}
 	m, path := MethodOf(req)
 	if mt := s.opts.Meter; mt != nil {
-		mt.Begin()
+		if invocation {
+			mt.Begin()
+		} else {
+			mt.BeginConn()
+		}
 		defer mt.End()
 	}
 	start := time.Now()

@@ -313,7 +313,7 @@ func isTimeout(err error) bool {
 func (c *serverConn) run(bp *[]byte, n, est int) {
 	defer c.wg.Done()
 	ob := getBuf()
-	out, ok := c.s.handle(c.ctx, (*bp)[:n], (*ob)[:0])
+	out, ok := c.s.handle(c.ctx, (*bp)[:n], (*ob)[:0], false)
 	putBuf(bp)
 	<-c.s.sem
 	*ob = out

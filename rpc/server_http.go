@@ -20,6 +20,13 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "rpc: "+CallPath+" takes POST", http.StatusMethodNotAllowed)
 		return
 	}
+	if !s.beginCall() {
+		// Stopping: not run, so the caller may send it elsewhere.
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "rpc: the server is stopping", http.StatusServiceUnavailable)
+		return
+	}
+	defer s.endCall()
 	max := s.opts.MaxFrameSize
 	// A body that stops halfway would hold the connection forever: the
 	// frame timeout applies here too, and is lifted once the frame is in so
@@ -54,7 +61,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ob := getBuf()
-	out, ok := s.handle(r.Context(), frame, (*ob)[:0])
+	out, ok := s.handle(r.Context(), frame, (*ob)[:0], true)
 	<-s.sem
 	if cap(frame) <= cap(*bp) {
 		putBuf(bp)
@@ -64,7 +71,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	}
 	h := w.Header()
 	h.Set("Content-Type", ContentType)
-	base := s.opts.AdvertiseURL
+	base := s.advertiseURL()
 	if base == "" {
 		base = "http://" + r.Host
 	}

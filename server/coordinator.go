@@ -116,12 +116,8 @@ func (m *membership) current() (coordinator.Session, <-chan struct{}) {
 
 // join registers the server (Start).
 func (s *Server) join(ctx context.Context) error {
-	addr := s.cfg.Advertise
-	if addr == "" {
-		addr = s.Addr()
-	}
 	m := &membership{c: s.coord, stop: make(chan struct{}), done: make(chan struct{}),
-		base: coordinator.Member{ID: fmt.Sprintf("%016x", s.ns.Instance()), Deployment: s.cfg.Deployment, Addr: addr}}
+		base: coordinator.Member{ID: s.memberID(), Deployment: s.cfg.Deployment, Addr: s.advertise()}}
 	sess, err := m.c.Join(ctx, m.base)
 	if err != nil {
 		return fmt.Errorf("server: join the coordinator: %w", err)
@@ -132,6 +128,18 @@ func (s *Server) join(ctx context.Context) error {
 	s.member = m
 	go s.keepMember(m)
 	return nil
+}
+
+// memberID is this server's member id: its namespace instance id in hex.
+func (s *Server) memberID() string { return fmt.Sprintf("%016x", s.ns.Instance()) }
+
+// advertise is the base URL this server gives its peers and clients:
+// Config.Advertise, else its listener's (after Start has bound it).
+func (s *Server) advertise() string {
+	if s.cfg.Advertise != "" {
+		return s.cfg.Advertise
+	}
+	return s.Addr()
 }
 
 // Member is this server's membership session (nil before Start).

@@ -54,6 +54,7 @@ func (h *InProcessHost) Start(ctx context.Context, spec platform.Spec) (platform
 	}
 	cfg.Listen, cfg.Advertise, cfg.DebugAddr = "127.0.0.1:0", "", ""
 	cfg.Deployment, cfg.Deployments = spec.Deployment, spec.Deployments
+	cfg.PlatformInstance = true
 	cfg.DataDir = filepath.Join(h.DataDir, "instances", strconv.FormatUint(uint64(spec.ID), 10))
 	if cfg.Logger != nil {
 		cfg.Logger = cfg.Logger.With("instance", uint64(spec.ID))

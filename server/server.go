@@ -125,6 +125,14 @@ type Config struct {
 	// floor but sends no INV to peers: for the tests that show the
 	// invalidations between servers are needed, never in production.
 	CoherenceDisableInvalidation bool
+	// PlatformInstance says a platform started this server as one of its
+	// instances (`nimbus namenode`, InProcessHost): its meter then counts
+	// as invocations only the requests that arrived over HTTP (POST
+	// /rpc/call, WebHDFS), those on connections (/rpc/conn, TCP
+	// connect-backs) as active time only. A plain server (false) counts
+	// every request as an invocation (docs/ELASTIC.md, "What an instance
+	// costs").
+	PlatformInstance bool
 	// Version is shown on the status page.
 	Version string
 }
@@ -297,6 +305,7 @@ func New(cfg Config) (_ *Server, err error) {
 	if s.meter, err = platform.NewMeter(nil, s.reg); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	s.meter.SetConnInvocations(!cfg.PlatformInstance)
 
 	s.phase("metrics")
 	s.opening.done = make(chan struct{})
@@ -487,6 +496,10 @@ func (s *Server) Start(ctx context.Context) error {
 	ln = s.limitListener(ln)
 	s.ln = ln
 	s.start = time.Now()
+	// Named before the first request: its coordinator member id (the same
+	// join gives) and the address clients can dial, in Nimbus-Instance
+	// answers and connect-back hellos.
+	s.rpc.SetInstance(s.memberID(), s.advertise())
 	go func() { s.serveErr <- s.http.Serve(ln) }()
 	s.phase("listen")
 	// Registered once it answers at its address; ready once registered.
@@ -585,6 +598,12 @@ func (s *Server) shutdown(ctx context.Context) error {
 	// Elected duties end (and resign) before the server leaves.
 	s.stopDuties()
 	s.stopSampler()
+	// The RPC's requests drain while the server is still a member: a write
+	// in flight needs its coherence session to commit (after leave its
+	// invalidations would wait for a session that never comes back, holding
+	// its rows locked until the stop's deadline, and every peer's writes
+	// on them too). New RPC requests are refused meanwhile (503: not run).
+	errs = append(errs, s.rpc.Shutdown(ctx))
 	// Peers see this server leave before it stops answering.
 	if err := s.leave(ctx); err != nil {
 		s.log.Warn("leaving the coordinator", "err", err)
@@ -595,7 +614,6 @@ func (s *Server) shutdown(ctx context.Context) error {
 	if s.debugL != nil {
 		errs = append(errs, s.debug.Close()) // a profile in progress is cut off
 	}
-	errs = append(errs, s.rpc.Shutdown(ctx))
 	if s.coherence != nil {
 		s.coherence.Stop()
 	}

@@ -49,6 +49,7 @@ func cmdNamenode(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return code
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
+	cfg.PlatformInstance = true // metered as one: only HTTP requests are invocations
 	bi, _ := debug.ReadBuildInfo()
 	cfg.Version = versionString(version, bi)
 	ctx, cancel := context.WithCancel(ctx)

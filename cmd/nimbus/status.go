@@ -220,8 +220,12 @@ func printCluster(cs platform.ClusterStatus, stdout io.Writer) {
 // printInstance prints the instance's activity and cost.
 func printInstance(st instanceStatus, stdout io.Writer) {
 	u, c, p := st.Usage, st.Cost, st.Prices
-	fmt.Fprintf(stdout, "instance %s: up %.1f s, active %.3f s (%.1f%%), %d invocations\n", st.Address, u.UptimeS, u.ActiveS,
-		100*u.ActiveS/max(u.UptimeS, 1e-9), u.Invocations)
+	conns := "" // a plain server counts them among its invocations (platform.Meter)
+	if !u.ConnInvocations && u.ConnRequests > 0 {
+		conns = fmt.Sprintf(" (and %d requests on connections, billed as active time only)", u.ConnRequests)
+	}
+	fmt.Fprintf(stdout, "instance %s: up %.1f s, active %.3f s (%.1f%%), %d invocations%s\n", st.Address, u.UptimeS, u.ActiveS,
+		100*u.ActiveS/max(u.UptimeS, 1e-9), u.Invocations, conns)
 	fmt.Fprintf(stdout, "cost at $%g per GB-second (%g GB) and $%g per million invocations: serverless $%.6f, serverful $%.6f\n",
 		p.PerGBSecond, p.MemoryGB, p.PerMillionInvocation, c.ServerlessUSD, c.ServerfulUSD)
 }

@@ -29,8 +29,8 @@ import (
 // The local platform end to end: `nimbus serve --platform local --hosting
 // process` over PostgreSQL and etcd, its instances `nimbus namenode`
 // children, driven through the gateway's POST /rpc/call with the
-// Nimbus-Deployment header (the gateway serves no /rpc/conn, so neither
-// client.Dial nor `nimbus fs` reach it), WebHDFS and `nimbus status`.
+// Nimbus-Deployment header, WebHDFS and `nimbus status`. (client.Dial and
+// `nimbus fs` reach it as hybrid clients: platform_hybrid_test.go.)
 
 // gatewayCall sends req to the gateway for deployment dep and returns the
 // response and the instance that answered (Nimbus-Instance).
