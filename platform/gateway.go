@@ -61,6 +61,9 @@ type GatewayOptions struct {
 	StatusTimeout time.Duration
 	Logger        *slog.Logger          // nil: discard
 	Registerer    prometheus.Registerer // nimbus_gateway_requests_total; nil: none
+	// FaultInjection turns on POST /platform/kill (faults.go); off, it
+	// answers 403.
+	FaultInjection bool
 }
 
 // Gateway forwards requests to the local platform's instances.
@@ -105,6 +108,7 @@ func NewGateway(l *Local, opts GatewayOptions) (*Gateway, error) {
 	g.mux.HandleFunc("GET /readyz", g.readyz)
 	g.mux.HandleFunc("GET /status/cluster", g.cluster)
 	g.mux.HandleFunc("GET /{$}", g.index)
+	g.registerFaults()
 	if opts.Metrics != nil {
 		g.mux.Handle("/metrics", opts.Metrics)
 	}
