@@ -15,7 +15,9 @@ import (
 // fsckFS is a MemFS with a clean fsck.
 type fsckFS struct{ *metatest.MemFS }
 
-func (fsckFS) Fsck(context.Context) (*meta.FsckReport, error) { return &meta.FsckReport{Inodes: 1}, nil }
+func (fsckFS) Fsck(context.Context) (*meta.FsckReport, error) {
+	return &meta.FsckReport{Inodes: 1}, nil
+}
 
 // lossyFS acknowledges every fifth create without making the file: a
 // server that loses acknowledged writes.

@@ -82,4 +82,6 @@ func TestGatewayKill(t *testing.T) {
 	}
 }
 
-func instanceHeaderOf(k Killed) string { return strconv.FormatUint(uint64(k.Instance), 10) + " " + k.Address }
+func instanceHeaderOf(k Killed) string {
+	return strconv.FormatUint(uint64(k.Instance), 10) + " " + k.Address
+}
