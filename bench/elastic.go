@@ -40,6 +40,10 @@ type ElasticConfig struct {
 	// deployments, through StatusURL's POST /platform/kill, from the
 	// schedule's start to the end of the burst; Verify is then implied.
 	KillEvery time.Duration
+	// KillFor, when positive, stops the kills that long after the
+	// schedule's start, so that the end of the load shows the recovery;
+	// 0: until the burst ends.
+	KillFor time.Duration
 	// Verify checks the namespace against what the clients were told
 	// after the run, and runs fsck (SpotifyConfig.Verify).
 	Verify bool
@@ -63,8 +67,8 @@ func (c ElasticConfig) Validate() error {
 		return fmt.Errorf("bench: elastic: phases %v, %v, %v: want whole seconds, a burst of at least one", c.Warm, c.Burst, c.Idle)
 	case c.SampleEvery <= 0:
 		return fmt.Errorf("bench: elastic: sample interval %v, want more than 0", c.SampleEvery)
-	case c.KillEvery < 0:
-		return fmt.Errorf("bench: elastic: kill interval %v, want 0 (none) or more", c.KillEvery)
+	case c.KillEvery < 0 || c.KillFor < 0:
+		return fmt.Errorf("bench: elastic: kill interval %v for %v, want 0 (none) or more", c.KillEvery, c.KillFor)
 	}
 	return c.spotify().Validate()
 }
@@ -189,7 +193,11 @@ func Elastic(ctx context.Context, env *Env, cfg ElasticConfig, tree *Tree, progr
 		st.LoadStartS = t0.Sub(s.t0).Seconds()
 		if kl != nil {
 			wg.Add(1)
-			go func() { defer wg.Done(); kl.run(sctx, t0, cfg.Warm+cfg.Burst) }()
+			until := cfg.Warm + cfg.Burst
+			if cfg.KillFor > 0 {
+				until = min(until, cfg.KillFor)
+			}
+			go func() { defer wg.Done(); kl.run(sctx, t0, until) }()
 		}
 	}
 	res, err := Spotify(ctx, env, sc, tree, progress)

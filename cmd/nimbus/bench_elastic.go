@@ -27,6 +27,7 @@ func benchElastic(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the operations and their paths")
 	fs.DurationVar(&cfg.SampleEvery, "sample-every", cfg.SampleEvery, "how often the gateway's /status/cluster is read")
 	fs.DurationVar(&cfg.KillEvery, "kill-every", 0, "a fault run: SIGKILL one serving instance every this long, round robin over the deployments, until the burst ends (the gateway must run with --fault-injection); implies --verify")
+	fs.DurationVar(&cfg.KillFor, "kill-for", 0, "with --kill-every: stop killing this long after the load begins, so that its end shows the recovery (default: until the burst ends)")
 	fs.BoolVar(&cfg.Verify, "verify", false, "after the run, check that every acknowledged create, mkdirs, rename and delete is in the namespace, count errors that betray a double application, and run fsck")
 	files := fs.Int("files", 10000, "size of the tree to prepare when the target has none")
 	if code, ok := parseFlags(fs, args); !ok {
