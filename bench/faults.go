@@ -33,7 +33,7 @@ type FaultStats struct {
 	KillEveryS float64 `json:"kill_every_s"`
 	Kills      []Kill  `json:"kills"`
 	Killed     int     `json:"killed"` // kills that killed an instance
-	// Over the seconds from the first kill to the end of the load: the
+	// Over the seconds from the first kill's to the last kill's: the
 	// served rate over the offered one (mean and lowest), the seconds
 	// below 90% of it, and the longest run of such seconds (how long a
 	// dip lasted before the rate recovered).
@@ -41,6 +41,10 @@ type FaultStats struct {
 	MinServedRatio  float64 `json:"min_served_ratio"`
 	SecondsBelow90  int     `json:"seconds_below_90"`
 	LongestDipS     int     `json:"longest_dip_s"`
+	// RecoveryS is the time from the last kill to the end of the first
+	// second after it in which the served rate reached 90% of the offered
+	// one; -1: not before the load ended.
+	RecoveryS float64 `json:"recovery_s"`
 }
 
 // killer kills an instance every cfg.KillEvery, round robin over the
@@ -114,27 +118,33 @@ func (k *killer) kill(ctx context.Context, dep int) (string, error) {
 // faultStats summarises the kills against the seconds of the schedule;
 // load is how many seconds offered load.
 func faultStats(every time.Duration, kills []Kill, secs []SpotifySecond, load int) *FaultStats {
-	fs := &FaultStats{KillEveryS: every.Seconds(), Kills: kills}
-	first := -1
+	fs := &FaultStats{KillEveryS: every.Seconds(), Kills: kills, RecoveryS: -1}
+	first, last := -1.0, -1.0
 	for _, k := range kills {
 		if k.Error == "" {
 			fs.Killed++
 			if first < 0 {
-				first = int(k.T)
+				first = k.T
 			}
+			last = k.T
 		}
 	}
 	if first < 0 {
 		return fs
 	}
+	ratio := func(i int) (float64, bool) {
+		if i >= len(secs) || secs[i].TargetOpsS <= 0 {
+			return 0, false
+		}
+		return float64(secs[i].Served) / secs[i].TargetOpsS, true
+	}
 	n, sum, run := 0, 0.0, 0
 	fs.MinServedRatio = -1
-	for i := first; i < load && i < len(secs); i++ {
-		s := secs[i]
-		if s.TargetOpsS <= 0 {
+	for i := int(first); i <= int(last) && i < load; i++ {
+		r, ok := ratio(i)
+		if !ok {
 			continue
 		}
-		r := float64(s.Served) / s.TargetOpsS
 		n++
 		sum += r
 		if fs.MinServedRatio < 0 || r < fs.MinServedRatio {
@@ -152,6 +162,12 @@ func faultStats(every time.Duration, kills []Kill, secs []SpotifySecond, load in
 		fs.MeanServedRatio = sum / float64(n)
 	} else {
 		fs.MinServedRatio = 0
+	}
+	for i := int(last) + 1; i < load; i++ {
+		if r, ok := ratio(i); ok && r >= 0.9 {
+			fs.RecoveryS = float64(i+1) - last
+			break
+		}
 	}
 	return fs
 }

@@ -36,6 +36,9 @@ FAULT_FOR="${FAULT_FOR:-140s}"
 KILL_FOR="${KILL_FOR:-120s}"
 KILL_EVERY="${KILL_EVERY:-2s}"
 FILES="${FILES:-10000}"
+# Each instance opens up to PG_POOL (+2) connections; pg.sh allows 200, and the platform runs up to
+# 16 instances (the default 32 each ran out: "too many clients").
+PG_POOL="${PG_POOL:-8}"
 OUT="${OUT:-$ROOT/docs/bench/elastic}"
 WORK="${WORK:-/tmp/nimbus-bench-elastic}"
 BIN="${BIN:-$WORK/nimbus}"
@@ -51,7 +54,7 @@ load() { echo "$(date -u +%H:%M:%S) $1: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OU
 
 mkdir -p "$OUT" "$WORK"
 chmod 755 "$WORK"
-: >"$OUT/load.txt"
+echo "# $(date -u +%FT%TZ) scripts/bench-elastic.sh (load average 1, 5, 15 min)" >>"$OUT/load.txt"
 
 log "build"
 GOFLAGS=-buildvcs=false go build -o "$BIN" ./cmd/nimbus
@@ -73,7 +76,7 @@ psql -q "$URL" -c 'DROP DATABASE IF EXISTS nimbus_elastic' -c 'CREATE DATABASE n
 log "the gateway on $ADDR"
 rm -rf "$WORK/data"
 "$BIN" serve --platform local --hosting process --deployments 2 --store "$DB_URL" --coordinator "$ETCD" \
-  --cache-bytes 64m --keep-alive "$KEEP_ALIVE" --fault-injection ${SERVE_FLAGS:-} \
+  --cache-bytes 64m --pg-pool-size "$PG_POOL" --keep-alive "$KEEP_ALIVE" --fault-injection ${SERVE_FLAGS:-} \
   --data "$WORK/data" --listen "$ADDR" --log-level warn >"$WORK/serve.log" 2>&1 &
 GATEWAY=$!
 for _ in $(seq 100); do curl -sf "http://$ADDR/readyz" >/dev/null && break; sleep 0.1; done

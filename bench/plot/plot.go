@@ -81,19 +81,18 @@ func Write(results []bench.Result, dir string) ([]string, error) {
 			return files, err
 		}
 	}
-	n := 0
+	seen := map[string]int{} // elastic and fault runs numbered apart
 	for i := range results {
 		r := &results[i]
 		if r.Elastic == nil || r.Spotify == nil {
 			continue
 		}
-		n++
 		name := "elastic"
 		if r.Elastic.Faults != nil {
 			name = "faults"
 		}
-		if n > 1 {
-			name = fmt.Sprintf("%s-%d", name, n)
+		if seen[name]++; seen[name] > 1 {
+			name = fmt.Sprintf("%s-%d", name, seen[name])
 		}
 		for _, c := range []struct {
 			suffix string

@@ -55,7 +55,7 @@ func TestWriteDrawsPNGs(t *testing.T) {
 		"throughput-ls-bigdir.png": false, "bigdir-memory.png": true,
 		"spotify-paper-throughput.png": true, "spotify-paper-latency.png": true, "latency-cdf-paper.png": false, // no CDF in the fake result
 		"elastic-throughput.png": true, "elastic-instances.png": true, "elastic-latency.png": true,
-		"faults-2-throughput.png": true, "faults-2-instances.png": true,
+		"faults-throughput.png": true, "faults-instances.png": true,
 	}
 	for name, should := range want {
 		_, err := os.Stat(filepath.Join(dir, name))

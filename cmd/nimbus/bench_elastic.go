@@ -86,8 +86,8 @@ func benchElastic(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			fmt.Fprintf(stdout, "requests: %d over TCP, %d over HTTP invocations\n", el.TCPRequests, el.HTTPRequests)
 		}
 		if f := el.Faults; f != nil {
-			fmt.Fprintf(stdout, "faults: %d instances killed (%d kills failed) every %v; served/offered from the first kill: mean %.2f, lowest %.2f, %d s below 90%%, longest dip %d s\n",
-				f.Killed, len(f.Kills)-f.Killed, cfg.KillEvery, f.MeanServedRatio, f.MinServedRatio, f.SecondsBelow90, f.LongestDipS)
+			fmt.Fprintf(stdout, "faults: %d instances killed (%d kills failed) every %v; served/offered while killing: mean %.2f, lowest %.2f, %d s below 90%%, longest dip %d s; 90%% again %.1f s after the last kill (-1: not before the end)\n",
+				f.Killed, len(f.Kills)-f.Killed, cfg.KillEvery, f.MeanServedRatio, f.MinServedRatio, f.SecondsBelow90, f.LongestDipS, f.RecoveryS)
 		}
 		if v := res.Spotify.Verdict; v != nil {
 			fmt.Fprintln(stdout, verdictText(v))
