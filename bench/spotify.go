@@ -518,6 +518,18 @@ func (r *spotifyRun) drive(secs int, progress *Progress) (*Measurement, *Spotify
 			}
 			break
 		}
+		// A second with nothing (more) to send still lasts its second: an
+		// idle phase of the schedule (bench elastic's) must pass in time.
+		if d := time.Until(end); d > 0 && r.ctx.Err() == nil {
+			timer.Reset(d)
+			select {
+			case <-timer.C:
+			case <-r.ctx.Done():
+				if !timer.Stop() {
+					<-timer.C
+				}
+			}
+		}
 		sec.Carried = sec.Due - sec.Issued
 		carry = sec.Carried
 		switch {

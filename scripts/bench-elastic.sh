@@ -17,7 +17,7 @@
 # (the load average before and after each run: the machine is shared).
 #
 #   scripts/bench-elastic.sh
-#   FAULT_FOR=10s KILL_EVERY=2s SKIP_ELASTIC=1 OUT=/tmp/x scripts/bench-elastic.sh
+#   FAULT_FOR=10s KILL_EVERY=2s SKIP_ELASTIC=1 OUT=/tmp/x scripts/bench-elastic.sh   (or SKIP_FAULTS=1)
 #   SERVE_FLAGS="--coordinator-ttl 2s" ...     more flags for nimbus serve (and its instances)
 #
 # About five minutes on 2 cores.
@@ -95,18 +95,20 @@ if [[ -z "${SKIP_ELASTIC:-}" ]]; then
   load "after elastic"
 fi
 
-log "faults: $FAULT_RATE ops/s for $FAULT_FOR, an instance killed every $KILL_EVERY for $KILL_FOR"
-load "before faults"
 code=0
-"$BIN" bench elastic --target "$T" --hybrid --mix faults --base-rate "$FAULT_RATE" --step 1 --warm 0s \
-  --burst "$FAULT_FOR" --idle 0s --kill-every "$KILL_EVERY" --kill-for "$KILL_FOR" --json "$OUT/faults.json" | tee "$OUT/faults.txt" || code=$?
-load "after faults"
-grep -c "fault injection: killing" "$WORK/serve.log" >"$WORK/kills.count" || true
-curl -sf "http://$ADDR/metrics" | grep -E '^nimbus_(platform_(crashes|cold_starts)_total|gateway_requests_total)' >"$OUT/gateway-metrics.txt" || true
+if [[ -z "${SKIP_FAULTS:-}" ]]; then
+  log "faults: $FAULT_RATE ops/s for $FAULT_FOR, an instance killed every $KILL_EVERY for $KILL_FOR"
+  load "before faults"
+  "$BIN" bench elastic --target "$T" --hybrid --mix faults --base-rate "$FAULT_RATE" --step 1 --warm 0s \
+    --burst "$FAULT_FOR" --idle 0s --kill-every "$KILL_EVERY" --kill-for "$KILL_FOR" --json "$OUT/faults.json" | tee "$OUT/faults.txt" || code=$?
+  load "after faults"
+  curl -sf "http://$ADDR/metrics" | grep -E '^nimbus_(platform_(crashes|cold_starts)_total|gateway_requests_total)' >"$OUT/gateway-metrics.txt" || true
+fi
 
 log "plot"
-files=("$OUT/faults.json")
-[[ -f "$OUT/elastic.json" && -z "${SKIP_ELASTIC:-}" ]] && files=("$OUT/elastic.json" "${files[@]}")
+files=()
+[[ -f "$OUT/elastic.json" ]] && files+=("$OUT/elastic.json")
+[[ -f "$OUT/faults.json" ]] && files+=("$OUT/faults.json")
 "$BIN" bench plot "${files[@]}" --out "$OUT"
 log "done (fault run exit $code)"
 exit "$code"
