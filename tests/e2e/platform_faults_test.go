@@ -17,7 +17,7 @@ import (
 // TestFaultRunSmoke: the fault run end to end, shortened (docs/BENCHMARKS.md,
 // "Faults (Figure 15)", runs it for two minutes): `nimbus serve --platform
 // local --fault-injection` over PostgreSQL and etcd, and `nimbus bench
-// elastic --hybrid --kill-every 2s` through its gateway for 6 s. The kills
+// elastic --hybrid --kill-every 2s` through its gateway for 7 s. The kills
 // are made and recorded, every acknowledged write is found in the
 // namespace, nothing was applied twice, fsck is clean, and the plot marks
 // the kills.
@@ -30,11 +30,17 @@ func TestFaultRunSmoke(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, "bench", "elastic", "--target", "nimbus://"+strings.TrimPrefix(gw.URL(), "http://"),
 		"--hybrid", "--user", "root", "--root", "/fb", "--files", "200", "--mix", "faults", "--base-rate", "60", "--step", "1",
-		"--warm", "0s", "--burst", "6s", "--idle", "0s", "--kill-every", "2s", "--workers", "32", "--json", out)
+		"--warm", "0s", "--burst", "7s", "--idle", "0s", "--kill-every", "2s", "--workers", "32", "--json", out)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// Exit 1 with a good verdict is an operation that failed (outcome
+	// unknown after its resubmissions met killed instances too): allowed,
+	// and checked below through the JSON.
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("bench elastic --kill-every: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+			t.Fatalf("bench elastic --kill-every: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
+		}
+		t.Logf("bench elastic exited 1: %s", stderr.String())
 	}
 	t.Logf("%s", stdout.String())
 	doc, err := bench.ReadDocumentFile(out)
