@@ -35,6 +35,18 @@ type ElasticConfig struct {
 	// TCP and over HTTP (a hybrid client's HybridStats), sampled with the
 	// cluster.
 	Transport func() (tcp, http int64)
+	// KillEvery, when positive, makes it a fault run (faults.go): one
+	// serving instance killed every KillEvery, round robin over the
+	// deployments, through StatusURL's POST /platform/kill, from the
+	// schedule's start to the end of the burst; Verify is then implied.
+	KillEvery time.Duration
+	// KillFor, when positive, stops the kills that long after the
+	// schedule's start, so that the end of the load shows the recovery;
+	// 0: until the burst ends.
+	KillFor time.Duration
+	// Verify checks the namespace against what the clients were told
+	// after the run, and runs fsck (SpotifyConfig.Verify).
+	Verify bool
 }
 
 // DefaultElasticConfig returns the paper's mix, 100 ops/s stepping 8× for
@@ -55,6 +67,8 @@ func (c ElasticConfig) Validate() error {
 		return fmt.Errorf("bench: elastic: phases %v, %v, %v: want whole seconds, a burst of at least one", c.Warm, c.Burst, c.Idle)
 	case c.SampleEvery <= 0:
 		return fmt.Errorf("bench: elastic: sample interval %v, want more than 0", c.SampleEvery)
+	case c.KillEvery < 0 || c.KillFor < 0:
+		return fmt.Errorf("bench: elastic: kill interval %v for %v, want 0 (none) or more", c.KillEvery, c.KillFor)
 	}
 	return c.spotify().Validate()
 }
@@ -67,6 +81,7 @@ func (c ElasticConfig) spotify() SpotifyConfig {
 	sc.Interval = time.Second
 	sc.Duration = c.Warm + c.Burst + c.Idle
 	sc.MaxBurst = max(c.Step, 1)
+	sc.Verify = c.Verify || c.KillEvery > 0
 	for range int(c.Warm / time.Second) {
 		sc.Schedule = append(sc.Schedule, c.BaseRate)
 	}
@@ -102,6 +117,13 @@ type ElasticStats struct {
 	TCPRequests  int64  `json:"tcp_requests"`
 	HTTPRequests int64  `json:"http_requests"`
 	SampleError  string `json:"sample_error,omitempty"`
+	// LoadStartS is when the schedule began, in the samples' time (the
+	// spares are made in between): a sample at T is at T - LoadStartS in
+	// the throughput's seconds.
+	LoadStartS float64 `json:"load_start_s"`
+	// Faults: the kills of a fault run and the dip and recovery of the
+	// served rate.
+	Faults *FaultStats `json:"faults,omitempty"`
 }
 
 // ElasticSample is the cluster at one moment of the run.
@@ -151,11 +173,34 @@ func Elastic(ctx context.Context, env *Env, cfg ElasticConfig, tree *Tree, progr
 		tcp0, http0 = cfg.Transport()
 	}
 	s := &sampler{cfg: cfg, st: st, t0: time.Now(), tcp0: tcp0, http0: http0, seen: map[string]int{}}
+	sc := cfg.spotify()
+	var kl *killer
+	if cfg.KillEvery > 0 {
+		if cfg.StatusURL == "" {
+			return Result{}, errors.New("bench: elastic: killing instances needs the gateway's URL")
+		}
+		doc, err := readCluster(ctx, cfg.StatusURL)
+		if err != nil {
+			return Result{}, fmt.Errorf("bench: elastic: the deployments to kill instances of: %w", err)
+		}
+		kl = &killer{url: cfg.StatusURL, every: cfg.KillEvery, deps: len(doc.Deployments), hc: httpClientForSamples}
+	}
 	sctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); s.run(sctx) }()
-	res, err := Spotify(ctx, env, cfg.spotify(), tree, progress)
+	sc.OnStart = func(t0 time.Time) {
+		st.LoadStartS = t0.Sub(s.t0).Seconds()
+		if kl != nil {
+			wg.Add(1)
+			until := cfg.Warm + cfg.Burst
+			if cfg.KillFor > 0 {
+				until = min(until, cfg.KillFor)
+			}
+			go func() { defer wg.Done(); kl.run(sctx, t0, until) }()
+		}
+	}
+	res, err := Spotify(ctx, env, sc, tree, progress)
 	stop()
 	wg.Wait()
 	s.sample(ctx) // the end
@@ -166,6 +211,9 @@ func Elastic(ctx context.Context, env *Env, cfg ElasticConfig, tree *Tree, progr
 	}
 	if sp := res.Spotify; sp != nil {
 		st.ReachS = reach(sp.Seconds, st.WarmS, st.BurstS)
+		if kl != nil {
+			st.Faults = faultStats(cfg.KillEvery, kl.kills, sp.Seconds, st.WarmS+st.BurstS)
+		}
 	}
 	res.Elastic = st
 	return res, err

@@ -45,6 +45,12 @@ var namedMixes = map[string][][2]string{
 		{MixRead, "69.22"}, {MixStat, "17"}, {MixLs, "9.01"}, {MixCreate, "2.7"},
 		{MixRename, "1.3"}, {MixDelete, "0.75"}, {MixMkdirs, "0.02"},
 	},
+	// "faults" is the fault run's (bench elastic --kill-every): a third
+	// of it writes, so that many acknowledged writes are checked.
+	"faults": {
+		{MixRead, "40"}, {MixStat, "20"}, {MixLs, "8"}, {MixCreate, "16"},
+		{MixRename, "8"}, {MixDelete, "7"}, {MixMkdirs, "1"},
+	},
 	"lambdafs-repo": {
 		{MixRead, "71.84"}, {MixStat, "13.54"}, {MixLs, "8.17"}, {MixStatDir, "3.77"},
 		{MixCreate, "1.09"}, {MixRename, "0.55"}, {MixDelete, "0.34"},

@@ -52,6 +52,13 @@ type SpotifyConfig struct {
 	// (the last one repeats), instead of the Pareto draws: a step or any
 	// other shape of load (bench elastic's).
 	Schedule []float64
+	// Verify records every namespace change the clients were told of in a
+	// Ledger and, after the run (before the clean-up), checks the
+	// namespace against it and runs fsck: SpotifyStats.Verdict.
+	Verify bool
+	// OnStart, when set, is called with the time the schedule's first
+	// second begins (after the spares are made).
+	OnStart func(t0 time.Time)
 }
 
 // DefaultSpotifyConfig returns the paper's mix at 1,000 ops/s for 60 s.
@@ -139,6 +146,9 @@ type SpotifyStats struct {
 	// costs"): the instances' active time and invocations over the run,
 	// priced at the server's prices. Nil otherwise.
 	Cost *RunCost `json:"cost,omitempty"`
+	// Verdict: the namespace checked against what the clients were told
+	// (SpotifyConfig.Verify).
+	Verdict *Verdict `json:"verdict,omitempty"`
 }
 
 // RunCost is what a run cost, serverless (active time and invocations)
@@ -198,6 +208,9 @@ func Spotify(ctx context.Context, env *Env, cfg SpotifyConfig, tree *Tree, progr
 		secHist: make([]*hdrhistogram.Histogram, secs+1),
 		secResp: make([]*hdrhistogram.Histogram, secs+1),
 		perOp:   make(map[string]*opAcc, len(cfg.Mix.Ops))}
+	if cfg.Verify {
+		r.led = NewLedger()
+	}
 	r.dirs = append(r.dirs, tree.Root())
 	for i := 0; i < tree.NumDirs(); i++ {
 		r.dirs = append(r.dirs, tree.DirPath(i))
@@ -246,6 +259,9 @@ func Spotify(ctx context.Context, env *Env, cfg SpotifyConfig, tree *Tree, progr
 		res.PerOp[op] = OpStats{Ops: a.ops, Errors: a.errs, Latency: latencyOf(a.hist)}
 	}
 	res.Spotify = stats
+	if r.led != nil {
+		stats.Verdict = r.led.Verify(context.WithoutCancel(ctx), env, min(cfg.Workers, 16))
+	}
 	if meterErr == nil {
 		if after, err := readInstance(ctx, env); err == nil {
 			stats.Cost = runCost(meterBefore, after, m.Duration, res.Ops)
@@ -271,6 +287,7 @@ type spotifyRun struct {
 	files []string
 	dirs  []string
 	rates []float64
+	led   *Ledger // nil unless cfg.Verify
 
 	inflight atomic.Int64
 	seq      atomic.Int64 // names of new entries
@@ -326,6 +343,9 @@ func (r *spotifyRun) makeSpares() error {
 			return fmt.Errorf("bench: spotify: creating spare %s: %w", paths[i], err)
 		}
 		r.addCreated(paths[i])
+		if r.led != nil {
+			r.led.Created(paths[i], nil)
+		}
 		return nil
 	})
 }
@@ -398,6 +418,9 @@ func (r *spotifyRun) drive(secs int, progress *Progress) (*Measurement, *Spotify
 	jobs := make(chan spotifyJob)
 	var wg sync.WaitGroup
 	t0 := time.Now()
+	if cfg.OnStart != nil {
+		cfg.OnStart(t0)
+	}
 	for w := 0; w < cfg.Workers; w++ {
 		wg.Add(1)
 		go func(seed uint64) {
@@ -495,6 +518,18 @@ func (r *spotifyRun) drive(secs int, progress *Progress) (*Measurement, *Spotify
 			}
 			break
 		}
+		// A second with nothing (more) to send still lasts its second: an
+		// idle phase of the schedule (bench elastic's) must pass in time.
+		if d := time.Until(end); d > 0 && r.ctx.Err() == nil {
+			timer.Reset(d)
+			select {
+			case <-timer.C:
+			case <-r.ctx.Done():
+				if !timer.Stop() {
+					<-timer.C
+				}
+			}
+		}
 		sec.Carried = sec.Due - sec.Issued
 		carry = sec.Carried
 		switch {
@@ -565,6 +600,9 @@ func (r *spotifyRun) hotWriter(dir string, t0 time.Time, stop <-chan struct{}) {
 		begin := time.Now()
 		err := createFile(r.ctx, r.env, p, nil, false)
 		end := time.Now()
+		if r.led != nil {
+			r.led.Created(p, err)
+		}
 		r.mu.Lock()
 		a := r.perOp[hotCreate]
 		if err != nil {
@@ -638,17 +676,23 @@ func (r *spotifyRun) do(j spotifyJob, rng *rand.Rand) (string, error) {
 	switch j.op {
 	case MixRead:
 		_, err := env.FS.Read(ctx, env.User, j.path, 0, r.cfg.ReadSize)
+		r.readFailed(j.op, err)
 		return j.op, err
 	case MixStat, MixStatDir:
 		_, err := env.FS.Stat(ctx, env.User, j.path)
+		r.readFailed(j.op, err)
 		return j.op, err
 	case MixLs:
 		_, err := env.FS.List(ctx, env.User, j.path, "", r.cfg.ListLimit)
+		r.readFailed(j.op, err)
 		return j.op, err
 	case MixMkdirs:
 		p := r.newName(j.path, "d")
 		err := env.FS.Mkdirs(ctx, env.User, p, meta.DefaultDir)
-		if err == nil {
+		if r.led != nil {
+			r.led.Mkdir(p, err)
+		}
+		if err == nil || r.led != nil { // with a ledger, perhaps made: cleaned up at the end
 			r.mu.Lock()
 			r.madeDirs = append(r.madeDirs, p)
 			r.mu.Unlock()
@@ -658,8 +702,11 @@ func (r *spotifyRun) do(j spotifyJob, rng *rand.Rand) (string, error) {
 		if src := r.takeCreated(rng.Float64()); src != "" {
 			if j.op == MixDelete {
 				err := env.FS.Delete(ctx, env.User, src, false)
+				if r.led != nil {
+					r.led.Deleted(src, err)
+				}
 				if err != nil {
-					r.addCreated(src) // still there, or its fate unknown: cleaned up at the end
+					r.giveBack(src) // still there, or its fate unknown: cleaned up at the end
 				} else {
 					r.mu.Lock()
 					delete(r.allFiles, src)
@@ -670,8 +717,16 @@ func (r *spotifyRun) do(j spotifyJob, rng *rand.Rand) (string, error) {
 			dir, _ := meta.ParentPath(src)
 			dst := r.newName(dir, "m")
 			err := env.FS.Rename(ctx, env.User, src, dst, meta.RenameOptions{})
+			if r.led != nil {
+				r.led.Renamed(src, dst, err)
+			}
 			if err != nil {
-				r.addCreated(src)
+				r.giveBack(src)
+				if r.led != nil {
+					r.mu.Lock()
+					r.allFiles[dst] = true // perhaps renamed: cleaned up at the end
+					r.mu.Unlock()
+				}
 				return j.op, err
 			}
 			r.mu.Lock()
@@ -687,10 +742,35 @@ func (r *spotifyRun) do(j spotifyJob, rng *rand.Rand) (string, error) {
 	// create, or an mv or delete with nothing of the run's to work on
 	p := r.newName(j.path, "f")
 	err := createFile(ctx, env, p, nil, false)
+	if r.led != nil {
+		r.led.Created(p, err)
+	}
 	if err == nil {
 		r.addCreated(p)
+	} else if r.led != nil {
+		r.mu.Lock()
+		r.allFiles[p] = true // perhaps created: cleaned up at the end
+		r.mu.Unlock()
 	}
 	return MixCreate, err
+}
+
+// giveBack returns src, whose rename or delete failed, to the files the
+// run may rename or delete; with a ledger it does not, since the failed
+// operation may have been applied (see Ledger). It stays in allFiles
+// either way, for the clean-up.
+func (r *spotifyRun) giveBack(src string) {
+	if r.led != nil {
+		return
+	}
+	r.addCreated(src)
+}
+
+// readFailed tells the ledger of a failed read.
+func (r *spotifyRun) readFailed(op string, err error) {
+	if err != nil && r.led != nil {
+		r.led.Failed(op, err)
+	}
 }
 
 // cleanUp deletes, untimed, every file and directory the run made, so that

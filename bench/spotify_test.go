@@ -200,3 +200,21 @@ func countEntries(t *testing.T, env *bench.Env, dir string) int {
 		}
 	}
 }
+
+// TestSpotifyIdleSecondsPass: seconds of the schedule with nothing to
+// offer still last a second each (bench elastic's idle phase).
+func TestSpotifyIdleSecondsPass(t *testing.T) {
+	env, _, tree := prepared(t, 100)
+	cfg := bench.DefaultSpotifyConfig()
+	cfg.Duration, cfg.Interval, cfg.Workers, cfg.PoolSize = 3*time.Second, time.Second, 2, 10
+	cfg.Schedule = []float64{20, 0, 0}
+	cfg.Mix, _ = bench.ParseMix("stat", strings.NewReader("stat 1\n"))
+	begun := time.Now()
+	res, err := bench.Spotify(context.Background(), env, cfg, tree, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(begun); took < 2900*time.Millisecond || res.DurationS < 2.9 {
+		t.Fatalf("a schedule of 3 s took %v (duration %v s)", took, res.DurationS)
+	}
+}

@@ -69,6 +69,9 @@ type GatewayOptions struct {
 	Prices     Prices
 	Logger     *slog.Logger          // nil: discard
 	Registerer prometheus.Registerer // nimbus_gateway_requests_total; nil: none
+	// FaultInjection turns on POST /platform/kill (faults.go); off, it
+	// answers 403.
+	FaultInjection bool
 }
 
 // Gateway forwards requests to the local platform's instances.
@@ -118,6 +121,7 @@ func NewGateway(l *Local, opts GatewayOptions) (*Gateway, error) {
 	g.mux.HandleFunc("GET /status/cluster", g.cluster)
 	g.routePage()
 	g.mux.HandleFunc("GET /status/instance", g.instanceJSON)
+	g.registerFaults()
 	if opts.Metrics != nil {
 		g.mux.Handle("/metrics", opts.Metrics)
 	}

@@ -81,16 +81,18 @@ func Write(results []bench.Result, dir string) ([]string, error) {
 			return files, err
 		}
 	}
-	n := 0
+	seen := map[string]int{} // elastic and fault runs numbered apart
 	for i := range results {
 		r := &results[i]
 		if r.Elastic == nil || r.Spotify == nil {
 			continue
 		}
-		n++
 		name := "elastic"
-		if n > 1 {
-			name = fmt.Sprintf("elastic-%d", n)
+		if r.Elastic.Faults != nil {
+			name = "faults"
+		}
+		if seen[name]++; seen[name] > 1 {
+			name = fmt.Sprintf("%s-%d", name, seen[name])
 		}
 		for _, c := range []struct {
 			suffix string
@@ -390,11 +392,42 @@ func elasticThroughput(r *bench.Result) (*plot.Plot, error) {
 		offered = append(offered, plotter.XY{X: float64(s.T), Y: s.TargetOpsS})
 		served = append(served, plotter.XY{X: float64(s.T), Y: float64(s.Served)})
 	}
-	p := newPlot(fmt.Sprintf("elastic (%s): a %g× step of load, then idle", r.System, r.Elastic.Step), "seconds", "operations per second")
+	title := fmt.Sprintf("elastic (%s): a %g× step of load, then idle", r.System, r.Elastic.Step)
+	if f := r.Elastic.Faults; f != nil {
+		title = fmt.Sprintf("faults (%s): an instance killed every %g s (dashed), round robin", r.System, f.KillEveryS)
+	}
+	p := newPlot(title, "seconds", "operations per second")
 	if err := plotutil.AddLines(p, "offered", offered, "served", served); err != nil {
 		return nil, fmt.Errorf("plot: elastic: %w", err)
 	}
 	p.Y.Min = 0
+	if f := r.Elastic.Faults; f != nil {
+		// Figure 15: each kill a dashed vertical line at the time it was
+		// asked for; a second's served point is drawn at its end (T), so
+		// the first point right of a line is the second the kill fell in.
+		top := p.Y.Max * 1.05
+		var first *plotter.Line
+		for _, k := range f.Kills {
+			if k.Error != "" {
+				continue
+			}
+			l, err := plotter.NewLine(plotter.XYs{{X: k.T, Y: 0}, {X: k.T, Y: top}})
+			if err != nil {
+				return nil, fmt.Errorf("plot: faults: %w", err)
+			}
+			l.Color = color.Gray{Y: 150}
+			l.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
+			l.Width = vg.Points(0.6)
+			p.Add(l)
+			if first == nil {
+				first = l
+			}
+		}
+		if first != nil {
+			p.Legend.Add("kill", first)
+		}
+		p.Y.Max = top
+	}
 	return p, nil
 }
 

@@ -40,6 +40,10 @@ func TestWriteDrawsPNGs(t *testing.T) {
 			{T: 0.5, Instances: map[string]int{"d0": 1, "d1": 1}}, {T: 1.5, Instances: map[string]int{"d0": 3, "d1": 2}},
 			{T: 2.5, Instances: map[string]int{"d0": 4, "d1": 2}}}}}
 	rs = append(rs, el)
+	fl := el
+	fl.Elastic = &bench.ElasticStats{Step: 1, Samples: el.Elastic.Samples, Faults: &bench.FaultStats{KillEveryS: 2,
+		Kills: []bench.Kill{{T: 0.5, Deployment: 0, Instance: "1"}, {T: 2.5, Deployment: 1, Error: "409"}}}}
+	rs = append(rs, fl)
 	dir := t.TempDir()
 	files, err := plot.Write(rs, dir)
 	if err != nil {
@@ -51,6 +55,7 @@ func TestWriteDrawsPNGs(t *testing.T) {
 		"throughput-ls-bigdir.png": false, "bigdir-memory.png": true,
 		"spotify-paper-throughput.png": true, "spotify-paper-latency.png": true, "latency-cdf-paper.png": false, // no CDF in the fake result
 		"elastic-throughput.png": true, "elastic-instances.png": true, "elastic-latency.png": true,
+		"faults-throughput.png": true, "faults-instances.png": true,
 	}
 	for name, should := range want {
 		_, err := os.Stat(filepath.Join(dir, name))

@@ -33,12 +33,13 @@ type platformFlags struct {
 	platform, hosting string
 	cfg               platform.Config
 	invokeTimeout     time.Duration
+	faultInjection    bool
 }
 
 // platformOnly are the flags an instance does not take: the platform's,
 // serve's own, and those the platform sets per instance.
 var platformOnly = []string{"platform", "hosting", "concurrency", "max-instances", "max-instances-per-deployment", "keep-alive",
-	"min-instances", "max-queue", "invoke-timeout", "daemon", "pid-file", "listen", "advertise", "debug-addr", "data",
+	"min-instances", "max-queue", "invoke-timeout", "fault-injection", "daemon", "pid-file", "listen", "advertise", "debug-addr", "data",
 	"deployment", "deployments"}
 
 func addPlatformFlags(fl *flag.FlagSet) *platformFlags {
@@ -52,6 +53,7 @@ func addPlatformFlags(fl *flag.FlagSet) *platformFlags {
 	fl.DurationVar(&pf.cfg.KeepAlive, "keep-alive", pf.cfg.KeepAlive, "with --platform local: an instance idle this long is reclaimed (down to --min-instances)")
 	fl.IntVar(&pf.cfg.MaxQueue, "max-queue", pf.cfg.MaxQueue, "with --platform local: invocations waiting per deployment before more are refused (503)")
 	fl.DurationVar(&pf.invokeTimeout, "invoke-timeout", 30*time.Second, "with --platform local: how long a request waits for an instance before it is answered 503")
+	fl.BoolVar(&pf.faultInjection, "fault-injection", false, "with --platform local: serve POST /platform/kill?deployment=D, which SIGKILLs one serving instance of D (for `nimbus bench elastic --kill-every`; never on a gateway others can reach)")
 	return pf
 }
 
@@ -135,7 +137,7 @@ func runPlatform(ctx context.Context, cfg server.Config, pf *platformFlags, fl *
 		fmt.Fprintln(stderr, "nimbus serve:", err)
 		return 2
 	}
-	gw, err := platform.NewGateway(local, platform.GatewayOptions{InvokeTimeout: pf.invokeTimeout, Logger: log.With("component", "gateway"),
+	gw, err := platform.NewGateway(local, platform.GatewayOptions{InvokeTimeout: pf.invokeTimeout, FaultInjection: pf.faultInjection, Logger: log.With("component", "gateway"),
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}), Registerer: reg, Gatherer: reg, Version: cfg.Version, Prices: cfg.Prices})
 	if err != nil {
 		fmt.Fprintln(stderr, "nimbus serve:", err)
