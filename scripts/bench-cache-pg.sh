@@ -69,7 +69,8 @@ for cache in "$CACHE" 0; do
   uptime | sed 's/^/load: /' >&2
   for op in $OPS; do
     "$BIN" bench micro --target "nimbus://$ADDR" --hybrid --op "$op" --clients "$clients_csv" --duration "$DURATION" \
-      --label "caches-$label" --json "$OUT/raw-$op-$label.json" >/dev/null
+      --label "caches-$label" --json "$OUT/raw-$op-$label.json" >/dev/null ||
+      log "$op with caches $label: some operations failed (the JSON counts them in errors)"
   done
   curl -sf "http://$ADDR/status/cluster" >"$WORK/cluster-$label.json" || true
   kill "$SERVER"; wait "$SERVER" 2>/dev/null || true
@@ -88,8 +89,8 @@ for f in sorted(glob.glob(f"{out}/raw-*.json")):
     for r in d["results"]:
         res[(r["op"], r["system"], r["clients"])] = r
 json.dump({"schema": 1, "tool": "scripts/bench-cache-pg.sh", "results": [r for d in docs for r in d["results"]]}, open(f"{out}/cache-pg.json", "w"), indent=1)
-print("| op | clients | caches on ops/s | caches off ops/s | on / off | p50 on ms | p50 off ms | p50 on / off |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|")
+print("| op | clients | caches on ops/s | caches off ops/s | on / off | p50 on ms | p50 off ms | p50 on / off | errors on / off |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 for op in ops:
     for (o, s, c) in sorted(k for k in res if k[0] == op and k[1] == "caches-on"):
         on, off = res[(o, "caches-on", c)], res.get((o, "caches-off", c))
@@ -97,7 +98,7 @@ for op in ops:
             continue
         t_on, t_off = on["throughput_ops_s"], off["throughput_ops_s"]
         p_on, p_off = on["latency_ms"]["p50"], off["latency_ms"]["p50"]
-        print(f"| {op} | {c} | {t_on:,.0f} | {t_off:,.0f} | {t_on / t_off:.2f}x | {p_on:.3f} | {p_off:.3f} | {p_on / p_off:.2f} |")
+        print(f"| {op} | {c} | {t_on:,.0f} | {t_off:,.0f} | {t_on / t_off:.2f}x | {p_on:.3f} | {p_off:.3f} | {p_on / p_off:.2f} | {on['errors']} / {off['errors']} |")
 EOF
 cat "$OUT/cache-pg.md"
 log "done: $OUT"

@@ -58,7 +58,7 @@ func (c *coalescer) read(ctx context.Context, reqs []store.ReadReq) ([][]byte, e
 		}
 		return vals, err
 	}
-	w := &waitingRead{reqs: reqs, done: make(chan struct{})}
+	w := &waitingRead{reqs: ownKeys(reqs), done: make(chan struct{})}
 	c.queue = append(c.queue, w)
 	c.mu.Unlock()
 	select {
@@ -71,6 +71,31 @@ func (c *coalescer) read(ctx context.Context, reqs []store.ReadReq) ([][]byte, e
 		// The statement may still carry the keys; its answer is dropped.
 		return nil, fmt.Errorf("pgstore: read %s: %w", store.FormatKey(reqs[0].Key), ctx.Err())
 	}
+}
+
+// ownKeys returns a copy of reqs whose keys the copy owns (one block for
+// them all). A waiting read's keys are read by the statement that serves
+// it, on another goroutine, possibly after its caller gave up and returned,
+// and a caller may reuse its key buffers once Read returns: the engine
+// builds keys in buffers of its own. Without the copy, a caller that gave
+// up (a hedged stat's loser, cancelled by its client) rewrote a key under
+// a statement in flight, whose rows then did not match the keys asked for,
+// and every read of the batch failed with an internal error (found by
+// scripts/bench-cache-pg.sh, session 17: "row of key ... not asked for").
+func ownKeys(reqs []store.ReadReq) []store.ReadReq {
+	n := 0
+	for _, r := range reqs {
+		n += len(r.Key)
+	}
+	buf := make([]byte, 0, n)
+	out := make([]store.ReadReq, len(reqs))
+	for i, r := range reqs {
+		start := len(buf)
+		buf = append(buf, r.Key...)
+		out[i] = r
+		out[i].Key = buf[start:len(buf):len(buf)]
+	}
+	return out
 }
 
 // direct sends one read as its own statement.

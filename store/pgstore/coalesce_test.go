@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -123,5 +124,82 @@ func TestCoalescedReadCancelled(t *testing.T) {
 	defer tx.Rollback()
 	if _, err := tx.Read(bg, []store.ReadReq{{Key: []byte("a")}, {Key: []byte("b")}}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCoalescedReadKeysOwned: a waiting read whose caller gave up, and then
+// reused its key buffer for another key (as the engine does), is still
+// served with the keys it asked for: the statement it shares with other
+// reads answers them, instead of failing them all with rows of keys not
+// asked for.
+func TestCoalescedReadKeysOwned(t *testing.T) {
+	opts := DefaultOptions()
+	opts.ReadConcurrency = 1
+	st, err := Open(bg, pgtest.DB(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	put := func(k, v string) {
+		tx, err := st.Begin(bg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx.Put([]byte(k), []byte(v))
+		if err := tx.Commit(bg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("k1", "v1")
+	put("k2", "v2")
+	put("zz", "vz")
+	st.reads.mu.Lock()
+	st.reads.inflight = 1 // the one slot held: reads queue
+	st.reads.mu.Unlock()
+	buf := []byte("k1")
+	ctx, cancel := context.WithCancel(bg)
+	gaveUp := make(chan error, 1)
+	go func() {
+		tx, _ := st.Begin(bg)
+		_, err := tx.Read(ctx, []store.ReadReq{{Key: buf}})
+		gaveUp <- err
+	}()
+	other := make(chan [][]byte, 1)
+	go func() {
+		tx, _ := st.Begin(bg)
+		vals, err := tx.Read(bg, []store.ReadReq{{Key: []byte("k2")}})
+		if err != nil {
+			t.Error(err)
+		}
+		other <- vals
+	}()
+	for {
+		st.reads.mu.Lock()
+		n := len(st.reads.queue)
+		st.reads.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-gaveUp; err == nil {
+		t.Fatal("the cancelled read returned no error")
+	}
+	copy(buf, "zz") // the caller's buffer, reused for another key
+	// The statement that serves the queue must ask for what was asked: a
+	// key changed under it made the rows it scans match no key asked for.
+	st.reads.mu.Lock()
+	for _, w := range st.reads.queue {
+		if k := string(w.reqs[0].Key); k != "k1" && k != "k2" {
+			t.Errorf("a queued read now asks for %q: its caller's buffer, not its own copy", k)
+		}
+	}
+	st.reads.mu.Unlock()
+	if next := st.reads.next(); next != nil {
+		st.reads.serve(next)
+	}
+	if vals := <-other; len(vals) != 1 || string(vals[0]) != "v2" {
+		t.Fatalf("the other read of the batch got %q, want v2", vals)
 	}
 }
