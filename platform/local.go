@@ -26,7 +26,10 @@ import (
 //   - a Reclaim becomes Instance.Stop;
 //   - an instance that exits when it was not asked to (a crash, a kill)
 //     becomes Policy.Gone, and the policy replaces it as load needs;
-//   - a ticker feeds Policy.Tick (keep-alive, minimum instances).
+//   - a ticker feeds Policy.Tick (keep-alive, minimum instances);
+//   - a poller reads each serving instance's load on connections (GET
+//     /status/load: the hybrid RPC's TCP requests, which bypass Invoke)
+//     every LoadPoll and feeds Policy.Load (load.go).
 //
 // The policy is not safe for concurrent use, so every event takes l.mu,
 // steps the policy and carries out its Ready before letting go: the
@@ -82,6 +85,13 @@ type LocalOptions struct {
 	// binary, the database down) is not asked again in a tight loop.
 	// 0: 100 ms.
 	StartBackoff time.Duration
+	// LoadPoll is how often every serving instance's load on connections
+	// is read (ReadLoad, each read bounded by twice this) and reported to
+	// the policy (Policy.Load); 0: 200 ms; negative: never.
+	LoadPoll time.Duration
+	// ReadLoad reads an instance's load on connections; nil: its GET
+	// /status/load.
+	ReadLoad func(ctx context.Context, inst Instance) (ConnLoad, error)
 }
 
 // State names of InstanceStatus.
@@ -99,7 +109,10 @@ type InstanceStatus struct {
 	State      string        // StateStarting, StateServing or StateStopping
 	StartedAt  time.Time     // when the policy asked for it, the cold start's beginning (Now's clock)
 	ColdStart  time.Duration // from the host's Start call to serving; 0 while starting
-	InFlight   int
+	InFlight   int           // invocations
+	// ConnInFlight is the requests in flight on its connections, as last
+	// polled (LocalOptions.LoadPoll).
+	ConnInFlight int
 }
 
 type instanceRec struct {
@@ -111,6 +124,11 @@ type instanceRec struct {
 	inflight  int
 	inst      Instance // nil while starting
 	stopping  bool     // stopped on purpose: its exit is not a crash
+	// The load polls (load.go).
+	connInflight int   // as last reported
+	connRequests int64 // the cumulative count last read
+	loadRead     bool  // connRequests was read once
+	loadFails    int   // polls failed in a row
 }
 
 type waiter struct {
@@ -148,6 +166,12 @@ func NewLocal(cfg Config, host Host, opts LocalOptions) (*Local, error) {
 	if opts.StartBackoff <= 0 {
 		opts.StartBackoff = 100 * time.Millisecond
 	}
+	if opts.LoadPoll == 0 {
+		opts.LoadPoll = 200 * time.Millisecond
+	}
+	if opts.ReadLoad == nil {
+		opts.ReadLoad = readLoadHTTP
+	}
 	met, err := newLocalMetrics(opts.Registerer, cfg.Deployments)
 	if err != nil {
 		return nil, err
@@ -182,6 +206,10 @@ func (l *Local) Start(ctx context.Context) error {
 	l.mu.Unlock()
 	l.wg.Add(1)
 	go l.tickLoop()
+	if l.opts.LoadPoll > 0 {
+		l.wg.Add(1)
+		go l.pollLoop()
+	}
 	return nil
 }
 
@@ -459,7 +487,7 @@ func (l *Local) Instances() []InstanceStatus {
 	l.mu.Lock()
 	out := make([]InstanceStatus, 0, len(l.mu.insts))
 	for _, rec := range l.mu.insts {
-		st := InstanceStatus{ID: rec.id, Deployment: rec.dep, State: rec.state, StartedAt: rec.askedAt, ColdStart: rec.coldStart, InFlight: rec.inflight}
+		st := InstanceStatus{ID: rec.id, Deployment: rec.dep, State: rec.state, StartedAt: rec.askedAt, ColdStart: rec.coldStart, InFlight: rec.inflight, ConnInFlight: rec.connInflight}
 		if rec.inst != nil {
 			st.Addr = rec.inst.Addr()
 		}

@@ -31,6 +31,33 @@ type fakeInstance struct {
 	h    *fakeHost
 	once sync.Once
 	done chan struct{}
+	// Its load on connections, as its GET /status/load would answer
+	// (readFakeLoad); failing: the poll fails.
+	loadMu  sync.Mutex
+	load    ConnLoad
+	failing bool
+}
+
+func (i *fakeInstance) setLoad(inflight int, more int64, failing bool) {
+	i.loadMu.Lock()
+	i.load.InFlight = inflight
+	i.load.Requests += more
+	i.failing = failing
+	i.loadMu.Unlock()
+}
+
+// readFakeLoad is the test platforms' LocalOptions.ReadLoad.
+func readFakeLoad(_ context.Context, inst Instance) (ConnLoad, error) {
+	i, ok := inst.(*fakeInstance)
+	if !ok {
+		return ConnLoad{}, nil // the gateway tests' instances: no load on connections
+	}
+	i.loadMu.Lock()
+	defer i.loadMu.Unlock()
+	if i.failing {
+		return ConnLoad{}, errors.New("fake poll fails")
+	}
+	return i.load, nil
 }
 
 func (h *fakeHost) Start(ctx context.Context, spec Spec) (Instance, error) {
@@ -84,7 +111,8 @@ func (i *fakeInstance) Done() <-chan struct{} { return i.done }
 func newTestLocal(t *testing.T, cfg Config, h Host) (*Local, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	l, err := NewLocal(cfg, h, LocalOptions{Registerer: reg, Tick: 5 * time.Millisecond, StartBackoff: 5 * time.Millisecond})
+	l, err := NewLocal(cfg, h, LocalOptions{Registerer: reg, Tick: 5 * time.Millisecond, StartBackoff: 5 * time.Millisecond,
+		LoadPoll: 5 * time.Millisecond, ReadLoad: readFakeLoad})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,4 +351,79 @@ func TestLocalClose(t *testing.T) {
 	if _, err := l.Invoke(context.Background(), 0); !errors.Is(err, ErrClosed) {
 		t.Fatalf("invoke after close: %v", err)
 	}
+}
+
+// TestLocalTCPLoad: instances whose load arrives only over their
+// connections (the hybrid RPC's TCP; no invocation at all) report it to the
+// policy through the poll: a deployment scales out under it, an instance
+// serving it (in flight, or only short requests between polls) is not
+// reclaimed however long it lasts, an invocation goes to the instance it
+// occupies least, and once the load stops (or the instance stops answering
+// the poll) the keep-alive takes the deployment back to its minimum.
+func TestLocalTCPLoad(t *testing.T) {
+	h := &fakeHost{delay: 5 * time.Millisecond}
+	const keepAlive = 100 * time.Millisecond
+	cfg := Config{Deployments: 1, Concurrency: 2, MaxInstances: 4, MaxPerDeployment: 4, MinInstances: 1, KeepAlive: keepAlive, MaxQueue: 10}
+	l, _ := newTestLocal(t, cfg, h)
+	waitFor(t, "the minimum instance", func() bool { return count(l, 0, StateServing) == 1 })
+	first := h.instance(1)
+	if first == nil {
+		t.Fatalf("instance 1 not live: %+v", l.Instances())
+	}
+	// 5 requests in flight on instance 1's connections at concurrency 2:
+	// the deployment wants 3 instances.
+	first.setLoad(5, 5, false)
+	waitFor(t, "the scale-out under TCP load", func() bool { return count(l, 0, StateServing) == 3 })
+	for _, s := range l.Instances() {
+		if s.ID == 1 && s.ConnInFlight != 5 {
+			t.Fatalf("instance 1's status: %+v, want 5 in flight on connections", s)
+		}
+	}
+	// An invocation goes to a new instance, not the loaded one.
+	le, err := l.Invoke(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if le.ID() == 1 {
+		t.Fatalf("an invocation went to the instance with 5 requests on its connections")
+	}
+	le.Release()
+
+	// The load spreads: instance 2 has one request in flight, instance 3
+	// only short ones between polls; instance 1 keeps its 5. Nothing is
+	// reclaimed over several keep-alives.
+	second, third := h.instance(2), h.instance(3)
+	first.setLoad(2, 0, false)
+	second.setLoad(1, 1, false)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+				third.setLoad(0, 1, false)
+			}
+		}
+	}()
+	time.Sleep(5 * keepAlive)
+	close(stop)
+	wg.Wait()
+	h.mu.Lock()
+	stopped := append([]InstanceID(nil), h.stopped...)
+	h.mu.Unlock()
+	if len(stopped) != 0 || count(l, 0, StateServing) != 3 {
+		t.Fatalf("instances serving TCP load were reclaimed: stopped %v, instances %+v", stopped, l.Instances())
+	}
+
+	// The load stops; instance 2 stops answering the poll (its stale report
+	// is cleared after a few failures). The keep-alive reclaims those
+	// first to pass it (not necessarily the newest: each has its own idle
+	// clock) down to the minimum.
+	first.setLoad(0, 0, false)
+	second.setLoad(1, 0, true)
+	waitFor(t, "the reclaim once the load stopped", func() bool { return count(l, 0, "") == 1 })
 }

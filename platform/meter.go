@@ -35,6 +35,7 @@ type Meter struct {
 	inflight     atomic.Int64
 	invocations  atomic.Int64
 	connRequests atomic.Int64 // BeginConn's
+	connInflight atomic.Int64 // BeginConn's not yet ended (EndConn)
 	connFree     atomic.Bool  // !SetConnInvocations
 
 	mu     sync.Mutex
@@ -70,6 +71,13 @@ func NewMeter(now func() time.Time, reg prometheus.Registerer) (*Meter, error) {
 // instance a platform started. Call it before serving.
 func (m *Meter) SetConnInvocations(on bool) { m.connFree.Store(!on) }
 
+// ConnLoad is an instance's load on connections, which the platform's
+// gateway does not see: GET /status/load's answer.
+type ConnLoad struct {
+	InFlight int   `json:"conn_inflight"` // requests on connections being served now
+	Requests int64 `json:"conn_requests"` // requests on connections begun since the instance started
+}
+
 // Begin records a request that arrived as an HTTP invocation starting.
 func (m *Meter) Begin() {
 	m.invocations.Add(1)
@@ -82,6 +90,7 @@ func (m *Meter) Begin() {
 // invocation only when SetConnInvocations says so.
 func (m *Meter) BeginConn() {
 	m.connRequests.Add(1)
+	m.connInflight.Add(1)
 	if !m.connFree.Load() {
 		m.invocations.Add(1)
 	}
@@ -97,6 +106,22 @@ func (m *Meter) End() {
 	} else if n < 0 {
 		m.inflight.Add(1) // an End without its Begin: ignored
 	}
+}
+
+// EndConn records a request on a connection (BeginConn) ending.
+func (m *Meter) EndConn() {
+	if m.connInflight.Add(-1) < 0 {
+		m.connInflight.Add(1) // an EndConn without its BeginConn: ignored
+	}
+	m.End()
+}
+
+// ConnLoad returns the requests on connections being served now and those
+// served so far: what the platform polls (GET /status/load) to see the
+// load that bypasses it (docs/ELASTIC.md, "The local platform and its
+// hosting"). Two atomic loads.
+func (m *Meter) ConnLoad() ConnLoad {
+	return ConnLoad{InFlight: int(max(m.connInflight.Load(), 0)), Requests: m.connRequests.Load()}
 }
 
 // InFlight returns the requests being served now.

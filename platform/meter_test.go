@@ -140,9 +140,15 @@ func TestMeterConnRequests(t *testing.T) {
 		c.add(3 * time.Millisecond)
 		m.End()
 		m.BeginConn()
+		if got := m.ConnLoad(); got != (ConnLoad{InFlight: 2, Requests: 2}) {
+			t.Fatalf("conn load with two on connections and the invocation ended: %+v", got)
+		}
 		c.add(2 * time.Millisecond)
-		m.End()
-		m.End()
+		m.EndConn()
+		m.EndConn()
+		if got := m.ConnLoad(); got != (ConnLoad{InFlight: 0, Requests: 2}) {
+			t.Fatalf("conn load after the ends: %+v", got)
+		}
 		want := int64(1)
 		if connInv {
 			want = 3

@@ -22,6 +22,30 @@
 //   - An instance idle (nothing in flight) for KeepAlive is reclaimed,
 //     down to MinInstances per deployment; MinInstances are started at the
 //     first tick and kept.
+//
+// Load that bypasses the policy (requests over TCP connections straight to
+// an instance: the hybrid RPC's connect-backs, ~99% of a hybrid client's
+// requests) reaches it through Load, the instance's requests in flight on
+// connections and how many it began since the last report, as the caller
+// polled them:
+//
+//   - Reported load occupies slots: an instance's occupancy is its
+//     invocations in flight plus its reported load, free slots are
+//     Concurrency minus occupancy, and an invocation goes to the instance
+//     with the lowest occupancy (so that new instances, not the loaded
+//     oldest, take invocations, and the hybrid clients they answer move
+//     their connections there). One exception, so that TCP load cannot
+//     starve invocations: when the deployment cannot grow (at a cap, none
+//     starting), an invocation goes to an instance with fewer than
+//     Concurrency invocations in flight whatever its reported load.
+//   - A deployment wants ceil((queued + occupancy of its running
+//     instances) / Concurrency) instances; it starts what it lacks of that
+//     (within the caps) after every event, queue or not, so a TCP-heavy
+//     deployment scales out; and the keep-alive does not reclaim below it.
+//   - An instance whose report shows load (in flight, or requests begun
+//     since the last report) is not idle: its idle clock restarts at the
+//     report, and it is not taken for another deployment until a report
+//     shows it quiet.
 package platform
 
 import (
@@ -123,7 +147,15 @@ type instance struct {
 	inflight int
 	started  time.Time // asked for
 	idle     time.Time // since when nothing is in flight (running instances)
+	reported int       // requests in flight on connections, as last reported (Load)
+	active   bool      // the last report showed load: in flight, or requests begun
 }
+
+// occupancy is what takes its slots: invocations and reported load.
+func (in *instance) occupancy() int { return in.inflight + in.reported }
+
+// quiet reports whether nothing is in flight on in, as far as the policy knows.
+func (in *instance) quiet() bool { return in.inflight == 0 && in.reported == 0 && !in.active }
 
 type deployment struct {
 	queue     []InvocationID
@@ -216,6 +248,30 @@ func (p *Policy) Done(now time.Time, id InstanceID) error {
 	return nil
 }
 
+// Load reports the load on running instance id that did not come through
+// the policy, as read at now: inflight requests in flight on its
+// connections, and served requests begun there since the previous report
+// (short ones that began and ended between two readings). A report
+// replaces the previous one. An instance whose report shows load is not
+// idle: its idle clock restarts at now. Reports on a starting instance are
+// ignored (it serves nothing yet). The caller reports 0, 0 when it can no
+// longer read an instance, so that a stale report does not keep it.
+func (p *Policy) Load(now time.Time, id InstanceID, inflight, served int) error {
+	in := p.byID[id]
+	if in == nil {
+		return fmt.Errorf("%w: %d", ErrUnknownInstance, id)
+	}
+	if in.state != Running {
+		return nil
+	}
+	in.reported, in.active = max(inflight, 0), inflight > 0 || served > 0
+	if in.active {
+		in.idle = now
+	}
+	p.dispatch(now, in.dep)
+	return nil
+}
+
 // Gone reports that an instance died (crashed, killed, failed to start):
 // its invocations in flight are the caller's to fail or resubmit, and the
 // deployment starts another if its queue or minimum needs one.
@@ -235,10 +291,13 @@ func (p *Policy) Gone(now time.Time, id InstanceID) error {
 func (p *Policy) Tick(now time.Time) {
 	for dep := range p.deps {
 		d := &p.deps[dep]
-		// The newest idle ones go first: the oldest keep their caches.
-		for i := len(d.instances) - 1; i >= 0 && len(d.instances) > p.cfg.MinInstances; i-- {
+		// The newest idle ones go first: the oldest keep their caches. Not
+		// below what the deployment's load wants (reported load may sit on
+		// other instances than the idle ones).
+		keep := max(p.cfg.MinInstances, p.wanted(dep))
+		for i := len(d.instances) - 1; i >= 0 && len(d.instances) > keep; i-- {
 			in := d.instances[i]
-			if in.state == Running && in.inflight == 0 && now.Sub(in.idle) >= p.cfg.KeepAlive {
+			if in.state == Running && in.quiet() && now.Sub(in.idle) >= p.cfg.KeepAlive {
 				p.ready.Reclaims = append(p.ready.Reclaims, in.id)
 				p.remove(in)
 			}
@@ -248,12 +307,11 @@ func (p *Policy) Tick(now time.Time) {
 	p.dispatchAll(now) // the caps may have room again
 }
 
-// dispatchAll dispatches every deployment with invocations waiting.
+// dispatchAll dispatches every deployment: its queue, and the starts its
+// load wants (reported load wants them with no queue).
 func (p *Policy) dispatchAll(now time.Time) {
 	for dep := range p.deps {
-		if len(p.deps[dep].queue) > 0 {
-			p.dispatch(now, dep)
-		}
+		p.dispatch(now, dep)
 	}
 }
 
@@ -270,6 +328,7 @@ type InstanceInfo struct {
 	Deployment int
 	State      State
 	InFlight   int
+	Reported   int       // requests in flight on its connections, as last reported (Load)
 	Since      time.Time // asked for
 }
 
@@ -278,7 +337,7 @@ func (p *Policy) Instances() []InstanceInfo {
 	var out []InstanceInfo
 	for dep := range p.deps {
 		for _, in := range p.deps[dep].instances {
-			out = append(out, InstanceInfo{ID: in.id, Deployment: dep, State: in.state, InFlight: in.inflight, Since: in.started})
+			out = append(out, InstanceInfo{ID: in.id, Deployment: dep, State: in.state, InFlight: in.inflight, Reported: in.reported, Since: in.started})
 		}
 	}
 	return out
@@ -288,7 +347,7 @@ func (p *Policy) Instances() []InstanceInfo {
 func (p *Policy) Queued(dep int) int { return len(p.deps[dep].queue) }
 
 // dispatch hands the queue of dep to free slots, then starts the instances
-// the rest of the queue needs.
+// the deployment's load wants beyond those running and starting.
 func (p *Policy) dispatch(now time.Time, dep int) {
 	d := &p.deps[dep]
 	for len(d.queue) > 0 {
@@ -302,17 +361,11 @@ func (p *Policy) dispatch(now time.Time, dep int) {
 	}
 	if len(d.queue) == 0 {
 		d.queue = nil // let the array go
-		return
 	}
-	// Each starting instance will take Concurrency of the queue.
-	starting := 0
-	for _, in := range d.instances {
-		if in.state == Starting {
-			starting++
-		}
-	}
-	need := (len(d.queue)+p.cfg.Concurrency-1)/p.cfg.Concurrency - starting
-	for ; need > 0 && len(d.instances) < p.cfg.MaxPerDeployment; need-- {
+	// With no reported load this is the queue's need at Concurrency each,
+	// minus the instances starting: every running instance is full when
+	// invocations wait.
+	for need := p.wanted(dep) - len(d.instances); need > 0 && len(d.instances) < p.cfg.MaxPerDeployment; need-- {
 		if p.total >= p.cfg.MaxInstances && !p.reclaimIdleElsewhere(dep) {
 			break
 		}
@@ -320,18 +373,32 @@ func (p *Policy) dispatch(now time.Time, dep int) {
 	}
 }
 
+// wanted returns the instances deployment dep's load wants: its queue and
+// the occupancy of its running instances, at Concurrency each.
+func (p *Policy) wanted(dep int) int {
+	d := &p.deps[dep]
+	load := len(d.queue)
+	for _, in := range d.instances {
+		if in.state == Running {
+			load += in.occupancy()
+		}
+	}
+	return (load + p.cfg.Concurrency - 1) / p.cfg.Concurrency
+}
+
 // reclaimIdleElsewhere makes room under the global cap for deployment dep,
-// which has invocations waiting: it reclaims at once the newest idle
-// instance of another deployment above that one's minimum, rather than
-// let dep wait for the keep-alive. It reports whether it found one.
+// which wants another instance: it reclaims at once the newest quiet
+// instance of another deployment above that one's minimum and what its
+// load wants, rather than let dep wait for the keep-alive. It reports
+// whether it found one.
 func (p *Policy) reclaimIdleElsewhere(dep int) bool {
 	for other := range p.deps {
 		d := &p.deps[other]
-		if other == dep || len(d.instances) <= p.cfg.MinInstances {
+		if other == dep || len(d.instances) <= max(p.cfg.MinInstances, p.wanted(other)) {
 			continue
 		}
 		for i := len(d.instances) - 1; i >= 0; i-- {
-			if in := d.instances[i]; in.state == Running && in.inflight == 0 {
+			if in := d.instances[i]; in.state == Running && in.quiet() {
 				p.ready.Reclaims = append(p.ready.Reclaims, in.id)
 				p.remove(in)
 				return true
@@ -341,16 +408,58 @@ func (p *Policy) reclaimIdleElsewhere(dep int) bool {
 	return false
 }
 
-// free returns the running instance of dep with a free slot and the fewest
-// invocations in flight (the oldest on a tie), or nil.
+// free returns the running instance of dep with a free slot and the lowest
+// occupancy (the oldest on a tie), or nil. When none has a free slot and
+// the deployment cannot grow (at a cap, none starting), reported load
+// yields: the instance with fewer than Concurrency invocations and the
+// lowest occupancy.
 func (p *Policy) free(dep int) *instance {
-	var best *instance
+	var best, fallback *instance
 	for _, in := range p.deps[dep].instances {
-		if in.state == Running && in.inflight < p.cfg.Concurrency && (best == nil || in.inflight < best.inflight) {
+		if in.state != Running || in.inflight >= p.cfg.Concurrency {
+			continue
+		}
+		if in.occupancy() < p.cfg.Concurrency && (best == nil || in.occupancy() < best.occupancy()) {
 			best = in
 		}
+		if fallback == nil || in.occupancy() < fallback.occupancy() {
+			fallback = in
+		}
 	}
-	return best
+	if best != nil || fallback == nil || p.canGrow(dep) {
+		return best
+	}
+	return fallback
+}
+
+// canGrow reports whether deployment dep has an instance starting, or room
+// to start one (its cap, and the global cap or another deployment's quiet
+// instance to take the place of).
+func (p *Policy) canGrow(dep int) bool {
+	d := &p.deps[dep]
+	for _, in := range d.instances {
+		if in.state == Starting {
+			return true
+		}
+	}
+	if len(d.instances) >= p.cfg.MaxPerDeployment {
+		return false
+	}
+	if p.total < p.cfg.MaxInstances {
+		return true
+	}
+	for other := range p.deps {
+		o := &p.deps[other]
+		if other == dep || len(o.instances) <= max(p.cfg.MinInstances, p.wanted(other)) {
+			continue
+		}
+		for _, in := range o.instances {
+			if in.state == Running && in.quiet() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (p *Policy) start(now time.Time, dep int) {

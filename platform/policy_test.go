@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -89,6 +90,67 @@ func TestGlobalCapTakesIdleElsewhere(t *testing.T) {
 	}
 }
 
+// Load reported by instances (requests over their connections, which the
+// policy never dispatched) occupies their slots, scales the deployment out
+// with no invocation queued, keeps a loaded instance from the keep-alive,
+// and yields to invocations only when the deployment cannot grow.
+func TestLoadOccupiesSlotsAndKeeps(t *testing.T) {
+	cfg := Config{Deployments: 1, Concurrency: 2, MaxInstances: 3, MaxPerDeployment: 3, MinInstances: 1, KeepAlive: 10 * time.Second, MaxQueue: 10}
+	p := mustPolicy(t, cfg)
+	p.Tick(t0)
+	p.Ready()
+	p.Started(t0, 1)
+	if err := p.Load(t0, 99, 1, 0); err == nil {
+		t.Fatal("a report on an unknown instance accepted")
+	}
+	// 5 in flight on instance 1's connections at concurrency 2: 3 wanted.
+	p.Load(t0.Add(time.Second), 1, 5, 7)
+	r := p.Ready()
+	if len(r.Starts) != 2 || len(r.Assigns) != 0 {
+		t.Fatalf("reported load 5 at concurrency 2: %+v, want 2 starts", r)
+	}
+	p.Started(t0.Add(2*time.Second), 2)
+	p.Started(t0.Add(2*time.Second), 3)
+	// An invocation goes to the least occupied instance, not the oldest.
+	p.Invoke(t0.Add(2*time.Second), 0, 1)
+	if r = p.Ready(); len(r.Assigns) != 1 || r.Assigns[0].Instance != 2 {
+		t.Fatalf("invocation beside a loaded instance: %+v, want instance 2", r)
+	}
+	p.Done(t0.Add(2*time.Second), 2)
+	// Long past the keep-alive of instance 1's report, nothing is reclaimed:
+	// its report still says 5 in flight, and the load wants 3 instances.
+	p.Tick(t0.Add(30 * time.Second))
+	if r = p.Ready(); len(r.Reclaims) != 0 {
+		t.Fatalf("reclaims under reported load: %+v", r)
+	}
+	// At the cap with every slot taken by reported load, an invocation
+	// is not held back by it.
+	for _, id := range []InstanceID{1, 2, 3} {
+		p.Load(t0.Add(31*time.Second), id, 2, 1)
+	}
+	p.Invoke(t0.Add(31*time.Second), 0, 2)
+	if r = p.Ready(); len(r.Assigns) != 1 || len(r.Starts) != 0 || p.Queued(0) != 0 {
+		t.Fatalf("at the cap, reported load in every slot: %+v, queued %d; want the invocation assigned", r, p.Queued(0))
+	}
+	p.Done(t0.Add(31*time.Second), r.Assigns[0].Instance)
+	// Only short requests between polls on instance 3: not idle either.
+	p.Load(t0.Add(40*time.Second), 1, 0, 0)
+	p.Load(t0.Add(40*time.Second), 2, 0, 0)
+	p.Load(t0.Add(40*time.Second), 3, 0, 3)
+	p.Tick(t0.Add(45 * time.Second)) // 14 s after instance 2's last activity
+	if r = p.Ready(); len(r.Reclaims) != 2 || !slices.Contains(r.Reclaims, 1) || !slices.Contains(r.Reclaims, 2) {
+		t.Fatalf("load gone but for instance 3's short requests: %+v, want instances 1 and 2 reclaimed", r)
+	}
+	p.Load(t0.Add(41*time.Second), 3, 0, 0) // quiet since 40 s
+	p.Tick(t0.Add(49 * time.Second))
+	if r = p.Ready(); len(r.Reclaims) != 0 {
+		t.Fatalf("the minimum reclaimed: %+v", r)
+	}
+	if in := p.Instances(); len(in) != 1 || in[0].ID != 3 || in[0].Reported != 0 {
+		t.Fatalf("instances %+v, want instance 3 alone", in)
+	}
+}
+
 // The simulator: a seeded stream of bursts over several deployments, cold
 // starts and service times drawn at random, instances crashing; after every
 // event the invariants hold, every invocation is assigned or refused once,
@@ -103,16 +165,21 @@ func TestPolicySimulated(t *testing.T) {
 		first, _ = strconv.Atoi(s)
 		seeds = 1
 	}
+	simStats.tcpScaled = 0
 	for seed := first; seed < first+seeds; seed++ {
 		if err := simulate(uint64(seed)); err != nil {
 			t.Fatalf("seed %d: %v\nreplay: NIMBUS_SIM_SEED=%d go test -run TestPolicySimulated ./platform", seed, err, seed)
 		}
 	}
+	t.Logf("%d seeds; reported load alone scaled out %d deployments", seeds, simStats.tcpScaled)
+	if seeds >= 10 && simStats.tcpScaled == 0 {
+		t.Fatalf("reported load never scaled a deployment out")
+	}
 }
 
 type event struct {
 	at   time.Time
-	kind int // evArrive, evStarted, evDone, evCrash, evTick, evCancel
+	kind int // evArrive, evStarted, evDone, evCrash, evTick, evCancel, evPoll
 	dep  int
 	inst InstanceID
 	inv  InvocationID // evCancel's
@@ -126,6 +193,7 @@ const (
 	evCrash
 	evTick
 	evCancel
+	evPoll // Load reports on every running instance (TCP load)
 )
 
 type events []event
@@ -178,6 +246,28 @@ func simulate(seed uint64) error {
 	for at := t0; at.Before(end); at = at.Add(250 * time.Millisecond) {
 		push(event{at: at, kind: evTick})
 	}
+	// TCP load, which bypasses the policy: per deployment, a few stretches
+	// in which each running instance serves 0..2·Concurrency requests on
+	// its connections; polled every 200 ms (as Local does), until the end.
+	type stretch struct{ from, to time.Time }
+	tcp := make([][]stretch, cfg.Deployments)
+	for dep := range tcp {
+		for k := rng.IntN(3); k > 0; k-- {
+			from := t0.Add(time.Duration(rng.IntN(45_000)) * time.Millisecond)
+			tcp[dep] = append(tcp[dep], stretch{from, from.Add(time.Duration(500+rng.IntN(5000)) * time.Millisecond)})
+		}
+	}
+	tcpOn := func(dep int, at time.Time) bool {
+		for _, st := range tcp[dep] {
+			if !at.Before(st.from) && at.Before(st.to) {
+				return true
+			}
+		}
+		return false
+	}
+	for at := t0.Add(50 * time.Millisecond); at.Before(end); at = at.Add(200 * time.Millisecond) {
+		push(event{at: at, kind: evPoll})
+	}
 
 	assigned := map[InvocationID]InstanceID{}
 	refused := map[InvocationID]bool{}
@@ -185,12 +275,20 @@ func simulate(seed uint64) error {
 	invDep := map[InvocationID]int{}
 	inflight := map[InstanceID]int{}
 	alive := map[InstanceID]bool{}
+	running := map[InstanceID]bool{}
+	depOf := map[InstanceID]int{}
+	reported := map[InstanceID]int{}        // the last Load's in flight
+	reportedActive := map[InstanceID]bool{} // the last Load showed load
+	lastActive := map[InstanceID]time.Time{}
+	occ := func(id InstanceID) int { return inflight[id] + reported[id] }
+	tcpScaled := make([]bool, cfg.Deployments) // reported load alone made it start one
 	nextInv := InvocationID(1)
 	maxSeen := make([]int, cfg.Deployments)
 	apply := func(now time.Time) error {
 		r := p.Ready()
 		for _, s := range r.Starts {
 			alive[s.Instance] = true
+			depOf[s.Instance] = s.Deployment
 			d := time.Duration(20+rng.IntN(200)) * time.Millisecond
 			kind := evStarted
 			if rng.IntN(40) == 0 {
@@ -204,6 +302,12 @@ func simulate(seed uint64) error {
 			}
 			if !alive[a.Instance] {
 				return fmt.Errorf("invocation %d assigned to instance %d, not alive", a.Invocation, a.Instance)
+			}
+			// Reported load occupies slots: an instance already full with it
+			// is handed an invocation only when its deployment cannot grow.
+			if occ(a.Instance) >= cfg.Concurrency && p.canGrow(depOf[a.Instance]) {
+				return fmt.Errorf("invocation %d assigned to instance %d, full (%d invocations, %d reported), while its deployment can grow",
+					a.Invocation, a.Instance, inflight[a.Instance], reported[a.Instance])
 			}
 			assigned[a.Invocation] = a.Instance
 			inflight[a.Instance]++
@@ -219,7 +323,22 @@ func simulate(seed uint64) error {
 			if inflight[id] != 0 {
 				return fmt.Errorf("instance %d reclaimed with %d in flight", id, inflight[id])
 			}
+			if reported[id] != 0 || reportedActive[id] {
+				return fmt.Errorf("instance %d reclaimed with reported load (%d in flight on connections, active %v)", id, reported[id], reportedActive[id])
+			}
+			// Within the keep-alive of its last reported activity only to
+			// make room for another deployment's start.
+			if at, ok := lastActive[id]; ok && now.Sub(at) < cfg.KeepAlive {
+				other := false
+				for _, s := range r.Starts {
+					other = other || s.Deployment != depOf[id]
+				}
+				if !other {
+					return fmt.Errorf("instance %d reclaimed %v after reporting load, keep-alive %v", id, now.Sub(at), cfg.KeepAlive)
+				}
+			}
 			delete(alive, id)
+			delete(running, id)
 		}
 		for _, inv := range r.Refused {
 			if _, dup := assigned[inv]; dup || refused[inv] {
@@ -227,7 +346,7 @@ func simulate(seed uint64) error {
 			}
 			refused[inv] = true
 		}
-		return check(p, cfg, now, maxSeen)
+		return check(p, cfg, now, maxSeen, occ)
 	}
 	for q.Len() > 0 {
 		e := heap.Pop(&q).(event)
@@ -254,8 +373,43 @@ func simulate(seed uint64) error {
 			cancelled[e.inv] = queued
 		case evStarted:
 			if alive[e.inst] {
+				running[e.inst] = true
 				if err := p.Started(e.at, e.inst); err != nil {
 					return err
+				}
+			}
+		case evPoll:
+			ids := make([]InstanceID, 0, len(running))
+			for id := range running {
+				ids = append(ids, id)
+			}
+			slices.Sort(ids) // the map's order is not seeded
+			for _, id := range ids {
+				n, served := 0, 0
+				if tcpOn(depOf[id], e.at) {
+					n, served = rng.IntN(2*cfg.Concurrency+1), rng.IntN(4)
+				} else if e.at.Before(t0.Add(50*time.Second)) && rng.IntN(20) == 0 {
+					served = 1 // a short request between two polls
+				}
+				if !running[id] {
+					continue // reclaimed for an earlier report's start
+				}
+				dep := depOf[id]
+				instancesBefore := len(p.deps[dep].instances)
+				queuedBefore := p.Queued(dep)
+				if err := p.Load(e.at, id, n, served); err != nil {
+					return err
+				}
+				reported[id], reportedActive[id] = n, n > 0 || served > 0
+				if reportedActive[id] {
+					lastActive[id] = e.at
+				}
+				if len(p.deps[dep].instances) > instancesBefore && queuedBefore == 0 {
+					tcpScaled[dep] = true
+				}
+				// Each report's Ready is carried out before the next report.
+				if err := apply(e.at); err != nil {
+					return fmt.Errorf("at %v after a report of %d (%d) on instance %d: %w", e.at.Sub(t0), n, served, id, err)
 				}
 			}
 		case evDone:
@@ -268,7 +422,9 @@ func simulate(seed uint64) error {
 		case evCrash:
 			if alive[e.inst] {
 				delete(alive, e.inst)
+				delete(running, e.inst)
 				inflight[e.inst] = 0 // the caller fails what was in flight
+				reported[e.inst], reportedActive[e.inst] = 0, false
 				if err := p.Gone(e.at, e.inst); err != nil {
 					return err
 				}
@@ -301,11 +457,25 @@ func simulate(seed uint64) error {
 			return fmt.Errorf("deployment %d never scaled past %d instance(s) under bursts", dep, maxSeen[dep])
 		}
 	}
+	simStats.tcpScaled += countTrue(tcpScaled)
 	return nil
 }
 
-// check verifies the policy's invariants at now.
-func check(p *Policy, cfg Config, now time.Time, maxSeen []int) error {
+var simStats struct{ tcpScaled int } // deployments that reported load alone scaled out, over the seeds run
+
+func countTrue(b []bool) (n int) {
+	for _, x := range b {
+		if x {
+			n++
+		}
+	}
+	return n
+}
+
+// check verifies the policy's invariants at now; occ is an instance's
+// occupancy as the simulator counts it (invocations it was handed and has
+// not finished, and its last reported load).
+func check(p *Policy, cfg Config, now time.Time, maxSeen []int, occ func(InstanceID) int) error {
 	total := 0
 	for dep := range p.deps {
 		d := &p.deps[dep]
@@ -318,18 +488,35 @@ func check(p *Policy, cfg Config, now time.Time, maxSeen []int) error {
 		if len(d.queue) > cfg.MaxQueue {
 			return fmt.Errorf("deployment %d queues %d, bound %d", dep, len(d.queue), cfg.MaxQueue)
 		}
-		starting := 0
+		starting, load := 0, len(d.queue)
 		for _, in := range d.instances {
-			if in.state == Running && in.inflight < cfg.Concurrency && len(d.queue) > 0 {
+			if in.state == Running && occ(in.id) < cfg.Concurrency && len(d.queue) > 0 {
 				return fmt.Errorf("deployment %d queues %d while instance %d has a free slot", dep, len(d.queue), in.id)
 			}
 			if in.state == Starting {
 				starting++
+			} else {
+				load += occ(in.id)
 			}
 		}
 		// A queue waits only for starting instances or the caps.
 		if len(d.queue) > 0 && starting == 0 && n < cfg.MaxPerDeployment && p.total < cfg.MaxInstances {
 			return fmt.Errorf("deployment %d queues %d with nothing starting and room to start", dep, len(d.queue))
+		}
+		// Reported load is served, not queued: at the caps with nothing
+		// starting, it does not hold an invocation back from an instance
+		// with fewer than Concurrency invocations.
+		if len(d.queue) > 0 && starting == 0 && (n >= cfg.MaxPerDeployment || p.total >= cfg.MaxInstances) {
+			for _, in := range d.instances {
+				if in.state == Running && in.inflight < cfg.Concurrency && !p.canGrow(dep) {
+					return fmt.Errorf("deployment %d queues %d at the caps while instance %d has %d invocations of %d", dep, len(d.queue), in.id, in.inflight, cfg.Concurrency)
+				}
+			}
+		}
+		// Scale-out on load, queue or not: the deployment has at least the
+		// instances its load wants at Concurrency each, or is at a cap.
+		if want := (load + cfg.Concurrency - 1) / cfg.Concurrency; want > n && n < cfg.MaxPerDeployment && p.total < cfg.MaxInstances {
+			return fmt.Errorf("deployment %d's load %d wants %d instances, it has %d and room to start", dep, load, want, n)
 		}
 	}
 	if total != p.total || total > cfg.MaxInstances {

@@ -72,11 +72,13 @@ type ServerOptions struct {
 	// Meter, when set, records every request as instance activity (what a
 	// serverless platform bills: platform.Meter): Begin for a request that
 	// arrived as an HTTP invocation (CallPath), BeginConn for one on a
-	// multiplexed connection (ConnPath or a connect-back), End for either.
+	// multiplexed connection (ConnPath or a connect-back), End or EndConn
+	// at their end.
 	Meter interface {
 		Begin()
 		BeginConn()
 		End()
+		EndConn()
 	}
 	// Router, when set, refuses routed requests (api.Request.routed) that
 	// another deployment owns with KIND_WRONG_OWNER (docs/ELASTIC.md,
@@ -331,10 +333,11 @@ func (s *Server) handle(ctx context.Context, frame []byte, out []byte, invocatio
 	if mt := s.opts.Meter; mt != nil {
 		if invocation {
 			mt.Begin()
+			defer mt.End()
 		} else {
 			mt.BeginConn()
+			defer mt.EndConn()
 		}
-		defer mt.End()
 	}
 	start := time.Now()
 	s.met.inflight.Inc()

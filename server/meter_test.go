@@ -9,6 +9,7 @@ import (
 	"github.com/nimbus-fs/nimbus/api"
 	"github.com/nimbus-fs/nimbus/client"
 	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/platform"
 	"github.com/nimbus-fs/nimbus/rpc"
 )
 
@@ -97,6 +98,15 @@ func TestInstanceMeterBillsHTTPOnly(t *testing.T) {
 			}
 			if us.ActiveS <= 0 {
 				t.Fatalf("no active time: %+v", us)
+			}
+			// What the platform polls: nothing in flight now, every request
+			// on a connection counted.
+			cl, err := platform.ReadConnLoad(ctx, nil, s.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cl != (platform.ConnLoad{InFlight: 0, Requests: conn}) {
+				t.Fatalf("GET /status/load: %+v, want 0 in flight and %d requests on connections", cl, conn)
 			}
 		})
 	}

@@ -411,6 +411,7 @@ func New(cfg Config) (_ *Server, err error) {
 	s.routeStatusPage(mux) // GET /, /status/series, /status/page.js
 	mux.HandleFunc("GET /status/tenants", s.tenantsJSON)
 	mux.HandleFunc("GET /status/instance", s.instanceJSON)
+	mux.HandleFunc("GET /status/load", s.loadJSON)
 	mux.HandleFunc("GET /status/cluster", s.clusterJSON)
 	if s.coherence != nil {
 		mux.Handle("POST "+loop.Path, s.coherence.Handler())

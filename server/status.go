@@ -149,3 +149,13 @@ func (s *Server) instanceJSON(w http.ResponseWriter, r *http.Request) {
 		Cost   platform.Cost   `json:"cost"`
 	}{s.Addr(), u, s.cfg.Prices, s.cfg.Prices.CostOf(u)})
 }
+
+// loadJSON answers GET /status/load: the requests this instance is serving
+// on connections (connect-backs, /rpc/conn) and has served so far, which
+// the platform polls a few times a second to see the load its gateway
+// does not (docs/ELASTIC.md, "The local platform and its hosting"). Two
+// atomic loads and a few dozen bytes.
+func (s *Server) loadJSON(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(s.meter.ConnLoad())
+}
