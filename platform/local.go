@@ -82,6 +82,13 @@ type LocalOptions struct {
 	// binary, the database down) is not asked again in a tight loop.
 	// 0: 100 ms.
 	StartBackoff time.Duration
+	// Exited, if set, is called (in a goroutine of its own, which Close
+	// waits for) with each serving instance that exited without being
+	// stopped: a crash, a kill. Its Done is closed: the host saw it die
+	// (a process reaped). The gateway evicts its coordinator member, so
+	// that its peers stop waiting for it at once rather than at its lease's
+	// expiry (docs/ELASTIC.md, "Leases and fencing").
+	Exited func(Instance)
 }
 
 // State names of InstanceStatus.
@@ -419,6 +426,13 @@ func (l *Local) start(rec *instanceRec) {
 		l.met.crashes.Inc()
 		l.log.Warn("an instance exited without being stopped; the policy replaces it as load needs",
 			"instance", rec.id, "deployment", rec.dep, "addr", inst.Addr())
+		if l.opts.Exited != nil {
+			l.wg.Add(1)
+			go func() {
+				defer l.wg.Done()
+				l.opts.Exited(inst)
+			}()
+		}
 	}
 	l.goneLocked(rec)
 	l.mu.Unlock()
