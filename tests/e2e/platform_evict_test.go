@@ -3,10 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,8 +20,9 @@ import (
 )
 
 // TestPlatformEvictsKilledInstance: with the default 10 s coordinator
-// TTL, the gateway (process hosting, two deployments, one instance each)
-// evicts the member of an instance it reaped after a SIGKILL, so the
+// TTL, the gateway (two deployments, one instance each; process hosting,
+// and in process) evicts the member of an instance it saw exit after a
+// kill (POST /platform/kill: SIGKILL, or the in-process equivalent), so the
 // member leaves the membership at once instead of at its lease's expiry
 // (7.5-10 s after the kill: the lease runs TTL from its last renewal,
 // renewed every TTL/4), and the writes of the others, which would wait
@@ -35,6 +37,12 @@ import (
 // binary (one built before eviction, for the "before" figures): it then
 // only logs.
 func TestPlatformEvictsKilledInstance(t *testing.T) {
+	for _, hosting := range []string{"process", "inprocess"} {
+		t.Run(hosting, func(t *testing.T) { evictKilled(t, hosting) })
+	}
+}
+
+func evictKilled(t *testing.T, hosting string) {
 	const ttl = 10 * time.Second
 	bin, compare := binary, os.Getenv("NIMBUS_E2E_EVICT_BINARY")
 	if compare != "" {
@@ -42,7 +50,7 @@ func TestPlatformEvictsKilledInstance(t *testing.T) {
 	}
 	coordURL := fmt.Sprintf("etcd://%s/e2e-evict-%d", strings.Join(etcdtest.Endpoints(t), ","), time.Now().UnixNano())
 	gw := testproc.Start(t, bin, "", "", platformArgs(t, "--coordinator", coordURL, "--coordinator-ttl", ttl.String(),
-		"--platform", "local", "--hosting", "process", "--deployments", "2", "--min-instances", "1", "--keep-alive", "60s")...)
+		"--platform", "local", "--hosting", hosting, "--deployments", "2", "--min-instances", "1", "--keep-alive", "60s", "--fault-injection")...)
 	base := gw.URL()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -65,10 +73,6 @@ func TestPlatformEvictsKilledInstance(t *testing.T) {
 		victim = v.Members[1]
 		return true
 	})
-	pids := namenodeChildren(t, gw.Cmd.Process.Pid, 1)
-	if len(pids) != 1 {
-		t.Fatalf("deployment 1's instances: pids %v", pids)
-	}
 
 	// Fill both instances' caches with the directory the writes go to.
 	mustCall(t, base, 0, &api.Request{Body: &api.Request_Mkdirs{Mkdirs: &api.MkdirsRequest{Path: "/ev", Perm: 0o755}}})
@@ -106,8 +110,14 @@ func TestPlatformEvictsKilledInstance(t *testing.T) {
 	}()
 
 	killed := time.Now()
-	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+	resp, err := http.Post(base+"/platform/kill?deployment=1", "", nil)
+	if err != nil {
 		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /platform/kill: %d %s", resp.StatusCode, body)
 	}
 	// One sequential writer per deployment, for a little more than a TTL.
 	type stats struct {
@@ -165,7 +175,7 @@ func TestPlatformEvictsKilledInstance(t *testing.T) {
 		t.Logf("deployment %d after the kill: first write done after %v, the longest write %v; %d writes done in the first %v, %d in all, %d failed",
 			dep, s.firstOK.Round(time.Millisecond), s.longest.Round(time.Millisecond), s.inTTL, ttl, s.ok, s.failed)
 	}
-	t.Logf("the killed instance's member %s left the membership %v after the kill (TTL %v; binary %s)", victim.ID, leftAfter.Round(time.Millisecond), ttl, bin)
+	t.Logf("%s hosting: the killed instance's member %s left the membership %v after the kill (TTL %v; binary %s)", hosting, victim.ID, leftAfter.Round(time.Millisecond), ttl, bin)
 	if compare != "" {
 		return
 	}
