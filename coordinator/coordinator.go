@@ -110,8 +110,9 @@ const (
 	Snapshot EventKind = iota + 1
 	// Joined: Event.Member joined at Rev.
 	Joined
-	// Left: Event.Member left at Rev: it left cleanly, or its lease
-	// expired. From then on it is dead to its peers.
+	// Left: Event.Member left at Rev: it left cleanly, its lease
+	// expired, or it was evicted (its process known dead). From then on
+	// it is dead to its peers.
 	Left
 )
 
@@ -157,6 +158,19 @@ type Coordinator interface {
 	// Leader reports the member that leads election now; ok false when
 	// none does.
 	Leader(ctx context.Context, election string) (m Member, ok bool, err error)
+	// Evict ends member id's lease at once, as if it had expired: the
+	// member leaves (watchers see Left), its leaderships pass on, and its
+	// own session, if it still runs, is lost. nil when no live member has
+	// id (already gone: evicting is idempotent).
+	//
+	// Only for a member whose process is known to be dead (the platform
+	// reaped it): expiry is safe because the member's own deadline passed
+	// before it, so it serves nothing any more; an evicted member's
+	// deadline has not passed, and it is its death that stops it serving.
+	// Peers handle the Left exactly as an expiry: they fence it in the
+	// store and stop waiting for it (docs/ELASTIC.md, "Leases and
+	// fencing").
+	Evict(ctx context.Context, id string) error
 	// Close ends every session (their members leave, their leaderships
 	// end), closes every watch, and releases the backend.
 	Close() error

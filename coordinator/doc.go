@@ -35,5 +35,11 @@
 // full). A lost session is over for good: the instance fences itself, drops
 // its cache, and joins again with a new Member.ID.
 //
+// Coordinator.Evict is the one exception to "removed only after its
+// deadline": it removes a member at once, and is for members whose process
+// is known to be dead (the local platform reaped it), where death, not the
+// deadline, guarantees that the member serves nothing. Peers handle the
+// Left as an expiry's (they fence it in the store).
+//
 // All methods take a context and are safe for concurrent use.
 package coordinator

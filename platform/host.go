@@ -38,6 +38,23 @@ type Instance interface {
 	Done() <-chan struct{}
 }
 
+// Member is implemented by an Instance that knows its coordinator member
+// ID: the ID its server joined the membership under (its first
+// incarnation's; a later incarnation, after its session was lost, is
+// ID.N). "" when it did not say. The platform evicts that member once it
+// has seen the instance exit (LocalOptions.Exited).
+type Member interface {
+	MemberID() string
+}
+
+// MemberID is inst's member ID, "" when it does not report one.
+func MemberID(inst Instance) string {
+	if m, ok := inst.(Member); ok {
+		return m.MemberID()
+	}
+	return ""
+}
+
 // Host starts instances. Start returns once the instance serves (answers
 // /readyz with 200), or fails; ctx bounds the start, not the instance's
 // life.

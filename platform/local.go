@@ -92,6 +92,13 @@ type LocalOptions struct {
 	// ReadLoad reads an instance's load on connections; nil: its GET
 	// /status/load.
 	ReadLoad func(ctx context.Context, inst Instance) (ConnLoad, error)
+	// Exited, if set, is called (in a goroutine of its own, which Close
+	// waits for) with each serving instance that exited without being
+	// stopped: a crash, a kill. Its Done is closed: the host saw it die
+	// (a process reaped). The gateway evicts its coordinator member, so
+	// that its peers stop waiting for it at once rather than at its lease's
+	// expiry (docs/ELASTIC.md, "Leases and fencing").
+	Exited func(Instance)
 }
 
 // State names of InstanceStatus.
@@ -447,6 +454,13 @@ func (l *Local) start(rec *instanceRec) {
 		l.met.crashes.Inc()
 		l.log.Warn("an instance exited without being stopped; the policy replaces it as load needs",
 			"instance", rec.id, "deployment", rec.dep, "addr", inst.Addr())
+		if l.opts.Exited != nil {
+			l.wg.Add(1)
+			go func() {
+				defer l.wg.Done()
+				l.opts.Exited(inst)
+			}()
+		}
 	}
 	l.goneLocked(rec)
 	l.mu.Unlock()

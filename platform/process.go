@@ -16,15 +16,51 @@ import (
 )
 
 // ReadyPrefix starts the line `nimbus namenode` prints on its standard
-// output once it serves; the base URL follows.
+// output once it serves; the base URL follows, then, optionally, the
+// instance's coordinator member ID:
+//
+//	nimbus namenode ready http://127.0.0.1:PORT member=0123456789abcdef
+//
+// (ParseReady; a line without the member ID, as earlier binaries print
+// it, is still read).
 const ReadyPrefix = "nimbus namenode ready "
+
+// ReadyLine is the line (without its newline) an instance at addr, member
+// member ("" for none), prints once it serves.
+func ReadyLine(addr, member string) string {
+	if member == "" {
+		return ReadyPrefix + addr
+	}
+	return ReadyPrefix + addr + " member=" + member
+}
+
+// ParseReady reads a ready line: the base URL and the member ID ("" when
+// the line has none); ok false when line is not a ready line. Fields it
+// does not know are ignored.
+func ParseReady(line string) (addr, member string, ok bool) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(line), strings.TrimSpace(ReadyPrefix))
+	if !ok {
+		return "", "", false
+	}
+	fields := strings.Fields(rest)
+	if len(fields) == 0 {
+		return "", "", true
+	}
+	for _, f := range fields[1:] {
+		if v, ok := strings.CutPrefix(f, "member="); ok {
+			member = v
+		}
+	}
+	return fields[0], member, true
+}
 
 // ProcessHost starts each instance as a child process, `nimbus namenode`:
 //
 //	BINARY namenode --deployment D --deployments N --data DATADIR/instances/ID ARGS...
 //
 // and takes it as serving once it prints ReadyPrefix and its base URL
-// (which it does after its server answers /readyz). The child's standard
+// (which it does after its server answers /readyz), and its member ID
+// (Member). Done is closed once the child has been reaped: it is dead. The child's standard
 // input is a pipe it watches: it exits when the pipe reaches EOF, that
 // is when this process exits however it exits; on Linux it is also
 // killed by the kernel when this process dies (Pdeathsig). Stop is
@@ -72,13 +108,13 @@ func (h *ProcessHost) Start(ctx context.Context, spec Spec) (Instance, error) {
 		return nil, fmt.Errorf("platform: start instance %d: %w", spec.ID, err)
 	}
 	p := &process{cmd: cmd, stdin: stdin, done: make(chan struct{})}
-	ready := make(chan string, 1)
+	ready := make(chan [2]string, 1)
 	go func() {
 		br := bufio.NewReader(stdout)
 		for {
 			line, err := br.ReadString('\n')
-			if u, ok := strings.CutPrefix(strings.TrimSpace(line), strings.TrimSpace(ReadyPrefix)); ok {
-				ready <- strings.TrimSpace(u)
+			if u, member, ok := ParseReady(line); ok {
+				ready <- [2]string{u, member}
 				break
 			}
 			if err != nil {
@@ -93,9 +129,9 @@ func (h *ProcessHost) Start(ctx context.Context, spec Spec) (Instance, error) {
 		close(p.done)
 	}()
 	select {
-	case u, ok := <-ready:
+	case r, ok := <-ready:
 		if ok {
-			p.addr = u
+			p.addr, p.member = r[0], r[1]
 			return p, nil
 		}
 		<-p.done
@@ -114,12 +150,15 @@ type process struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser // held open: its EOF tells the child to exit
 	addr  string
-	done  chan struct{}
-	err   error // cmd.Wait's, once done is closed
-	once  sync.Once
+	// member is the coordinator member ID its ready line gave ("" if none).
+	member string
+	done   chan struct{}
+	err    error // cmd.Wait's, once done is closed
+	once   sync.Once
 }
 
 func (p *process) Addr() string          { return p.addr }
+func (p *process) MemberID() string      { return p.member }
 func (p *process) Done() <-chan struct{} { return p.done }
 
 // Pid is the child's process id (tests kill it from outside).

@@ -67,7 +67,7 @@ func (h *InProcessHost) Start(ctx context.Context, spec platform.Spec) (platform
 		_ = s.Stop(context.Background())
 		return nil, fmt.Errorf("server: start instance %d: %w", spec.ID, err)
 	}
-	in := &inProcess{s: s, done: make(chan struct{}), life: make(chan struct{})}
+	in := &inProcess{s: s, member: s.memberID(), done: make(chan struct{}), life: make(chan struct{})}
 	go in.watch()
 	return in, nil
 }
@@ -75,6 +75,7 @@ func (h *InProcessHost) Start(ctx context.Context, spec platform.Spec) (platform
 // inProcess is one in-process instance.
 type inProcess struct {
 	s       *Server
+	member  string        // its first incarnation's member ID
 	done    chan struct{} // closed once stopped
 	life    chan struct{} // closed by Stop or Kill: watch stops waiting
 	endOnce sync.Once
@@ -100,6 +101,24 @@ func (in *inProcess) end(ctx context.Context) {
 
 func (in *inProcess) Addr() string          { return in.s.Addr() }
 func (in *inProcess) Done() <-chan struct{} { return in.done }
+
+// MemberID is the server's member ID (platform.Member), what the platform
+// evicts once Done is closed. That is safe only if the server's shutdown
+// ran to its end (its coherence loop stopped, so its cache serves nothing;
+// its store pool and coordinator closed), which the stop of a Kill does
+// not wait for when requests are stuck on the store (Server.Stop gives up
+// after FailStopTimeout): then, after Done, "" (nothing to evict; the
+// lease expires by itself).
+func (in *inProcess) MemberID() string {
+	select {
+	case <-in.done:
+		if !in.s.shutDown.Load() {
+			return ""
+		}
+	default:
+	}
+	return in.member
+}
 
 // Stop stops the server gracefully (Server.Stop).
 func (in *inProcess) Stop(ctx context.Context) error {

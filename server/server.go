@@ -265,6 +265,9 @@ type Server struct {
 	serveErr chan error
 	stopOnce sync.Once
 	stopErr  error
+	// shutDown is set once shutdown has run to its end (the coherence loop,
+	// store and coordinator closed), not when Stop gave up on it.
+	shutDown atomic.Bool
 	fatal    fatal // failstop.go
 
 	// startup is how long each step of New and Start took, logged with
@@ -626,6 +629,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 		errs = append(errs, s.coord.Close())
 	}
 	err := errors.Join(errs...)
+	s.shutDown.Store(true)
 	if s.ln != nil { // a server that never served has nothing to announce
 		s.log.Info("nimbus stopped", "err", err)
 	}

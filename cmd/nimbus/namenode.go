@@ -20,9 +20,11 @@ import (
 // "The local platform and its hosting"). It takes serve's server flags,
 // listens on 127.0.0.1:0 unless --listen says otherwise, and prints
 //
-//	nimbus namenode ready http://127.0.0.1:PORT
+//	nimbus namenode ready http://127.0.0.1:PORT member=ID
 //
-// on its standard output once it serves (answers /readyz). It stops
+// on its standard output once it serves (answers /readyz), ID being its
+// coordinator member ID (the platform evicts that member once it has
+// reaped the process: platform.LocalOptions.Exited). It stops
 // gracefully on SIGTERM or SIGINT, and exits when its standard input is a
 // pipe that reaches EOF: its parent, the platform, has gone (the platform
 // also asks the kernel to SIGKILL it then, on Linux).
@@ -71,7 +73,11 @@ func cmdNamenode(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		_ = srv.Stop(context.Background())
 		return 1
 	}
-	fmt.Fprintf(stdout, "%s%s\n", platform.ReadyPrefix, srv.Addr())
+	member := ""
+	if m := srv.Member(); m != nil {
+		member = m.Member().ID
+	}
+	fmt.Fprintln(stdout, platform.ReadyLine(srv.Addr(), member))
 	waitErr := srv.Wait(ctx)
 	if waitErr != nil {
 		fmt.Fprintln(stderr, "nimbus namenode:", waitErr)

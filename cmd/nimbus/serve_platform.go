@@ -132,7 +132,21 @@ func runPlatform(ctx context.Context, cfg server.Config, pf *platformFlags, fl *
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	local, err := platform.NewLocal(pcfg, host, platform.LocalOptions{Logger: log.With("component", "platform"), Registerer: reg})
+	lopts := platform.LocalOptions{Logger: log.With("component", "platform"), Registerer: reg}
+	// With a shared coordinator, the gateway is a client of it (no member):
+	// it evicts the member of an instance it has seen die, so that the
+	// others' writes stop waiting for that instance's acknowledgements
+	// without waiting for its lease to expire.
+	coord, err := server.OpenSharedCoordinator(ctx, cfg, log.With("component", "coordinator"))
+	if err != nil {
+		fmt.Fprintln(stderr, "nimbus serve:", err)
+		return 1
+	}
+	if coord != nil {
+		defer coord.Close()
+		lopts.Exited = server.EvictExited(coord, log.With("component", "platform"))
+	}
+	local, err := platform.NewLocal(pcfg, host, lopts)
 	if err != nil {
 		fmt.Fprintln(stderr, "nimbus serve:", err)
 		return 2

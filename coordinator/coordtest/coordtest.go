@@ -7,7 +7,8 @@
 // and revisions, lease expiry (the member leaves, watchers are told, its own
 // session is lost first), renewals that keep a session alive beyond its
 // TTL, elections (one leader at a time, first come first served, leader
-// loss on lease expiry, resignation), context cancellation and Close.
+// loss on lease expiry, resignation), eviction of a member known dead,
+// context cancellation and Close.
 package coordtest
 
 import (
@@ -54,6 +55,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Election", func(t *testing.T) { testElection(t, h) })
 	t.Run("Cancel", func(t *testing.T) { testCancel(t, h) })
 	t.Run("Close", func(t *testing.T) { testClose(t, h) })
+	t.Run("Evict", func(t *testing.T) { testEvict(t, h) })
 	// The rest wait for leases, in real time on a real server: in parallel.
 	t.Run("Leases", func(t *testing.T) {
 		t.Run("RenewalKeepsSession", func(t *testing.T) { t.Parallel(); testRenewal(t, h) })
@@ -560,6 +562,74 @@ func testExpiry(t *testing.T, h Harness) {
 	wantMembers(t, c, coordinator.All, "b")
 	// The ID is free for the instance's next incarnation.
 	join(t, c, "a", 0)
+}
+
+// testEvict: Evict removes a member whose lease is being renewed (so it
+// would never expire by itself) at once, without any time passing on the
+// coordinator's clock: watchers see it leave, its leadership passes on,
+// its own session is lost; evicting it again, or an unknown ID, is a no-op.
+func testEvict(t *testing.T, h Harness) {
+	c := newC(t, h)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := c.Watch(ctx, coordinator.All)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next(t, w, h.Wait)
+	a := join(t, c, "a", 0)
+	b := join(t, c, "b", 1)
+	wantEvent(t, next(t, w, h.Wait), coordinator.Joined, "a")
+	wantEvent(t, next(t, w, h.Wait), coordinator.Joined, "b")
+	la, err := a.Campaign(ctxT(t, 10*time.Second), "e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	elected := make(chan coordinator.Leadership, 1)
+	go func() {
+		l, err := b.Campaign(ctx, "e")
+		if err == nil {
+			elected <- l
+		}
+	}()
+	wantLeader(t, c, "e", "a")
+
+	before := h.Now(c)
+	began := time.Now()
+	if err := c.Evict(ctxT(t, 10*time.Second), "a"); err != nil {
+		t.Fatalf("Evict(a): %v", err)
+	}
+	wantEvent(t, next(t, w, h.Wait), coordinator.Left, "a")
+	t.Logf("evicted member left %v (real time) after Evict was called; its lease TTL is %v", time.Since(began).Round(time.Millisecond), h.TTL)
+	if d := h.Now(c).Sub(before); d >= h.TTL {
+		t.Fatalf("%v passed on the coordinator's clock: the member may have expired rather than been evicted", d)
+	}
+	wantMembers(t, c, coordinator.All, "b")
+	waitClosed(t, la.Done(), h.Wait, "the evicted member's leadership")
+	select {
+	case <-elected:
+	case <-time.After(h.Wait):
+		t.Fatal("the next candidate was not elected after the leader was evicted")
+	}
+	wantLeader(t, c, "e", "b")
+	// The evicted member's own session is lost (etcd: at its next renewal).
+	waitClosed(t, a.Lost(), h.TTL+h.Wait, "the evicted member's session")
+	if !errors.Is(a.Err(), coordinator.ErrSessionLost) {
+		t.Fatalf("evicted session: Err %v, want ErrSessionLost", a.Err())
+	}
+	if err := c.Evict(ctxT(t, 10*time.Second), "a"); err != nil {
+		t.Fatalf("Evict(a) again: %v", err)
+	}
+	if err := c.Evict(ctxT(t, 10*time.Second), "nobody"); err != nil {
+		t.Fatalf("Evict(nobody): %v", err)
+	}
+	if err := c.Evict(ctxT(t, 10*time.Second), "bad/id"); !errors.Is(err, coordinator.ErrInvalid) {
+		t.Fatalf("Evict(bad/id): %v, want ErrInvalid", err)
+	}
+	wantMembers(t, c, coordinator.All, "b")
+	if b.Err() != nil {
+		t.Fatalf("the other member's session: %v", b.Err())
+	}
 }
 
 func testLeaderExpiry(t *testing.T, h Harness) {

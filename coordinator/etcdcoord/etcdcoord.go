@@ -414,6 +414,45 @@ func (c *Coordinator) Leader(ctx context.Context, election string) (_ coordinato
 	return m, true, nil
 }
 
+// Evict revokes the lease of member id (the one its ids/ key is on): the
+// member's keys and candidacies go in one step, as at an expiry, and its
+// session, should it still run, is lost at its next renewal.
+func (c *Coordinator) Evict(ctx context.Context, id string) (err error) {
+	defer func(t time.Time) { c.met.Op("evict", t, err) }(time.Now())
+	if err := validID(id); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := c.checkOpen(); err != nil {
+		return err
+	}
+	octx, cancel := c.opCtx(ctx)
+	defer cancel()
+	resp, err := c.cli.Get(octx, c.cfg.Prefix+"ids/"+id)
+	if err != nil {
+		return fail(ctx, "find the lease of "+id, err)
+	}
+	if len(resp.Kvs) == 0 || resp.Kvs[0].Lease == 0 {
+		return nil // not a member (any more)
+	}
+	lease := clientv3.LeaseID(resp.Kvs[0].Lease)
+	_, err = c.cli.Revoke(octx, lease)
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return nil // expired or left meanwhile
+	}
+	if err != nil {
+		return fail(ctx, "revoke the lease of "+id, err)
+	}
+	c.log.Warn("member evicted: its process is known dead", "member", id, "lease", fmt.Sprintf("%x", int64(lease)))
+	return nil
+}
+
+func validID(id string) error {
+	return coordinator.Member{ID: id}.Validate()
+}
+
 // Close ends every session (revoking its lease: its member leaves at
 // once), ends the watches and closes the client.
 func (c *Coordinator) Close() error {

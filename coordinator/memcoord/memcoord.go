@@ -203,6 +203,31 @@ func (c *Coordinator) Leader(ctx context.Context, election string) (_ coordinato
 	return coordinator.Member{}, false, nil
 }
 
+// Evict ends member id's lease at once, as an expiry would (the session,
+// if it still runs, is lost; the member leaves).
+func (c *Coordinator) Evict(ctx context.Context, id string) (err error) {
+	defer func(t time.Time) { c.op("evict", t, err) }(time.Now())
+	if err := (coordinator.Member{ID: id}).Validate(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.closed {
+		return coordinator.ErrClosed
+	}
+	s := c.mu.members[id]
+	if s == nil {
+		return nil
+	}
+	c.log.Warn("member evicted: its process is known dead", "member", id)
+	s.endLocked(coordinator.ErrSessionLost)
+	s.goneLocked()
+	return nil
+}
+
 // Close ends every session and watch.
 func (c *Coordinator) Close() error {
 	c.mu.Lock()

@@ -305,7 +305,7 @@ func TestLocalPlatformInProcess(t *testing.T) {
 }
 
 // TestNamenodeExitsWithItsParent: `nimbus namenode` prints its ready line
-// and serves; when its standard input (a pipe from its parent) reaches
+// (with its member ID) and serves; when its standard input (a pipe from its parent) reaches
 // EOF, as when the parent dies, it stops and exits 0.
 func TestNamenodeExitsWithItsParent(t *testing.T) {
 	cmd := exec.Command(binary, "namenode", "--data", t.TempDir(), "--superuser", "root")
@@ -328,9 +328,9 @@ func TestNamenodeExitsWithItsParent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reading the ready line: %v\n%s", err, log.String())
 	}
-	u, ok := strings.CutPrefix(strings.TrimSpace(string(line[:n])), strings.TrimSpace(platform.ReadyPrefix))
-	if !ok {
-		t.Fatalf("first line %q, want %q URL", line[:n], platform.ReadyPrefix)
+	u, member, ok := platform.ParseReady(string(line[:n]))
+	if !ok || member == "" {
+		t.Fatalf("first line %q, want %qURL member=ID", line[:n], platform.ReadyPrefix)
 	}
 	if code, _ := testproc.Get(t, strings.TrimSpace(u)+"/readyz"); code != http.StatusOK {
 		t.Fatalf("/readyz of %s: %d", u, code)
