@@ -72,7 +72,7 @@ func TestInstanceMeterBillsHTTPOnly(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer pc.Close()
-			const pooled = 30
+			const pooled = 300 // enough serving time to pass the meter's 1 ms granularity
 			for range pooled {
 				if _, err := pc.Stat(ctx, u, "/"); err != nil {
 					t.Fatal(err)
