@@ -69,15 +69,17 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 // benchCommon are the flags every workload that talks to a target shares.
 type benchCommon struct {
-	target  string
-	json    string
-	label   string
-	user    string
-	conns   int
-	root    string
-	job     string
-	profile string
-	hybrid  bool
+	target string
+	json   string
+	label  string
+	user   string
+	conns  int
+	// straggler is the client's Options.StragglerFactor (0: its default).
+	straggler float64
+	root      string
+	job       string
+	profile   string
+	hybrid    bool
 }
 
 func (c *benchCommon) register(fs *flag.FlagSet) {
@@ -86,6 +88,7 @@ func (c *benchCommon) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.label, "label", "", "system name in tables and charts (default: nimbus-rpc, nimbus-webhdfs or hdfs-webhdfs)")
 	fs.StringVar(&c.user, "user", "", "user the operations run as (default: NIMBUS_USER, else the OS user)")
 	fs.IntVar(&c.conns, "conns", 0, "TCP connections of the Nimbus client (default: the client's own default)")
+	fs.Float64Var(&c.straggler, "straggler-factor", 0, "the Nimbus client's straggler mitigation: a stat or read waiting this many times its operation's moving average is sent again (default: the client's, 10; negative: never)")
 	fs.StringVar(&c.root, "root", "/bench", "directory the tree lives under")
 	fs.StringVar(&c.profile, "profile", "", "the server configuration measured, a baseline of the λFS evaluation ("+profileNames()+"): the embedded server is started with its flags; with --target it labels the results, and the server must run with them")
 	fs.BoolVar(&c.hybrid, "hybrid", false, "with --target nimbus://: the target is a platform's gateway (nimbus serve --platform local), reached over hybrid HTTP/TCP RPC: HTTP invocations first, then the connections instances open back")

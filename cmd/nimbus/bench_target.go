@@ -60,7 +60,7 @@ func openTarget(ctx context.Context, c *benchCommon, clients int, stderr io.Writ
 		stop = stopServer
 		fallthrough
 	case "nimbus":
-		opts := client.Options{Conns: c.conns, Job: c.job, Hybrid: c.hybrid}
+		opts := client.Options{Conns: c.conns, Job: c.job, Hybrid: c.hybrid, StragglerFactor: c.straggler}
 		if profile != nil && profile.client != nil {
 			profile.client(&opts)
 		}
