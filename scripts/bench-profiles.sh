@@ -64,7 +64,7 @@ flags_of() {
   hopsfs) echo "--cache-bytes 0" ;;
   hopsfs-cache) echo "--cache-bytes $((256 << 20))" ;;
   *)
-    "$BIN" bench spotify --profile "$1" --duration 1s --interval 1s 2>&1 >/dev/null |
+    { "$BIN" bench spotify --profile "$1" --duration 1s --interval 1s 2>&1 >/dev/null || true; } |
       sed -n 's/.*start `nimbus serve \(.*\) --store postgres.*/\1/p' | head -1
     ;;
   esac
@@ -79,11 +79,12 @@ for p in $PROFILES; do
   log "profile $p: nimbus serve $flags"
   # shellcheck disable=SC2086
   "$BIN" serve --data "$WORK/data" --listen "$ADDR" --log-level warn --store "$BASE/$db?sslmode=disable" \
-    --coordinator "$COORD/prof-$p-$$" $flags >"$WORK/serve-$p.log" 2>&1 &
+    --coordinator "$COORD/prof-$p-$$" --pg-pool-size 16 $flags >"$WORK/serve-$p.log" 2>&1 &
   SERVER=$!
   for _ in $(seq 200); do curl -sf "http://$ADDR/readyz" >/dev/null && break; sleep 0.1; done
   curl -sf "http://$ADDR/readyz" >/dev/null || die "profile $p: the server did not start: $(tail -3 "$WORK/serve-$p.log")"
   "$BIN" bench prepare --target "nimbus://$ADDR" --files "$FILES" --profile "$p" >/dev/null
+  psql -q "$BASE/$db?sslmode=disable" -c "VACUUM (ANALYZE) nimbus_kv" -c "CHECKPOINT"
   uptime | sed 's/^/load: /' >&2
   "$BIN" bench spotify --target "nimbus://$ADDR" --profile "$p" --duration "$DURATION" --base-rate "$BASE_RATE" \
     --seed "$SEED" --workers "$WORKERS" --json "$OUT/profile-$p.json" | tail -3
