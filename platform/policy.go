@@ -38,10 +38,14 @@
 //     starve invocations: when the deployment cannot grow (at a cap, none
 //     starting), an invocation goes to an instance with fewer than
 //     Concurrency invocations in flight whatever its reported load.
-//   - A deployment wants ceil((queued + occupancy of its running
-//     instances) / Concurrency) instances; it starts what it lacks of that
+//   - A deployment wants ceil((queued + invocations and sustained load of
+//     its running instances) / Concurrency) instances, where an instance's
+//     sustained load is the lesser of its last two reports (one poll that
+//     lands on a burst starts nothing); it starts what it lacks of that
 //     (within the caps) after every event, queue or not, so a TCP-heavy
 //     deployment scales out; and the keep-alive does not reclaim below it.
+//     Invocations that wait, with nothing starting, start one instance
+//     whatever the sustained load says.
 //   - An instance whose report shows load (in flight, or requests begun
 //     since the last report) is not idle: its idle clock restarts at the
 //     report, and it is not taken for another deployment until a report
@@ -148,8 +152,16 @@ type instance struct {
 	started  time.Time // asked for
 	idle     time.Time // since when nothing is in flight (running instances)
 	reported int       // requests in flight on connections, as last reported (Load)
+	previous int       // and as reported the time before
 	active   bool      // the last report showed load: in flight, or requests begun
 }
+
+// sustained is the reported load that lasted: the lesser of the last two
+// reports. It, not the last report alone, is what starts instances
+// (wanted): one poll that lands on a burst of requests in flight must not
+// start instances that the next poll would find idle (the lambda profile
+// started 8 instances for bursts that 2 served, docs/BENCHMARKS.md).
+func (in *instance) sustained() int { return min(in.reported, in.previous) }
 
 // occupancy is what takes its slots: invocations and reported load.
 func (in *instance) occupancy() int { return in.inflight + in.reported }
@@ -264,6 +276,7 @@ func (p *Policy) Load(now time.Time, id InstanceID, inflight, served int) error 
 	if in.state != Running {
 		return nil
 	}
+	in.previous = in.reported
 	in.reported, in.active = max(inflight, 0), inflight > 0 || served > 0
 	if in.active {
 		in.idle = now
@@ -365,7 +378,13 @@ func (p *Policy) dispatch(now time.Time, dep int) {
 	// With no reported load this is the queue's need at Concurrency each,
 	// minus the instances starting: every running instance is full when
 	// invocations wait.
-	for need := p.wanted(dep) - len(d.instances); need > 0 && len(d.instances) < p.cfg.MaxPerDeployment; need-- {
+	need := p.wanted(dep) - len(d.instances)
+	if len(d.queue) > 0 && need <= 0 && !p.starting(dep) {
+		// Invocations wait with every slot taken by load that has not
+		// lasted two reports yet: they are not left waiting for it.
+		need = 1
+	}
+	for ; need > 0 && len(d.instances) < p.cfg.MaxPerDeployment; need-- {
 		if p.total >= p.cfg.MaxInstances && !p.reclaimIdleElsewhere(dep) {
 			break
 		}
@@ -373,14 +392,25 @@ func (p *Policy) dispatch(now time.Time, dep int) {
 	}
 }
 
+// starting reports whether an instance of deployment dep is starting.
+func (p *Policy) starting(dep int) bool {
+	for _, in := range p.deps[dep].instances {
+		if in.state == Starting {
+			return true
+		}
+	}
+	return false
+}
+
 // wanted returns the instances deployment dep's load wants: its queue and
-// the occupancy of its running instances, at Concurrency each.
+// its running instances' invocations and sustained reported load, at
+// Concurrency each.
 func (p *Policy) wanted(dep int) int {
 	d := &p.deps[dep]
 	load := len(d.queue)
 	for _, in := range d.instances {
 		if in.state == Running {
-			load += in.occupancy()
+			load += in.inflight + in.sustained()
 		}
 	}
 	return (load + p.cfg.Concurrency - 1) / p.cfg.Concurrency

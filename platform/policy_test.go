@@ -103,8 +103,13 @@ func TestLoadOccupiesSlotsAndKeeps(t *testing.T) {
 	if err := p.Load(t0, 99, 1, 0); err == nil {
 		t.Fatal("a report on an unknown instance accepted")
 	}
-	// 5 in flight on instance 1's connections at concurrency 2: 3 wanted.
+	// 5 in flight on instance 1's connections at concurrency 2: 3 wanted,
+	// once a second report shows it lasted (one report starts nothing).
 	p.Load(t0.Add(time.Second), 1, 5, 7)
+	if r := p.Ready(); len(r.Starts) != 0 {
+		t.Fatalf("one report of load started instances: %+v", r)
+	}
+	p.Load(t0.Add(time.Second+200*time.Millisecond), 1, 6, 7)
 	r := p.Ready()
 	if len(r.Starts) != 2 || len(r.Assigns) != 0 {
 		t.Fatalf("reported load 5 at concurrency 2: %+v, want 2 starts", r)
@@ -278,9 +283,13 @@ func simulate(seed uint64) error {
 	running := map[InstanceID]bool{}
 	depOf := map[InstanceID]int{}
 	reported := map[InstanceID]int{}        // the last Load's in flight
+	previous := map[InstanceID]int{}        // the one before
 	reportedActive := map[InstanceID]bool{} // the last Load showed load
 	lastActive := map[InstanceID]time.Time{}
 	occ := func(id InstanceID) int { return inflight[id] + reported[id] }
+	// sustained counts the reported load that lasted two reports: what
+	// scale-out answers to.
+	sustained := func(id InstanceID) int { return inflight[id] + min(reported[id], previous[id]) }
 	tcpScaled := make([]bool, cfg.Deployments) // reported load alone made it start one
 	nextInv := InvocationID(1)
 	maxSeen := make([]int, cfg.Deployments)
@@ -346,7 +355,7 @@ func simulate(seed uint64) error {
 			}
 			refused[inv] = true
 		}
-		return check(p, cfg, now, maxSeen, occ)
+		return check(p, cfg, now, maxSeen, occ, sustained)
 	}
 	for q.Len() > 0 {
 		e := heap.Pop(&q).(event)
@@ -400,6 +409,7 @@ func simulate(seed uint64) error {
 				if err := p.Load(e.at, id, n, served); err != nil {
 					return err
 				}
+				previous[id] = reported[id]
 				reported[id], reportedActive[id] = n, n > 0 || served > 0
 				if reportedActive[id] {
 					lastActive[id] = e.at
@@ -424,7 +434,7 @@ func simulate(seed uint64) error {
 				delete(alive, e.inst)
 				delete(running, e.inst)
 				inflight[e.inst] = 0 // the caller fails what was in flight
-				reported[e.inst], reportedActive[e.inst] = 0, false
+				reported[e.inst], previous[e.inst], reportedActive[e.inst] = 0, 0, false
 				if err := p.Gone(e.at, e.inst); err != nil {
 					return err
 				}
@@ -475,7 +485,7 @@ func countTrue(b []bool) (n int) {
 // check verifies the policy's invariants at now; occ is an instance's
 // occupancy as the simulator counts it (invocations it was handed and has
 // not finished, and its last reported load).
-func check(p *Policy, cfg Config, now time.Time, maxSeen []int, occ func(InstanceID) int) error {
+func check(p *Policy, cfg Config, now time.Time, maxSeen []int, occ, sustained func(InstanceID) int) error {
 	total := 0
 	for dep := range p.deps {
 		d := &p.deps[dep]
@@ -488,7 +498,7 @@ func check(p *Policy, cfg Config, now time.Time, maxSeen []int, occ func(Instanc
 		if len(d.queue) > cfg.MaxQueue {
 			return fmt.Errorf("deployment %d queues %d, bound %d", dep, len(d.queue), cfg.MaxQueue)
 		}
-		starting, load := 0, len(d.queue)
+		starting, load := 0, len(d.queue) // load: what scale-out answers to
 		for _, in := range d.instances {
 			if in.state == Running && occ(in.id) < cfg.Concurrency && len(d.queue) > 0 {
 				return fmt.Errorf("deployment %d queues %d while instance %d has a free slot", dep, len(d.queue), in.id)
@@ -496,7 +506,7 @@ func check(p *Policy, cfg Config, now time.Time, maxSeen []int, occ func(Instanc
 			if in.state == Starting {
 				starting++
 			} else {
-				load += occ(in.id)
+				load += sustained(in.id)
 			}
 		}
 		// A queue waits only for starting instances or the caps.
