@@ -147,7 +147,9 @@ func TestHybridTCPVersusHTTP(t *testing.T) {
 		}
 	}
 	ts, hs := tcp.HybridStats(), http.HybridStats()
-	if ts.HTTP > 1 || hs.TCP > 0 {
+	// The TCP client's invocations: its first, and one per instance it
+	// meets (the policy may start one under its load): a few, not a share.
+	if ts.HTTP*100 > ts.TCP || hs.TCP > 0 {
 		t.Fatalf("the paths mixed: TCP client %+v, HTTP client %+v", ts, hs)
 	}
 	slices.Sort(overTCP)
