@@ -185,6 +185,63 @@ func TestGoneNameNodesDeleteIsFinished(t *testing.T) {
 	fsckClean(t, b)
 }
 
+// TestGoneNameNodesUncheckedDeleteIsCancelled: a NameNode that dies after
+// flagging a recursive delete, before its permission check over the
+// subtree passed, leaves a delete that no one may finish (its caller may
+// not have been allowed it): the NameNode that judges it gone cancels it,
+// and the tree stays whole.
+func TestGoneNameNodesUncheckedDeleteIsCancelled(t *testing.T) {
+	a, b, st := twoEnginesWith(t, func(c *Config) { c.SubtreeDeleteBatch = 200 })
+	ctx := context.Background()
+	must(t, a.Mkdirs(ctx, root, "/q/top", 0o755))
+	must(t, a.SetPermission(ctx, root, "/q", 0o777))
+	buildTree(t, a, "/q/top", 8, 150) // root's: alice may not delete it
+	before, err := a.ContentSummary(ctx, root, "/q/top")
+	must(t, err)
+	st0, err := a.Stat(ctx, root, "/q/top")
+	must(t, err)
+	id := st0.FileID
+	a.testHookFlag = func(set bool) {
+		if set { // the flag committed: dead before the permission check
+			runtime.Goexit()
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = a.Delete(ctx, meta.User{Name: "alice"}, "/q/top", true)
+		t.Error("the delete returned")
+	}()
+	<-done
+	crash(a)
+	// Wait until b has judged a gone and dealt with its flag.
+	ps, err := b.Stat(ctx, root, "/q")
+	must(t, err)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := b.Stat(ctx, root, "/q/top"); meta.KindOf(err) == meta.KindNotFound {
+			t.Fatal("the gone NameNode's unchecked delete was finished: alice deleted root's tree")
+		}
+		flag, row := flagOf(t, st, ps.FileID, "top", id)
+		if flag == 0 && !row {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the gone NameNode's flag stayed (flag %x, row %v)", flag, row)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cs, err := b.ContentSummary(ctx, root, "/q/top")
+	if meta.KindOf(err) == meta.KindNotFound {
+		t.Fatal("the gone NameNode's unchecked delete was finished")
+	}
+	must(t, err)
+	if cs.FileCount != before.FileCount || cs.DirectoryCount != before.DirectoryCount {
+		t.Fatalf("after the cancel: %+v, before the delete %+v", cs, before)
+	}
+	fsckClean(t, b)
+}
+
 // TestNameNodesOnOneStore: two NameNodes over one store serve one namespace,
 // and a subtree operation on one waits for the other's operations below
 // (the quiesce's lock walk: neither engine counts the other's attempts).

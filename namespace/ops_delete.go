@@ -111,6 +111,11 @@ func (e *Engine) deleteSubtree(ctx context.Context, op, root string, u meta.User
 		if err := e.checkSubAccess(ctx, op, root, u, f); err != nil {
 			return err
 		}
+		// Checked: from here a NameNode that finds the delete left half
+		// done may finish it (resumeDelete); before, it cancels it.
+		if err := e.markChecked(ctx, f); err != nil {
+			return e.finish(op, root, err)
+		}
 	} else {
 		var phase subtree.Do // a delete resumed at start is in its work phase
 		e.metrics.subtreeIn(&phase, subtree.DoWork)

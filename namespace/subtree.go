@@ -412,6 +412,50 @@ func (t *tx) lostFlag(f flagRef) error {
 // clearFlag clears the flag of directory f.id, and its table row, in a
 // transaction of its own, if they are still f.owner's: after a failed or
 // overlapping operation (this engine's flag), or a flag whose owner is gone.
+// markChecked records in a recursive delete's operation row that its
+// permission check passed (store.SubtreeOp.Checked), retried like a flag's
+// clear on a passing failure.
+func (e *Engine) markChecked(ctx context.Context, f flagRef) error {
+	mark := func(ctx context.Context) error {
+		txn, err := e.st.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer txn.Rollback()
+		k := store.SubtreeOpKey(f.id)
+		vals, err := txn.Read(ctx, []store.ReadReq{{Key: k, Mode: store.Exclusive}})
+		if err != nil {
+			return err
+		}
+		var row store.SubtreeOp
+		if vals[0] != nil {
+			if err := store.DecodeSubtreeOp(k, vals[0], &row); err != nil {
+				return err
+			}
+		}
+		if vals[0] == nil || row.Owner != f.owner {
+			// Cancelled or taken over by another NameNode that judged this
+			// one gone: nothing was deleted, the caller may send it again.
+			return meta.Errorf("delete", f.path, meta.ErrBusy, "the recursive delete was cancelled by another NameNode before it began")
+		}
+		if row.Checked {
+			return nil
+		}
+		row.Checked = true
+		txn.Put(k, store.EncodeSubtreeOp(nil, &row))
+		return txn.Commit(ctx)
+	}
+	for try := 0; ; try++ {
+		err := mark(ctx)
+		if err == nil || !store.IsRetryable(err) || try == 20 {
+			return err
+		}
+		if serr := sleepCtx(ctx, min(5*time.Millisecond<<min(try, 7), 500*time.Millisecond)); serr != nil {
+			return err
+		}
+	}
+}
+
 // clearFlagRetrying is clearFlag, tried again after a failure that may
 // pass (a lock held a moment, a write floor raised meanwhile, a coherence
 // session being joined again) with a backoff from 5 ms doubling to 500 ms,
@@ -706,6 +750,18 @@ func (e *Engine) resumeDelete(ctx context.Context, f flagRef) error {
 	}
 	if n.SubtreeOwner != f.owner {
 		return nil
+	}
+	if !row.Checked && row.PendingInodes == 0 && row.PendingEntries == 0 && row.PendingSpace == 0 {
+		// Its NameNode died before the permission check over the subtree
+		// passed, and nothing went: finishing it would delete what its
+		// caller may not have been allowed to (it did, found by
+		// TestLinearizableOnPlatform). Cancelled: the flag goes, and the
+		// caller's resubmission runs it again, checks and all.
+		n.SubtreeOwner = 0
+		txn.Put(key, store.EncodeInode(nil, &n))
+		txn.Delete(store.SubtreeOpKey(f.id))
+		e.log.Info("cancelled a recursive delete left before its permission check", "path", f.path)
+		return e.invalidateRaw(ctx, txn, cache.Key(f.parent, f.name))
 	}
 	n.SubtreeOwner, row.Owner = e.instance, e.instance
 	txn.Put(key, store.EncodeInode(nil, &n))

@@ -48,6 +48,13 @@ type SubtreeOp struct {
 	// (namespace/once.go). Format 4; none in older rows.
 	ReqClient string
 	ReqID     uint64
+	// Checked: a recursive delete's permission check over its whole
+	// subtree (HDFS's sub-access check) passed, so that whoever finds it
+	// left half done may finish it. One left before that (its NameNode
+	// died while checking) is cancelled instead: finishing it would
+	// delete what the caller may not have been allowed to. Format 5;
+	// false in older rows.
+	Checked bool
 }
 
 const (
@@ -55,6 +62,7 @@ const (
 	subtreeFormatV2 = 2 // V1 and SetPerm, SetUser, SetGroup
 	subtreeFormatV3 = 3 // V2 and Started
 	subtreeFormatV4 = 4 // V3 and ReqClient, ReqID
+	subtreeFormatV5 = 5 // V4 (ReqClient, ReqID always) and Checked
 )
 
 // SubtreeOpKey is the key of the subtree operation row of directory id.
@@ -82,7 +90,10 @@ func AllSubtreeOpsRange() (start, end []byte) {
 // EncodeSubtreeOp appends the encoded value of op to dst.
 func EncodeSubtreeOp(dst []byte, op *SubtreeOp) []byte {
 	v := byte(subtreeFormatV3)
-	if op.ReqID != 0 {
+	switch {
+	case op.Checked:
+		v = subtreeFormatV5
+	case op.ReqID != 0:
 		v = subtreeFormatV4
 	}
 	dst = append(dst, v, op.Kind)
@@ -97,9 +108,12 @@ func EncodeSubtreeOp(dst []byte, op *SubtreeOp) []byte {
 	dst = appendString(dst, op.SetUser)
 	dst = appendString(dst, op.SetGroup)
 	dst = binary.AppendVarint(dst, op.Started)
-	if op.ReqID != 0 {
+	if v >= subtreeFormatV4 {
 		dst = appendString(dst, op.ReqClient)
 		dst = binary.AppendUvarint(dst, op.ReqID)
+	}
+	if v >= subtreeFormatV5 {
+		dst = append(dst, 1)
 	}
 	return dst
 }
@@ -111,7 +125,7 @@ func DecodeSubtreeOp(key, value []byte, op *SubtreeOp) error {
 	}
 	d := decoder{b: value}
 	v := d.byte()
-	if (v < subtreeFormatV1 || v > subtreeFormatV4) && d.err == nil {
+	if (v < subtreeFormatV1 || v > subtreeFormatV5) && d.err == nil {
 		d.err = fmt.Errorf("unknown subtree operation format %d", v)
 	}
 	op.Kind = d.byte()
@@ -123,7 +137,7 @@ func DecodeSubtreeOp(key, value []byte, op *SubtreeOp) error {
 	op.PendingSpace = d.varint()
 	op.PendingEntries = d.varint()
 	op.SetPerm, op.SetUser, op.SetGroup, op.Started = 0, "", "", 0
-	op.ReqClient, op.ReqID = "", 0
+	op.ReqClient, op.ReqID, op.Checked = "", 0, false
 	if v >= subtreeFormatV2 {
 		op.SetPerm = uint32(d.uvarint())
 		op.SetUser = d.string()
@@ -135,6 +149,9 @@ func DecodeSubtreeOp(key, value []byte, op *SubtreeOp) error {
 	if v >= subtreeFormatV4 {
 		op.ReqClient = d.string()
 		op.ReqID = d.uvarint()
+	}
+	if v >= subtreeFormatV5 {
+		op.Checked = d.byte() == 1
 	}
 	if d.err == nil && op.Owner == 0 {
 		d.err = errors.New("no owner")

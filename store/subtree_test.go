@@ -29,6 +29,12 @@ func TestSubtreeOpRoundTrip(t *testing.T) {
 	if err := DecodeSubtreeOp(key, EncodeSubtreeOp(nil, &withReq), &back); err != nil || back != withReq {
 		t.Fatalf("round trip with the request it serves: %+v, %v", back, err)
 	}
+	for _, c := range []SubtreeOp{op, withReq} {
+		c.Checked = true
+		if err := DecodeSubtreeOp(key, EncodeSubtreeOp(nil, &c), &back); err != nil || back != c {
+			t.Fatalf("round trip of a checked delete: %+v, %v", back, err)
+		}
+	}
 	if EncodeSubtreeOp(nil, &op)[0] != subtreeFormatV3 {
 		t.Fatal("a row without a request is not written as format 3, which older servers read")
 	}

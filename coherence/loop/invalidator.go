@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -75,7 +76,13 @@ func (iv Invalidator) InvalidateGuarded(ctx context.Context, targets []namespace
 		return nil, nil, r.err
 	}
 	release := func(committed bool) { l.end(w, committed) }
-	return func(ctx context.Context, txn store.Txn) error { return check(ctx, txn, r.id, r.view) }, release, nil
+	return func(ctx context.Context, txn store.Txn) error {
+		err := check(ctx, txn, r.id, r.view)
+		if errors.Is(err, ErrBelowFloor) {
+			l.askRefresh()
+		}
+		return err
+	}, release, nil
 }
 
 // end reports a write's outcome to the loop.

@@ -98,6 +98,10 @@ type Loop struct {
 	writes chan *writeReq           // WriteLocked requests (invalidator)
 	ends   chan writeEnd            // Committed reports (invalidator)
 	result chan storeResult         // fences and floor raises done
+	// refresh asks the incarnation to read the membership again: a write
+	// met a floor above its view (refreshView); snaps brings the answer.
+	refresh chan struct{}
+	snaps   chan coordinator.Event
 
 	// state is what readers and writers see of the current incarnation,
 	// replaced by the loop: a pointer swap, never a lock on the read path.
@@ -167,6 +171,7 @@ func New(cfg Config) (*Loop, error) {
 	}
 	l := &Loop{cfg: cfg, log: cfg.Logger.With("component", "coherence"), m: newMetrics(cfg.Registerer), now: cfg.Now,
 		inbox: make(chan []coherence.Message, 1024), writes: make(chan *writeReq, 256), ends: make(chan writeEnd, 1024),
+		refresh: make(chan struct{}, 1), snaps: make(chan coordinator.Event, 1),
 		result: make(chan storeResult, 64), sendSem: make(chan struct{}, 64), stop: make(chan struct{}), done: make(chan struct{})}
 	l.state.Store(&incState{})
 	return l, nil
@@ -245,7 +250,7 @@ func (l *Loop) run(ctx context.Context, coord coordinator.Coordinator, sessions 
 			continue
 		}
 		used[id] = true
-		l.incarnation(ctx, coherence.NodeID(id), sess, changed, v, events)
+		l.incarnation(ctx, coord, coherence.NodeID(id), sess, changed, v, events)
 	}
 }
 
@@ -276,6 +281,41 @@ func (l *Loop) watch(ctx context.Context, coord coordinator.Coordinator) <-chan 
 		}
 	}()
 	return out
+}
+
+// A view can stay below the store's write floor with nothing wrong: the
+// floor is a joiner's first view, a snapshot at the coordinator's current
+// revision, which other writes to the coordinator (an election, an
+// eviction) may have moved past the joiner's own entry; the others' views
+// follow the membership's changes, and reach that revision only at the
+// next change. Their writes were refused (ErrBelowFloor) until then: in
+// the tests of the local platform, every write of an instance for as long
+// as 64 attempts lasted. So a write refused for the floor asks for the
+// membership to be read again (askRefresh), a snapshot at the current
+// revision, which is at or above every floor raised before it.
+
+// askRefresh asks the incarnation to read the membership again.
+func (l *Loop) askRefresh() {
+	select {
+	case l.refresh <- struct{}{}:
+	default: // one already asked
+	}
+}
+
+// readView reads the membership and hands it to the incarnation as a
+// snapshot.
+func (l *Loop) readView(ctx context.Context, coord coordinator.Coordinator) {
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	vw, err := coord.Members(rctx, coordinator.All)
+	if err != nil {
+		l.log.Debug("reading the membership again", "err", err)
+		return
+	}
+	select {
+	case l.snaps <- coordinator.Event{Kind: coordinator.Snapshot, Rev: vw.Rev, Members: vw.Members}:
+	case <-ctx.Done():
+	}
 }
 
 // errNoIncarnation: a write came while the server has no live incarnation
@@ -310,7 +350,7 @@ type pending struct {
 
 // incarnation runs one incarnation's Node until its session is replaced,
 // it is lost, or ctx ends.
-func (l *Loop) incarnation(ctx context.Context, id coherence.NodeID, sess coordinator.Session, changed <-chan struct{},
+func (l *Loop) incarnation(ctx context.Context, coord coordinator.Coordinator, id coherence.NodeID, sess coordinator.Session, changed <-chan struct{},
 	v *view, events <-chan coordinator.Event) {
 	log := l.log.With("member", id)
 	// The rows the store checks must exist before this incarnation writes.
@@ -395,8 +435,18 @@ func (l *Loop) incarnation(ctx context.Context, id coherence.NodeID, sess coordi
 			renew()
 			n.Tick(l.now())
 		case ev := <-events:
+			if ev.Kind != coordinator.Snapshot && ev.Rev <= v.rev {
+				break // in the snapshot a refresh read already
+			}
 			v.apply(ev)
 			n.ViewChanged(v.core())
+		case <-l.refresh:
+			go l.readView(ctx, coord)
+		case ev := <-l.snaps:
+			if ev.Rev > v.rev {
+				v.apply(ev)
+				n.ViewChanged(v.core())
+			}
 		case w := <-l.writes:
 			if w.ended {
 				break
