@@ -744,47 +744,13 @@ func (l *latency) average(m rpc.Method) time.Duration {
 // the request again with a new id, on the connection pick gives, and takes
 // the first answer. Without an average yet it is a plain Call.
 func (c *Client) hedgedCall(ctx context.Context, m rpc.Method, p *pool, conn *rpc.Conn, req *api.Request, busy int) (*api.Response, error) {
-	start := time.Now()
-	avg := c.lat.average(m)
-	if avg == 0 {
-		resp, err := conn.Call(ctx, req)
-		if err == nil {
-			c.lat.observe(m, time.Since(start))
-		}
+	var p1 rpc.Pending
+	first := &p1
+	if resp, done, err := c.awaitFirst(ctx, m, conn, req, first); done {
 		return resp, err
 	}
-	var p1 rpc.Pending
-	if err := conn.StartIn(ctx, req, &p1); err != nil {
-		return nil, err
-	}
-	first := &p1
-	// No timer per call: the client's ticker (tick) wakes the waiting calls
-	// every half StragglerFloor, and only then do they look at the clock.
-	deadline := start.Add(max(time.Duration(c.opts.StragglerFactor*float64(avg)), c.opts.StragglerFloor))
-wait:
-	for {
-		select {
-		case <-first.C():
-			resp, err := first.Result()
-			if err == nil {
-				c.lat.observe(m, time.Since(start))
-			}
-			return resp, err
-		case <-ctx.Done():
-			return first.Abandon(ctx.Err())
-		case <-c.tick():
-			if !time.Now().Before(deadline) {
-				break wait
-			}
-		}
-	}
 	// A straggler: the same read again, as a request of its own.
-	again := &api.Request{}
-	if b, err := req.MarshalVT(); err == nil && again.UnmarshalVT(b) == nil {
-		again.RequestId = c.nextID()
-	} else {
-		again = nil
-	}
+	again := c.stragglerCopy(req)
 	var second *rpc.Pending
 	if again != nil {
 		if conn2, err := c.pick(ctx, p, busy); err == nil {
@@ -829,6 +795,60 @@ wait:
 			return first.Abandon(ctx.Err())
 		}
 	}
+}
+
+// awaitFirst sends req on conn (into first) and waits for its answer
+// until it straggles: StragglerFactor times m's moving average, at least
+// StragglerFloor. done reports that the call ended (answered, failed, or
+// ctx ended) with resp and err; otherwise the caller sends a copy
+// (hedgedCall, hybridHedged). Without an average yet it is a plain Call.
+// No timer per call: the client's ticker (tick) wakes the waiting calls
+// every half StragglerFloor, and only then do they look at the clock.
+func (c *Client) awaitFirst(ctx context.Context, m rpc.Method, conn *rpc.Conn, req *api.Request, first *rpc.Pending) (resp *api.Response, done bool, err error) {
+	start := time.Now()
+	avg := c.lat.average(m)
+	if avg == 0 {
+		resp, err := conn.Call(ctx, req)
+		if err == nil {
+			c.lat.observe(m, time.Since(start))
+		}
+		return resp, true, err
+	}
+	if err := conn.StartIn(ctx, req, first); err != nil {
+		return nil, true, err
+	}
+	deadline := start.Add(max(time.Duration(c.opts.StragglerFactor*float64(avg)), c.opts.StragglerFloor))
+	for {
+		select {
+		case <-first.C():
+			resp, err := first.Result()
+			if err == nil {
+				c.lat.observe(m, time.Since(start))
+			}
+			return resp, true, err
+		case <-ctx.Done():
+			resp, err := first.Abandon(ctx.Err())
+			return resp, true, err
+		case <-c.tick():
+			if !time.Now().Before(deadline) {
+				return nil, false, nil
+			}
+		}
+	}
+}
+
+// stragglerCopy returns req again as a request of its own (a new id, not
+// marked resubmitted: a read's copy is a second read), or nil when it
+// cannot be copied.
+func (c *Client) stragglerCopy(req *api.Request) *api.Request {
+	again := &api.Request{}
+	b, err := req.MarshalVT()
+	if err != nil || again.UnmarshalVT(b) != nil {
+		return nil
+	}
+	again.RequestId = c.nextID()
+	again.Resubmitted = false
+	return again
 }
 
 // tick returns a channel that is closed within half StragglerFloor: the

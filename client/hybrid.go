@@ -543,39 +543,12 @@ func (c *Client) hybridExchange(ctx context.Context, m rpc.Method, op, path stri
 // invocation for deployment d (the platform may answer it from another
 // instance), and the first answer wins.
 func (c *Client) hybridHedged(ctx context.Context, m rpc.Method, d int, conn *rpc.Conn, req *api.Request) (*api.Response, error) {
-	start := time.Now()
-	avg := c.lat.average(m)
-	if avg == 0 {
-		resp, err := conn.Call(ctx, req)
-		if err == nil {
-			c.lat.observe(m, time.Since(start))
-		}
+	var first rpc.Pending
+	if resp, done, err := c.awaitFirst(ctx, m, conn, req, &first); done {
 		return resp, err
 	}
-	var first rpc.Pending
-	if err := conn.StartIn(ctx, req, &first); err != nil {
-		return nil, err
-	}
-	deadline := start.Add(max(time.Duration(c.opts.StragglerFactor*float64(avg)), c.opts.StragglerFloor))
-wait:
-	for {
-		select {
-		case <-first.C():
-			resp, err := first.Result()
-			if err == nil {
-				c.lat.observe(m, time.Since(start))
-			}
-			return resp, err
-		case <-ctx.Done():
-			return first.Abandon(ctx.Err())
-		case <-c.tick():
-			if !time.Now().Before(deadline) {
-				break wait
-			}
-		}
-	}
-	again := &api.Request{}
-	if b, err := req.MarshalVT(); err != nil || again.UnmarshalVT(b) != nil {
+	again := c.stragglerCopy(req)
+	if again == nil {
 		select {
 		case <-first.C():
 			return first.Result()
@@ -583,8 +556,6 @@ wait:
 			return first.Abandon(ctx.Err())
 		}
 	}
-	again.RequestId = c.nextID()
-	again.Resubmitted = false
 	type answer struct {
 		resp *api.Response
 		err  error
