@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
-	"syscall"
 
 	"github.com/nimbus-fs/nimbus/platform"
 	"github.com/nimbus-fs/nimbus/server"
@@ -59,39 +58,14 @@ func cmdNamenode(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	watchStdin(cancel)
 	sf.tuneRuntime(ctx, cfg)
 	spareProcessor(os.Getenv("GOMAXPROCS") != "")
-	srv, err := server.New(cfg)
-	if errors.Is(err, syscall.EAGAIN) {
-		fmt.Fprintf(stderr, "nimbus namenode: opening the store in %s: it is locked; is a server running on it? (%v)\n", server.StoreDir(cfg.DataDir), err)
-		return 1
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "nimbus namenode:", err)
-		return 1
-	}
-	if err := srv.Start(ctx); err != nil {
-		fmt.Fprintln(stderr, "nimbus namenode:", err)
-		_ = srv.Stop(context.Background())
-		return 1
-	}
-	member := ""
-	if m := srv.Member(); m != nil {
-		member = m.Member().ID
-	}
-	fmt.Fprintln(stdout, platform.ReadyLine(srv.Addr(), member))
-	waitErr := srv.Wait(ctx)
-	if waitErr != nil {
-		fmt.Fprintln(stderr, "nimbus namenode:", waitErr)
-	}
-	sctx, cancelStop := context.WithTimeout(context.Background(), *sf.grace)
-	defer cancelStop()
-	if err := srv.Stop(sctx); err != nil {
-		fmt.Fprintln(stderr, "nimbus namenode: shutdown:", err)
-		return 1
-	}
-	if waitErr != nil {
-		return 1
-	}
-	return 0
+	return runServer(ctx, "nimbus namenode", cfg, *sf.grace, stderr, func(srv *server.Server) (func(), error) {
+		member := ""
+		if m := srv.Member(); m != nil {
+			member = m.Member().ID
+		}
+		fmt.Fprintln(stdout, platform.ReadyLine(srv.Addr(), member))
+		return func() {}, nil
+	})
 }
 
 // watchStdin calls stop when standard input is a pipe and reaches EOF (the

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"syscall"
+	"time"
 
 	"github.com/nimbus-fs/nimbus/server"
 )
@@ -65,39 +66,57 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if pf.platform != "" {
 		return runPlatform(ctx, cfg, pf, fl, args, *pidFile, *sf.grace, stdout, stderr)
 	}
+	return runServer(ctx, "nimbus serve", cfg, *sf.grace, stderr, func(srv *server.Server) (func(), error) {
+		cleanup := func() {}
+		if *pidFile != "" {
+			if err := writePidFile(*pidFile); err != nil {
+				return nil, err
+			}
+			cleanup = func() { removePidFile(*pidFile) }
+		}
+		cfg.Logger.Info("memory", "gogc", gogc, "memory_limit_mb", debug.SetMemoryLimit(-1)>>20) // a negative input reads the limit
+		cfg.Logger.Info("processors", "gomaxprocs", procs, "cpus", runtime.NumCPU())
+		fmt.Fprintf(stdout, "nimbus serving on %s (data in %s)\n", srv.Addr(), cfg.DataDir)
+		return cleanup, nil
+	})
+}
+
+// runServer opens a server of cfg and starts it, calls ready once it
+// serves (an error stops it: exit 1; the func ready returns runs at the
+// end), serves until ctx ends or the server fails, then stops it
+// gracefully within grace. It returns the exit code; name begins its
+// messages (nimbus serve, nimbus namenode).
+func runServer(ctx context.Context, name string, cfg server.Config, grace time.Duration, stderr io.Writer,
+	ready func(*server.Server) (func(), error)) int {
 	srv, err := server.New(cfg)
 	if errors.Is(err, syscall.EAGAIN) {
-		fmt.Fprintf(stderr, "nimbus serve: opening the store in %s: it is locked; is a server running on it? (%v)\n", server.StoreDir(cfg.DataDir), err)
+		fmt.Fprintf(stderr, "%s: opening the store in %s: it is locked; is a server running on it? (%v)\n", name, server.StoreDir(cfg.DataDir), err)
 		return 1
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "nimbus serve:", err)
+		fmt.Fprintln(stderr, name+":", err)
 		return 1
 	}
 	if err := srv.Start(ctx); err != nil {
-		fmt.Fprintln(stderr, "nimbus serve:", err)
+		fmt.Fprintln(stderr, name+":", err)
 		_ = srv.Stop(context.Background())
 		return 1
 	}
-	if *pidFile != "" {
-		if err := writePidFile(*pidFile); err != nil {
-			fmt.Fprintln(stderr, "nimbus serve:", err)
-			_ = srv.Stop(context.Background())
-			return 1
-		}
-		defer removePidFile(*pidFile)
+	cleanup, err := ready(srv)
+	if err != nil {
+		fmt.Fprintln(stderr, name+":", err)
+		_ = srv.Stop(context.Background())
+		return 1
 	}
-	cfg.Logger.Info("memory", "gogc", gogc, "memory_limit_mb", debug.SetMemoryLimit(-1)>>20) // a negative input reads the limit
-	cfg.Logger.Info("processors", "gomaxprocs", procs, "cpus", runtime.NumCPU())
-	fmt.Fprintf(stdout, "nimbus serving on %s (data in %s)\n", srv.Addr(), cfg.DataDir)
+	defer cleanup()
 	waitErr := srv.Wait(ctx)
 	if waitErr != nil {
-		fmt.Fprintln(stderr, "nimbus serve:", waitErr)
+		fmt.Fprintln(stderr, name+":", waitErr)
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), *sf.grace)
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := srv.Stop(sctx); err != nil {
-		fmt.Fprintln(stderr, "nimbus serve: shutdown:", err)
+		fmt.Fprintln(stderr, name+": shutdown:", err)
 		return 1
 	}
 	if waitErr != nil {
