@@ -42,16 +42,9 @@ log "build"
 GOFLAGS=-buildvcs=false go build -o "$BIN" ./cmd/nimbus
 
 log "PostgreSQL and etcd"
-URL="$(scripts/pg.sh start)"
-COORD="$(scripts/etcd.sh start)"
-SERVER=""
-cleanup() {
-  [[ -n "$SERVER" ]] && { kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null || true; }
-  scripts/etcd.sh stop >/dev/null 2>&1 || true
-  scripts/pg.sh stop || true
-}
-trap cleanup EXIT
-BASE="${URL%%/postgres\?*}"
+# shellcheck source=scripts/pg-etcd-lib.sh
+source scripts/pg-etcd-lib.sh
+start_pg_etcd
 clients_csv="${CLIENTS// /,}"
 
 for cache in "$CACHE" 0; do
@@ -60,7 +53,7 @@ for cache in "$CACHE" 0; do
   psql -q "$URL" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
   rm -rf "$WORK/data"
   log "caches $label: the gateway and two instances"
-  "$BIN" serve --data "$WORK/data" --listen "$ADDR" --log-level warn --store "$BASE/$db?sslmode=disable" \
+  "$BIN" serve --data "$WORK/data" --listen "$ADDR" --log-level warn --store "$PG_BASE/$db?sslmode=disable" \
     --coordinator "$COORD/cache-$label-$$" --cache-bytes "$cache" --platform local --hosting process --deployments 2 \
     --concurrency 1024 --min-instances 1 --max-instances-per-deployment 1 --max-instances 2 >"$WORK/serve-$label.log" 2>&1 &
   SERVER=$!
@@ -69,7 +62,7 @@ for cache in "$CACHE" 0; do
   "$BIN" bench prepare --target "nimbus://$ADDR" --hybrid --files "$FILES" >/dev/null
   # The prepare's writes leave work for autovacuum and the checkpointer, which otherwise lands in the
   # first timed run (a first read run 4x slower than the next, in whichever configuration went first).
-  psql -q "$BASE/$db?sslmode=disable" -c "VACUUM (ANALYZE) nimbus_kv" -c "CHECKPOINT"
+  psql -q "$PG_BASE/$db?sslmode=disable" -c "VACUUM (ANALYZE) nimbus_kv" -c "CHECKPOINT"
   uptime | sed 's/^/load: /' >&2
   for op in $OPS; do
     # shellcheck disable=SC2086

@@ -60,25 +60,18 @@ log "build"
 GOFLAGS=-buildvcs=false go build -o "$BIN" ./cmd/nimbus
 
 log "PostgreSQL and etcd"
-URL="$(scripts/pg.sh start)"
-ETCD="$(scripts/etcd.sh start)"
-GATEWAY=""
-cleanup() {
-  [[ -n "$GATEWAY" ]] && { kill "$GATEWAY" 2>/dev/null; wait "$GATEWAY" 2>/dev/null || true; }
-  scripts/etcd.sh stop || true
-  scripts/pg.sh stop || true
-}
-trap cleanup EXIT
-PG_BASE="${URL%%/postgres\?*}"
+# shellcheck source=scripts/pg-etcd-lib.sh
+source scripts/pg-etcd-lib.sh
+start_pg_etcd
 DB_URL="$PG_BASE/nimbus_elastic?sslmode=disable"
 psql -q "$URL" -c 'DROP DATABASE IF EXISTS nimbus_elastic' -c 'CREATE DATABASE nimbus_elastic'
 
 log "the gateway on $ADDR"
 rm -rf "$WORK/data"
-"$BIN" serve --platform local --hosting process --deployments 2 --store "$DB_URL" --coordinator "$ETCD" \
+"$BIN" serve --platform local --hosting process --deployments 2 --store "$DB_URL" --coordinator "$COORD" \
   --cache-bytes 64m --pg-pool-size "$PG_POOL" --keep-alive "$KEEP_ALIVE" --fault-injection ${SERVE_FLAGS:-} \
   --data "$WORK/data" --listen "$ADDR" --log-level warn >"$WORK/serve.log" 2>&1 &
-GATEWAY=$!
+SERVER=$!
 for _ in $(seq 100); do curl -sf "http://$ADDR/readyz" >/dev/null && break; sleep 0.1; done
 curl -sf "http://$ADDR/readyz" >/dev/null || die "the gateway did not start: $(tail -3 "$WORK/serve.log")"
 

@@ -47,16 +47,9 @@ log "build"
 GOFLAGS=-buildvcs=false go build -o "$BIN" ./cmd/nimbus
 
 log "PostgreSQL and etcd"
-URL="$(scripts/pg.sh start)"
-COORD="$(scripts/etcd.sh start)"
-SERVER=""
-cleanup() {
-  [[ -n "$SERVER" ]] && { kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null || true; }
-  scripts/etcd.sh stop >/dev/null 2>&1 || true
-  scripts/pg.sh stop || true
-}
-trap cleanup EXIT
-BASE="${URL%%/postgres\?*}" # postgres://postgres@127.0.0.1:PORT
+# shellcheck source=scripts/pg-etcd-lib.sh
+source scripts/pg-etcd-lib.sh
+start_pg_etcd
 
 # flags_of P: the profile's server flags, as the bench prints them when it has no target.
 flags_of() {
@@ -78,13 +71,13 @@ for p in $PROFILES; do
   rm -rf "$WORK/data"
   log "profile $p: nimbus serve $flags"
   # shellcheck disable=SC2086
-  "$BIN" serve --data "$WORK/data" --listen "$ADDR" --log-level warn --store "$BASE/$db?sslmode=disable" \
+  "$BIN" serve --data "$WORK/data" --listen "$ADDR" --log-level warn --store "$PG_BASE/$db?sslmode=disable" \
     --coordinator "$COORD/prof-$p-$$" --pg-pool-size 16 $flags >"$WORK/serve-$p.log" 2>&1 &
   SERVER=$!
   for _ in $(seq 200); do curl -sf "http://$ADDR/readyz" >/dev/null && break; sleep 0.1; done
   curl -sf "http://$ADDR/readyz" >/dev/null || die "profile $p: the server did not start: $(tail -3 "$WORK/serve-$p.log")"
   "$BIN" bench prepare --target "nimbus://$ADDR" --files "$FILES" --profile "$p" >/dev/null
-  psql -q "$BASE/$db?sslmode=disable" -c "VACUUM (ANALYZE) nimbus_kv" -c "CHECKPOINT"
+  psql -q "$PG_BASE/$db?sslmode=disable" -c "VACUUM (ANALYZE) nimbus_kv" -c "CHECKPOINT"
   uptime | sed 's/^/load: /' >&2
   "$BIN" bench spotify --target "nimbus://$ADDR" --profile "$p" --duration "$DURATION" --base-rate "$BASE_RATE" \
     --seed "$SEED" --workers "$WORKERS" --json "$OUT/profile-$p.json" | tail -3
