@@ -2,10 +2,8 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -323,24 +321,10 @@ func (s *sampler) coldStart(dep, id string, t float64, ms *float64) {
 
 // readCluster fetches base's GET /status/cluster.
 func readCluster(ctx context.Context, base string) (*clusterDoc, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
 	url := strings.TrimSuffix(base, "/") + "/status/cluster"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := httpClientForSamples.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: %s", url, resp.Status)
-	}
 	var doc clusterDoc
-	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
-		return nil, fmt.Errorf("%s: %w", url, err)
+	if err := getJSON(ctx, url, 2*time.Second, &doc); err != nil {
+		return nil, err
 	}
 	if len(doc.Deployments) == 0 {
 		return nil, errors.New(url + ": no deployments")

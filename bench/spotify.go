@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -823,25 +822,27 @@ func readInstance(ctx context.Context, env *Env) (*instanceStatus, error) {
 	if !ok || base == "" {
 		return nil, errors.New("bench: no Nimbus status endpoint")
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/status/instance", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := httpClientForSamples.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("bench: %s/status/instance: %s", base, resp.Status)
-	}
 	var st instanceStatus
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return nil, fmt.Errorf("bench: %s/status/instance: %w", base, err)
+	if err := getJSON(ctx, base+"/status/instance", 5*time.Second, &st); err != nil {
+		return nil, err
 	}
 	return &st, nil
+}
+
+// getJSON fetches url (getOK, within timeout) and decodes its JSON answer
+// into v.
+func getJSON(ctx context.Context, url string, timeout time.Duration, v any) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp, err := getOK(ctx, httpClientForSamples, url)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		return fmt.Errorf("bench: %s: %w", url, err)
+	}
+	return nil
 }
 
 // runCost prices what the target did between two readings, for a run of
