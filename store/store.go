@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // Mode is how a transaction reads a key.
@@ -45,10 +46,38 @@ type ReadReq struct {
 	// that a first submission has no record, does not pay for a read
 	// (namespace/once.go).
 	LockOnly bool
+	// Guard: the lock (Mode Shared or Exclusive) is on the key's name, not
+	// on its row, and the value is read once it is held (the latest
+	// committed). For rows that every write locks shared, a cluster-wide
+	// guard such as the coherence layer's write floor: a row lock shared
+	// by many transactions is costly where locking a row writes to it
+	// (PostgreSQL records each sharer in the row: a new multixact per
+	// locker), a name lock is not. Every transaction that locks such a key
+	// must ask Guard, in every mode: a guard lock and a row lock on one
+	// key do not exclude each other. Writes to the key are ordinary
+	// writes, made under an Exclusive guard.
+	Guard bool
+}
+
+// Expecter is an optional capability of a Txn (found by type assertion):
+// conditions that its Commit checks itself, in the same round trip as the
+// writes, instead of a read before it. Expect(key, max, failed) makes the
+// commit write nothing and fail with ErrExpectation unless key's row
+// exists and its value is at most max in byte order, read under the key's
+// guard (ReadReq.Guard) taken shared, NoWait (held: ErrLockBusy), held to
+// the end of the commit; failed, if not nil, is called when it is this
+// expectation that does not hold. A transaction that writes nothing checks
+// nothing. For fixed-width big-endian counters, byte order is numeric
+// order.
+type Expecter interface {
+	Expect(key, max []byte, failed func())
 }
 
 // Errors of the store. Implementations wrap them; callers test with errors.Is.
 var (
+	// ErrExpectation: an expectation of the commit (Expecter) did not hold;
+	// nothing was written, and the transaction may run again.
+	ErrExpectation = fmt.Errorf("%w: store: a condition of the commit did not hold", ErrUnavailable)
 	// ErrLockBusy: a NoWait lock was held by another transaction.
 	ErrLockBusy = errors.New("store: lock busy")
 	// ErrLockTimeout: a lock could not be had within the store's lock wait

@@ -2,7 +2,6 @@ package loop
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -15,8 +14,9 @@ import (
 // Invalidator is the coherent namespace.Invalidator (and namespace.Guarded)
 // over a Loop: a write holding its row locks hands its targets to the
 // core (WriteLocked), waits for the write's Commit (every live instance
-// has acknowledged its INV, or left the membership), then checks the fence
-// and the floor in its own transaction (fence.go) and commits; its release
+// has acknowledged its INV, or left the membership), then has the fence
+// and the floor checked by its own transaction's commit (fence.go,
+// expect); its release
 // reports Committed, and the core sends RELEASE.
 type Invalidator struct{ l *Loop }
 
@@ -42,7 +42,7 @@ func (iv Invalidator) InvalidateGuarded(ctx context.Context, targets []namespace
 			return nil, nil, errNoIncarnation
 		}
 		id := s.id
-		return func(ctx context.Context, txn store.Txn) error { return check(ctx, txn, id, 0) }, func(bool) {}, nil
+		return func(ctx context.Context, txn store.Txn) error { return expect(ctx, txn, id, 0, nil) }, func(bool) {}, nil
 	}
 	if l.state.Load().node == nil {
 		return nil, nil, errNoIncarnation // fail fast: the write holds row locks
@@ -77,11 +77,7 @@ func (iv Invalidator) InvalidateGuarded(ctx context.Context, targets []namespace
 	}
 	release := func(committed bool) { l.end(w, committed) }
 	return func(ctx context.Context, txn store.Txn) error {
-		err := check(ctx, txn, r.id, r.view)
-		if errors.Is(err, ErrBelowFloor) {
-			l.askRefresh()
-		}
-		return err
+		return expect(ctx, txn, r.id, r.view, l.askRefresh)
 	}, release, nil
 }
 

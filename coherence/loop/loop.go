@@ -80,6 +80,10 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// maxDrain bounds the queued events the loop takes after one before it
+// sends what they produced.
+const maxDrain = 256
+
 // ErrClosed: the loop stopped; writes fail retryably.
 var ErrClosed = fmt.Errorf("%w: coherence loop stopped", store.ErrUnavailable)
 
@@ -107,7 +111,10 @@ type Loop struct {
 	// replaced by the loop: a pointer swap, never a lock on the read path.
 	state atomic.Pointer[incState]
 
-	sendSem chan struct{} // bounds concurrent POSTs
+	streams streams         // to peers (transport.go)
+	stream  *http.Client    // opens streams: no overall timeout
+	ctx     context.Context // ends when the loop stops
+	cancel  context.CancelFunc
 	stop    chan struct{}
 	done    chan struct{}
 	once    sync.Once
@@ -172,7 +179,9 @@ func New(cfg Config) (*Loop, error) {
 	l := &Loop{cfg: cfg, log: cfg.Logger.With("component", "coherence"), m: newMetrics(cfg.Registerer), now: cfg.Now,
 		inbox: make(chan []coherence.Message, 1024), writes: make(chan *writeReq, 256), ends: make(chan writeEnd, 1024),
 		refresh: make(chan struct{}, 1), snaps: make(chan coordinator.Event, 1),
-		result: make(chan storeResult, 64), sendSem: make(chan struct{}, 64), stop: make(chan struct{}), done: make(chan struct{})}
+		result: make(chan storeResult, 64), stop: make(chan struct{}), done: make(chan struct{}),
+		stream: &http.Client{Transport: cfg.Client.Transport}}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.state.Store(&incState{})
 	return l, nil
 }
@@ -187,10 +196,10 @@ func (l *Loop) Serving() bool {
 
 // Start runs the loop in the background until Stop.
 func (l *Loop) Start(coord coordinator.Coordinator, sessions Sessions) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx := l.ctx
 	go func() {
 		<-l.stop
-		cancel()
+		l.cancel()
 	}()
 	go func() {
 		defer close(l.done)
@@ -200,7 +209,10 @@ func (l *Loop) Start(coord coordinator.Coordinator, sessions Sessions) {
 
 // Stop ends the loop and waits for it; writes waiting fail with ErrClosed.
 func (l *Loop) Stop() {
-	l.once.Do(func() { close(l.stop) })
+	l.once.Do(func() {
+		close(l.stop)
+		l.cancel() // also when it never started: its streams end
+	})
 	select {
 	case <-l.done:
 	case <-time.After(5 * time.Second):
@@ -419,6 +431,62 @@ func (l *Loop) incarnation(ctx context.Context, coord coordinator.Coordinator, i
 		l.abortAll(p, n)
 		n.Close()
 	}()
+	// The events that arrive under load (peers' batches, writes, their
+	// ends) are taken as they come, then every other one already queued
+	// before the core's Ready: the INVs, ACKs and RELEASEs of concurrent
+	// writes leave in one POST per peer (a group commit of the coherence
+	// round), not one each.
+	step := func(ms []coherence.Message) {
+		for _, m := range ms {
+			l.m.received.WithLabelValues(m.Type.String()).Inc()
+			n.Step(m)
+		}
+	}
+	begin := func(w *writeReq) {
+		if w.ended {
+			return
+		}
+		op, err := n.WriteLocked(w.targets)
+		if err != nil {
+			l.m.writes.WithLabelValues("refused").Inc()
+			w.reply <- writeReply{err: fmt.Errorf("%w: %v", store.ErrUnavailable, err)}
+			return
+		}
+		w.node, w.op = n, op
+		p.byOp[op] = w
+	}
+	end := func(e writeEnd) {
+		if e.req.node == nil {
+			e.req.ended = true // its writer gave up before the loop took it
+			return
+		}
+		if e.req.node != n {
+			return // an earlier incarnation's: its Node is closed
+		}
+		if _, ok := p.byOp[e.req.op]; ok {
+			delete(p.byOp, e.req.op)
+			_ = n.Committed(e.req.op, e.committed)
+			if e.committed {
+				l.m.writes.WithLabelValues("committed").Inc()
+			} else {
+				l.m.writes.WithLabelValues("aborted").Inc()
+			}
+		}
+	}
+	drain := func() {
+		for range maxDrain {
+			select {
+			case ms := <-l.inbox:
+				step(ms)
+			case w := <-l.writes:
+				begin(w)
+			case e := <-l.ends:
+				end(e)
+			default:
+				return
+			}
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -427,10 +495,8 @@ func (l *Loop) incarnation(ctx context.Context, coord coordinator.Coordinator, i
 			log.Info("coherence incarnation replaced")
 			return
 		case ms := <-l.inbox:
-			for _, m := range ms {
-				l.m.received.WithLabelValues(m.Type.String()).Inc()
-				n.Step(m)
-			}
+			step(ms)
+			drain()
 		case <-tick.C:
 			renew()
 			n.Tick(l.now())
@@ -448,34 +514,11 @@ func (l *Loop) incarnation(ctx context.Context, coord coordinator.Coordinator, i
 				n.ViewChanged(v.core())
 			}
 		case w := <-l.writes:
-			if w.ended {
-				break
-			}
-			op, err := n.WriteLocked(w.targets)
-			if err != nil {
-				l.m.writes.WithLabelValues("refused").Inc()
-				w.reply <- writeReply{err: fmt.Errorf("%w: %v", store.ErrUnavailable, err)}
-				break
-			}
-			w.node, w.op = n, op
-			p.byOp[op] = w
+			begin(w)
+			drain()
 		case e := <-l.ends:
-			if e.req.node == nil {
-				e.req.ended = true // its writer gave up before the loop took it
-				break
-			}
-			if e.req.node != n {
-				break // an earlier incarnation's: its Node is closed
-			}
-			if _, ok := p.byOp[e.req.op]; ok {
-				delete(p.byOp, e.req.op)
-				_ = n.Committed(e.req.op, e.committed)
-				if e.committed {
-					l.m.writes.WithLabelValues("committed").Inc()
-				} else {
-					l.m.writes.WithLabelValues("aborted").Inc()
-				}
-			}
+			end(e)
+			drain()
 		case r := <-l.result:
 			if r.node != n {
 				break

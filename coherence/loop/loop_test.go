@@ -69,7 +69,7 @@ var (
 
 // TestTwoLoops: a write on A holds B's cache from its INV until its
 // RELEASE, passes the store check and commits; when A leaves, B fences it
-// and A's fence row refuses its writes.
+// and A's fence row refuses its writes' commits.
 func TestTwoLoops(t *testing.T) {
 	st, err := pebblestore.Open(t.TempDir(), pebblestore.DefaultOptions())
 	if err != nil {
@@ -137,6 +137,22 @@ func TestTwoLoops(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer txn.Rollback()
-		return errors.Is(check(ctx, txn), ErrFenced)
+		// The check is the commit's expectation (store.Expecter): the
+		// fenced writer's commit writes nothing.
+		if err := check(ctx, txn); err != nil {
+			return errors.Is(err, ErrFenced)
+		}
+		txn.Put(store.MetaKey("loop-test"), []byte("2"))
+		err = txn.Commit(ctx)
+		return errors.Is(err, store.ErrExpectation)
 	})
+	txn, err = st.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Rollback()
+	vals, err := txn.Read(ctx, []store.ReadReq{{Key: store.MetaKey("loop-test")}})
+	if err != nil || string(vals[0]) != "1" {
+		t.Fatalf("after the fenced commits: %q, %v; want the live writer's 1", vals, err)
+	}
 }

@@ -28,6 +28,42 @@ type txn struct {
 	// mustSync is set once the transaction may have read something that
 	// is not durable yet: it must not end before it is (see waitDurable).
 	mustSync bool
+	expects  []expectation // the commit's conditions (Expect)
+}
+
+// expectation is a condition of the commit (store.Expecter).
+type expectation struct {
+	key, max []byte
+	failed   func()
+}
+
+// Expect implements store.Expecter: the commit takes the keys' locks
+// shared, NoWait, reads them and compares, before it writes. Here that is
+// no cheaper than a read before Commit; it exists so that callers have one
+// path over every store.
+func (t *txn) Expect(key, max []byte, failed func()) {
+	t.expects = append(t.expects, expectation{key: bytes.Clone(key), max: bytes.Clone(max), failed: failed})
+}
+
+// checkExpects reads the expected keys under their locks and judges them.
+func (t *txn) checkExpects(ctx context.Context) error {
+	reqs := make([]store.ReadReq, len(t.expects))
+	for i, e := range t.expects {
+		reqs[i] = store.ReadReq{Key: e.key, Mode: store.Shared, NoWait: true, Guard: true}
+	}
+	vals, err := t.Read(ctx, reqs)
+	if err != nil {
+		return err
+	}
+	for i, e := range t.expects {
+		if vals[i] == nil || bytes.Compare(vals[i], e.max) > 0 {
+			if e.failed != nil {
+				e.failed()
+			}
+			return fmt.Errorf("pebblestore: commit: %w: %s is missing or above %x", store.ErrExpectation, store.FormatKey(e.key), e.max)
+		}
+	}
+	return nil
 }
 
 // lockOnly reports whether r asks for its lock only (store.ReadReq.LockOnly):
@@ -329,6 +365,14 @@ func (t *txn) Commit(ctx context.Context) error {
 	// is worse than a late one. ctx is checked before.
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if len(t.expects) > 0 {
+		t.done = false // Read refuses a finished transaction
+		err := t.checkExpects(ctx)
+		t.done = true
+		if err != nil {
+			return err
+		}
 	}
 	if err := t.s.acquire(); err != nil {
 		return err

@@ -92,6 +92,35 @@ $fn$;
 INSERT INTO nimbus_schema (version) VALUES (1);
 `
 
+// schemaV2 upgrades version 1 in place: nimbus_expect, the expectations
+// of a commit (store.Expecter, guard.go). It takes the guards of keys
+// (advisory locks on their hashes, shared, NoWait: 55P03), then reads each
+// key in a statement of its own (a volatile function's statements each
+// take a new snapshot, after the locks: a holder's commit is seen), and
+// raises NX001 with the key's position as DETAIL when its row is missing
+// or its value is above its bound.
+const schemaV2 = `
+CREATE OR REPLACE FUNCTION nimbus_expect(keys bytea[], hashes int8[], maxes bytea[])
+RETURNS void LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+	v bytea;
+BEGIN
+	FOR i IN 1 .. cardinality(keys) LOOP
+		IF NOT pg_try_advisory_xact_lock_shared(hashes[i]) THEN
+			RAISE EXCEPTION 'could not obtain the guard of an expected key' USING ERRCODE = '55P03';
+		END IF;
+	END LOOP;
+	FOR i IN 1 .. cardinality(keys) LOOP
+		SELECT t.value INTO v FROM nimbus_kv t WHERE t.key = keys[i];
+		IF NOT FOUND OR v > maxes[i] THEN
+			RAISE EXCEPTION 'expectation % of the commit does not hold', i USING ERRCODE = 'NX001', DETAIL = i::text;
+		END IF;
+	END LOOP;
+END
+$fn$;
+UPDATE nimbus_schema SET version = 2;
+`
+
 // schemaLock is the advisory lock that serialises schema creation by
 // servers starting at once on a fresh database.
 const schemaLock = 0x6e696d627573 // "nimbus"
@@ -131,12 +160,21 @@ func ensureSchema(ctx context.Context, c *pgx.Conn, create bool) (int, error) {
 		return 0, fmt.Errorf("%w: the database holds no Nimbus namespace (nimbus_schema is empty)", ErrSchema)
 	case version == nil:
 		if _, err := tx.Exec(ctx, schemaV1); err != nil {
+			return 0, fmt.Errorf("schema: create version 1: %w", err)
+		}
+		if _, err := tx.Exec(ctx, schemaV2); err != nil {
 			return 0, fmt.Errorf("schema: create version %d: %w", SchemaVersion, err)
 		}
 		if err := tx.Commit(ctx); err != nil {
 			return 0, fmt.Errorf("schema: create version %d: %w", SchemaVersion, err)
 		}
 		return SchemaVersion, nil
+	case rows == 1 && *version == 1:
+		// Version 1, upgraded in place (it only adds a function).
+		if _, err := tx.Exec(ctx, schemaV2); err != nil {
+			return 1, fmt.Errorf("schema: upgrade version 1 to %d: %w", SchemaVersion, err)
+		}
+		*version = SchemaVersion
 	case rows != 1 || *version != SchemaVersion:
 		return *version, fmt.Errorf("%w: the database has schema version %d (%d rows in nimbus_schema); this Nimbus knows version %d only: run the Nimbus that wrote it, or a newer one",
 			ErrSchema, *version, rows, SchemaVersion)

@@ -28,8 +28,12 @@ const idConns = 2
 
 // SchemaVersion is the layout of the tables this package reads and writes
 // (schema.go). A database whose nimbus_schema row holds a larger version
-// was written by a newer Nimbus and is refused.
-const SchemaVersion = 1
+// was written by a newer Nimbus and is refused; version 1 is upgraded in
+// place (schemaV2 adds the function of commit expectations). Every server
+// of a cluster must then run a Nimbus that knows version 2: an older one
+// refuses the database, rather than lock the coherence rows as rows while
+// the others take their guards.
+const SchemaVersion = 2
 
 // ErrSchema is wrapped by Open's error for a database of another schema.
 var ErrSchema = errors.New("pgstore: unsupported schema")

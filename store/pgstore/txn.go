@@ -44,6 +44,8 @@ type txn struct {
 	ranges []rangeDel
 	// cursorOpen: a long scan's cursor is open on conn (scanCursor).
 	cursorOpen bool
+	// expects are the commit's conditions (Expect, guard.go).
+	expects []expectation
 }
 
 type write struct {
@@ -128,11 +130,16 @@ func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) 
 	if len(reqs) == 0 {
 		return nil, nil
 	}
+	// Guard keys are locked first, as advisory locks on their hashes
+	// (guardSQL), and then read as unlocked keys: after the locks, in the
+	// statements of the unlocked rows below.
+	var guards []guardRun
+	reqs, guards = splitGuards(reqs)
 	// Split the batch where the mode changes, keeping the order given: a
 	// caller locks in key order, and so must the statements.
 	var runsBuf [4]run
 	runs := runsBuf[:0]
-	locking := false
+	locking := len(guards) > 0
 	for i, r := range reqs {
 		if r.Mode > store.Exclusive {
 			return nil, fmt.Errorf("pgstore: read %s: unknown mode %d", store.FormatKey(r.Key), r.Mode)
@@ -172,6 +179,10 @@ func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) 
 	slices.SortStableFunc(runs, func(a, b run) int {
 		return cmp.Compare(boolInt(a.mode == store.ReadCommitted), boolInt(b.mode == store.ReadCommitted))
 	})
+	for _, g := range guards {
+		b.Queue(g.sql(), g.hashes)
+		t.s.metrics.statements[kindLock].Inc()
+	}
 	for _, r := range runs {
 		queueRun(b, r, reqs)
 		if r.mode == store.ReadCommitted {
@@ -183,8 +194,13 @@ func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) 
 	t.s.metrics.roundTrips.Inc()
 	br := q.SendBatch(ctx, b)
 	err := func() error {
-		if b.Len() > len(runs) { // BEGIN
+		if b.Len() > len(runs)+len(guards) { // BEGIN
 			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		for _, g := range guards {
+			if err := g.take(br); err != nil {
 				return err
 			}
 		}
@@ -204,8 +220,15 @@ func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) 
 	}
 	if err != nil {
 		noWait, first := false, reqs[0].Key
-		if re, ok := err.(runErr); ok {
-			noWait, first, err = re.r.noWait, reqs[re.r.from].Key, re.err
+		switch e := err.(type) {
+		case runErr:
+			noWait, first, err = e.r.noWait, reqs[e.r.from].Key, e.err
+		case guardErr:
+			if e.busy {
+				t.s.metrics.retryable.Inc()
+				return nil, fmt.Errorf("pgstore: read %s: %w (its guard is held)", store.FormatKey(e.key), store.ErrLockBusy)
+			}
+			noWait, first, err = e.g.noWait, e.key, e.err
 		}
 		return nil, t.s.mapErr(ctx, "read "+store.FormatKey(first), err, noWait)
 	}
@@ -800,6 +823,12 @@ func (t *txn) Commit(ctx context.Context) error {
 		b.Queue("BEGIN")
 		t.s.metrics.statements[kindBegin].Inc()
 	}
+	expectAt := -1
+	if len(t.expects) > 0 {
+		expectAt = b.Len()
+		queueExpects(b, t.expects)
+		t.s.metrics.statements[kindLock].Inc()
+	}
 	first := t.queueWrites(b)
 	b.Queue("COMMIT")
 	t.s.metrics.statements[kindCommit].Inc()
@@ -828,6 +857,9 @@ func (t *txn) Commit(ctx context.Context) error {
 			t.s.metrics.commitUnknown.Inc()
 			t.s.log.Error("connection lost during COMMIT: the transaction may or may not have committed", "op", op, "db", t.s.target, "err", err)
 			return fmt.Errorf("pgstore: %s: %w: the connection to %s broke after COMMIT was sent (%w)", op, ErrCommitUnknown, t.s.target, err)
+		}
+		if failedAt == expectAt {
+			return t.s.expectErr(ctx, op, err, t.expects)
 		}
 		return t.s.mapErr(ctx, op, err, false)
 	}

@@ -31,6 +31,8 @@ func Run(t *testing.T, open Opener) {
 		{"SharedAdmitsShared", testSharedAdmitsShared},
 		{"NoWaitBusy", testNoWaitBusy},
 		{"LockOnlyLocks", testLockOnlyLocks},
+		{"Guards", testGuards},
+		{"Expectations", testExpectations},
 		{"LockWaitHonoursContext", testLockWaitContext},
 		{"LocksReleasedOnCommit", testLocksReleasedOnCommit},
 		{"LocksReleasedOnRollback", testLocksReleasedOnRollback},
