@@ -22,10 +22,14 @@ const (
 	MixRename  = "mv"       // rename a file this run created, within its directory
 	MixDelete  = "delete"   // delete a file this run created
 	MixMkdirs  = "mkdirs"   // make a new directory
+	// MixEcho is a no-op over the same transport (Target.Echo): the
+	// "echo" mix measures how far the open-loop driver and the transport
+	// go with no metadata work at all.
+	MixEcho = "echo"
 )
 
 // MixOps lists the operations a mix may name.
-var MixOps = []string{MixRead, MixStat, MixStatDir, MixLs, MixCreate, MixRename, MixDelete, MixMkdirs}
+var MixOps = []string{MixRead, MixStat, MixStatDir, MixLs, MixCreate, MixRename, MixDelete, MixMkdirs, MixEcho}
 
 // Mix is a named operation mix: the share of each operation.
 type Mix struct {
@@ -51,6 +55,9 @@ var namedMixes = map[string][][2]string{
 		{MixRead, "40"}, {MixStat, "20"}, {MixLs, "8"}, {MixCreate, "16"},
 		{MixRename, "8"}, {MixDelete, "7"}, {MixMkdirs, "1"},
 	},
+	// "echo" is the driver's ceiling: every operation a no-op round trip,
+	// offered as the other mixes are.
+	"echo": {{MixEcho, "100"}},
 	"lambdafs-repo": {
 		{MixRead, "71.84"}, {MixStat, "13.54"}, {MixLs, "8.17"}, {MixStatDir, "3.77"},
 		{MixCreate, "1.09"}, {MixRename, "0.55"}, {MixDelete, "0.34"},

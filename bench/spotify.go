@@ -685,6 +685,8 @@ func (r *spotifyRun) do(j spotifyJob, rng *rand.Rand) (string, error) {
 		_, err := env.FS.List(ctx, env.User, j.path, "", r.cfg.ListLimit)
 		r.readFailed(j.op, err)
 		return j.op, err
+	case MixEcho:
+		return j.op, env.FS.Echo(ctx)
 	case MixMkdirs:
 		p := r.newName(j.path, "d")
 		err := env.FS.Mkdirs(ctx, env.User, p, meta.DefaultDir)

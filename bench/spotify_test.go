@@ -218,3 +218,22 @@ func TestSpotifyIdleSecondsPass(t *testing.T) {
 		t.Fatalf("a schedule of 3 s took %v (duration %v s)", took, res.DurationS)
 	}
 }
+
+// TestSpotifyEchoMix: the echo mix offers no-ops as the others offer
+// metadata operations, all of them served.
+func TestSpotifyEchoMix(t *testing.T) {
+	env, _, tree := prepared(t, 50)
+	cfg := bench.DefaultSpotifyConfig()
+	cfg.BaseRate, cfg.Duration, cfg.Interval, cfg.Workers, cfg.PoolSize = 300, 2*time.Second, time.Second, 4, 50
+	var err error
+	if cfg.Mix, err = bench.LookupMix("echo"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := bench.Spotify(context.Background(), env, cfg, tree, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Errors != 0 || res.Ops == 0 || res.Ops != res.Spotify.Issued || res.PerOp["echo"].Ops != res.Ops {
+		t.Errorf("echo mix: ops %d, errors %d, issued %d, per op %+v", res.Ops, res.Errors, res.Spotify.Issued, res.PerOp)
+	}
+}

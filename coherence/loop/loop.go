@@ -117,6 +117,7 @@ type Loop struct {
 	cancel  context.CancelFunc
 	stop    chan struct{}
 	done    chan struct{}
+	started atomic.Bool
 	once    sync.Once
 }
 
@@ -196,6 +197,7 @@ func (l *Loop) Serving() bool {
 
 // Start runs the loop in the background until Stop.
 func (l *Loop) Start(coord coordinator.Coordinator, sessions Sessions) {
+	l.started.Store(true)
 	ctx := l.ctx
 	go func() {
 		<-l.stop
@@ -213,6 +215,9 @@ func (l *Loop) Stop() {
 		close(l.stop)
 		l.cancel() // also when it never started: its streams end
 	})
+	if !l.started.Load() {
+		return
+	}
 	select {
 	case <-l.done:
 	case <-time.After(5 * time.Second):

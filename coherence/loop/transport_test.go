@@ -1,0 +1,157 @@
+package loop
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nimbus-fs/nimbus/cache"
+	"github.com/nimbus-fs/nimbus/coherence"
+	"github.com/nimbus-fs/nimbus/coordinator"
+	"github.com/nimbus-fs/nimbus/store/pebblestore"
+)
+
+// newLoop is a loop that is never started: the tests drive its transport.
+func newLoop(t *testing.T) *Loop {
+	t.Helper()
+	st, err := pebblestore.Open(t.TempDir(), pebblestore.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	c, err := cache.New(cache.Config{MaxBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Cache, cfg.Store = c, st
+	l, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Stop)
+	return l
+}
+
+func inv(seq uint64) []coherence.Message {
+	return []coherence.Message{{Type: coherence.MsgInv, From: "a", To: "b", Op: coherence.OpID{Writer: "a", Seq: seq},
+		Targets: []cache.Target{cache.Key(1, "x")}}}
+}
+
+func viewOf(url string) *view {
+	return &view{rev: 1, members: map[string]coordinator.Member{"b": {ID: "b", Addr: url}}}
+}
+
+// TestStreamCarriesBatches: batches to one peer travel on one stream, in
+// frames, every one delivered.
+func TestStreamCarriesBatches(t *testing.T) {
+	a, b := newLoop(t), newLoop(t)
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(b.Handler())
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	const n = 500
+	for i := range n {
+		a.send(a.ctx, inv(uint64(i)), viewOf(srv.URL))
+	}
+	seen := map[uint64]bool{}
+	for deadline := time.After(10 * time.Second); len(seen) < n; {
+		select {
+		case ms := <-b.inbox:
+			for _, m := range ms {
+				seen[m.Op.Seq] = true
+			}
+		case <-deadline:
+			t.Fatalf("%d of %d batches arrived", len(seen), n)
+		}
+	}
+	if c := conns.Load(); c != 1 {
+		t.Errorf("%d connections for one peer's batches, want one stream", c)
+	}
+}
+
+// TestStreamFallsBackToPost: a peer that answers the stream's request as a
+// batch (204, no upgrade) gets every batch as a POST of its own.
+func TestStreamFallsBackToPost(t *testing.T) {
+	a := newLoop(t)
+	var mu sync.Mutex
+	seen := map[uint64]bool{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if len(body) > 0 {
+			ms, err := decodeBatch(body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			mu.Lock()
+			for _, m := range ms {
+				seen[m.Op.Seq] = true
+			}
+			mu.Unlock()
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	const n = 20
+	for i := range n {
+		a.send(a.ctx, inv(uint64(i)), viewOf(srv.URL))
+	}
+	waitFor(t, "every batch posted", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) == n
+	})
+}
+
+// TestStreamRedials: a stream whose connection broke is opened again for
+// the next batch.
+func TestStreamRedials(t *testing.T) {
+	a, b := newLoop(t), newLoop(t)
+	srv := httptest.NewServer(b.Handler())
+	t.Cleanup(srv.Close)
+	recv := func(seq uint64) {
+		t.Helper()
+		for deadline := time.After(10 * time.Second); ; {
+			select {
+			case ms := <-b.inbox:
+				if ms[0].Op.Seq == seq {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("batch %d did not arrive", seq)
+			}
+		}
+	}
+	a.send(a.ctx, inv(1), viewOf(srv.URL))
+	recv(1)
+	srv.CloseClientConnections() // does not reach hijacked ones: break them from the receiving side
+	b.cancel()
+	b = newLoop(t)
+	srv.Config.Handler = b.Handler()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for seq := uint64(2); ; seq++ {
+		a.send(a.ctx, inv(seq), viewOf(srv.URL))
+		select {
+		case ms := <-b.inbox:
+			if ms[0].Op.Seq >= 2 {
+				return
+			}
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatal("no batch arrived after the stream broke")
+		}
+	}
+}

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# How far the Spotify mix goes on this machine (issue 30, "Speed to reach": 40,000 ops/s sustained
+# with the lambda profile; docs/BENCHMARKS.md "The Spotify mix's ceiling"). One private PostgreSQL
+# cluster and one etcd member (scripts/pg-etcd-lib.sh); one `nimbus serve` with the profile's flags
+# ($PROFILE, default lambda: the local platform, process instances, scaling on) on a fresh database
+# and a $FILES-file tree; then `nimbus bench spotify --max-burst 1` (a constant offered rate, no
+# Pareto bursts) for $DURATION at each of $RATES, and the same at the last rate with `--mix echo`
+# (no-ops over the same connections: how far the driver and the transport go with no metadata
+# work). Writes $OUT/ceiling-RATE.json, $OUT/ceiling-echo.json and $OUT/ceiling.md.
+#
+#   scripts/bench-spotify-ceiling.sh
+#   RATES="10000 20000" DURATION=15s PROFILE=disabled scripts/bench-spotify-ceiling.sh
+#
+# About 3 minutes at the defaults. Run it alone: everything shares the two cores.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+PROFILE="${PROFILE:-lambda}"
+RATES="${RATES:-5000 10000 20000 30000 40000}"
+DURATION="${DURATION:-20s}"
+MIX="${MIX:-paper}"
+FILES="${FILES:-10000}"
+WORKERS="${WORKERS:-256}"
+OUT="${OUT:-$ROOT/docs/bench/ceiling}"
+WORK="${WORK:-/tmp/nimbus-bench-ceiling}"
+BIN="${BIN:-$WORK/nimbus}"
+ADDR="${ADDR:-127.0.0.1:9884}"
+export NIMBUS_PG_DIR="${NIMBUS_PG_DIR:-$WORK/pg}"
+export NIMBUS_PG_PORT="${NIMBUS_PG_PORT:-56600}"
+export NIMBUS_ETCD_DIR="${NIMBUS_ETCD_DIR:-$WORK/etcd}"
+export NIMBUS_ETCD_PORT="${NIMBUS_ETCD_PORT:-52379}"
+
+log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
+die() { echo "bench-spotify-ceiling.sh: $*" >&2; exit 1; }
+
+mkdir -p "$OUT" "$WORK"
+chmod 755 "$WORK"
+rm -f "$OUT"/ceiling-*.json
+log "build"
+GOFLAGS=-buildvcs=false go build -o "$BIN" ./cmd/nimbus
+
+log "PostgreSQL and etcd"
+# shellcheck source=scripts/pg-etcd-lib.sh
+source scripts/pg-etcd-lib.sh
+start_pg_etcd
+
+case $PROFILE in
+hopsfs) flags="--cache-bytes 0" ;;
+hopsfs-cache) flags="--cache-bytes $((256 << 20))" ;;
+*) flags="$({ "$BIN" bench spotify --profile "$PROFILE" --duration 1s --interval 1s 2>&1 >/dev/null || true; } |
+  sed -n 's/.*start `nimbus serve \(.*\) --store postgres.*/\1/p' | head -1)" ;;
+esac
+[[ -n "$flags" ]] || die "no flags for profile $PROFILE"
+db="nimbus_ceiling"
+psql -q "$URL" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
+rm -rf "$WORK/data"
+log "profile $PROFILE: nimbus serve $flags"
+# shellcheck disable=SC2086
+"$BIN" serve --data "$WORK/data" --listen "$ADDR" --log-level warn --store "$PG_BASE/$db?sslmode=disable" \
+  --coordinator "$COORD/ceiling-$$" --pg-pool-size 16 $flags >"$WORK/serve.log" 2>&1 &
+SERVER=$!
+for _ in $(seq 200); do curl -sf "http://$ADDR/readyz" >/dev/null && break; sleep 0.1; done
+curl -sf "http://$ADDR/readyz" >/dev/null || die "the server did not start: $(tail -3 "$WORK/serve.log")"
+"$BIN" bench prepare --target "nimbus://$ADDR" --files "$FILES" --profile "$PROFILE" >/dev/null
+psql -q "$PG_BASE/$db?sslmode=disable" -c "VACUUM (ANALYZE) nimbus_kv" -c "CHECKPOINT"
+uptime | sed 's/^/load: /' >&2
+last=""
+for rate in $RATES; do
+  log "$MIX at $rate ops/s"
+  "$BIN" bench spotify --target "nimbus://$ADDR" --profile "$PROFILE" --mix "$MIX" --duration "$DURATION" --interval "$DURATION" \
+    --base-rate "$rate" --max-burst 1 --seed 1 --workers "$WORKERS" --json "$OUT/ceiling-$rate.json" | tail -2
+  last=$rate
+done
+log "echo at $last ops/s"
+"$BIN" bench spotify --target "nimbus://$ADDR" --profile "$PROFILE" --mix echo --duration "$DURATION" --interval "$DURATION" \
+  --base-rate "$last" --max-burst 1 --seed 1 --workers "$WORKERS" --json "$OUT/ceiling-echo.json" | tail -2
+curl -sf "http://$ADDR/status/cluster" >"$OUT/cluster.json" || true
+
+log "table"
+python3 - "$OUT" $RATES <<'PY' >"$OUT/ceiling.md"
+import json, sys
+out, rates = sys.argv[1], sys.argv[2:]
+print("| mix | offered ops/s | served ops/s | served / offered | p50 ms | p99 ms | response p99 ms | seconds behind (server / driver) | driver CPU µs/op | instances max | errors |")
+print("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
+for name in rates + ["echo"]:
+    doc = json.load(open(f"{out}/ceiling-{name}.json"))
+    r = doc["results"][0]
+    sp = r.get("spotify") or {}
+    c = sp.get("cost") or {}
+    lat, resp = r["latency_ms"], sp.get("response_ms", {})
+    offered = sp.get("offered_ops_s", 0)
+    mix = "echo" if name == "echo" else sp.get("mix", "paper")
+    print(f"| {mix} | {offered:,.0f} | {r['throughput_ops_s']:,.0f} | {r['throughput_ops_s'] / offered if offered else 0:.2f} | "
+          f"{lat['p50']:.3f} | {lat['p99']:.3f} | {resp.get('p99', 0):.1f} | {sp.get('server_behind_s', 0)} / {sp.get('driver_behind_s', 0)} | "
+          f"{r.get('driver_cpu_us_per_op', 0):.1f} | {c.get('instances_max', '–')} | {r['errors']} |")
+PY
+cat "$OUT/ceiling.md"
+log "done: $OUT"
