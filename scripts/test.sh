@@ -129,8 +129,8 @@ stage_go() {
   banner "go test -race ./..."
   # need_tools installed etcd and chromium: their tests must run, not skip.
   NIMBUS_REQUIRE_ETCD=1 NIMBUS_REQUIRE_CHROMIUM=1 go test -race -count=1 -timeout 30m ./...
-  banner "coherence simulator: a million operations, without -race"
-  go test -count=1 -timeout 10m -run '^TestSimulate$' -v ./coherence/sim
+  banner "coherence simulator: a million operations, and a thousand instances, without -race"
+  go test -count=1 -timeout 10m -run '^TestSimulate(ThousandInstances)?$' -v ./coherence/sim
 }
 
 stage_fuzz() {

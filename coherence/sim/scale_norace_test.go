@@ -9,3 +9,6 @@ const simSeeds, simOps = 50, 20000
 // crossOps is the length of each history TestCheckerAgreesWithPorcupine
 // checks both ways.
 const crossOps = 1500
+
+// TestSimulateThousandInstances's size without -race.
+const largeInstances, largeDeployments, largeOps = 1000, 100, 300

@@ -10,3 +10,6 @@ const simSeeds, simOps = 4, 10000
 // crossOps is the length of each history TestCheckerAgreesWithPorcupine
 // checks both ways.
 const crossOps = 500
+
+// TestSimulateThousandInstances's size under -race: a tenth.
+const largeInstances, largeDeployments, largeOps = 100, 10, 200

@@ -193,3 +193,31 @@ func mustFail(t *testing.T, knob func(*Config)) {
 	}
 	t.Fatalf("no violation in %d seeds: the checker cannot see this part of the protocol", maxSeeds)
 }
+
+// TestSimulateThousandInstances: the protocol with a thousand simulated
+// instances in a hundred deployments (without -race), every fault on, one
+// seed: the history checks. NIMBUS_SIM_SEED replays another seed.
+func TestSimulateThousandInstances(t *testing.T) {
+	seed := uint64(1)
+	if ss := seeds(t, 1); len(ss) == 1 {
+		seed = ss[0]
+	}
+	cfg := DefaultConfig(seed)
+	cfg.Instances, cfg.Deployments, cfg.Ops, cfg.Clients = largeInstances, largeDeployments, largeOps, 16
+	cfg.Dirs, cfg.Files = 20, 10
+	start := time.Now()
+	res, err := Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := Check(res); v != nil {
+		t.Fatalf("%s\nreplay: NIMBUS_SIM_SEED=%d go test -count=1 -run 'TestSimulateThousandInstances$' ./coherence/sim", v, seed)
+	}
+	st := res.Stats
+	t.Logf("%d instances in %d deployments: %d operations (%d writes, %d reads, %d from the cache), %d messages (%.0f per write), %d partitions, %d crashes, in %v",
+		cfg.Instances, cfg.Deployments, st.Ops, st.Writes, st.Reads, st.CacheHits, st.Messages, float64(st.Messages)/float64(max(st.Writes, 1)),
+		st.Partitions, st.Crashes, time.Since(start).Round(time.Millisecond))
+	if st.Ops != cfg.Ops || st.Writes == 0 || st.Fills == 0 {
+		t.Errorf("the run did not do what it was asked: %+v", st)
+	}
+}
