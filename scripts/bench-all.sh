@@ -30,6 +30,9 @@
 #   report   the Markdown tables of docs/BENCHMARKS.md from the JSON, into docs/bench/tables.md
 #   stop     stop both servers (also done on exit for servers this script started, unless KEEP=1)
 #
+# NIMBUS_SERVE_FLAGS are added to `nimbus serve` (NIMBUS_SERVE_FLAGS="--cache-bytes 256m": the
+# metadata cache on, as issue 28's listing target asks).
+#
 # Fresh servers: when this script starts a server itself in a run that has the prepare stage, it
 # first deletes that server's data (Nimbus's $NIMBUS_DATA, HDFS's $HDFS_PEER_DIR; the Hadoop jars stay
 # in bench/hdfs/lib) and the prepare results, so that every run begins where a newcomer's first run
@@ -107,7 +110,8 @@ start_servers() {
     fi
     mkdir -p "$NIMBUS_DATA"
     log "starting nimbus serve --data $NIMBUS_DATA --listen 127.0.0.1:9870"
-    "$BIN" serve --data "$NIMBUS_DATA" --listen 127.0.0.1:9870 --debug-addr 127.0.0.1:6060 >"$(dirname "$NIMBUS_DATA")/serve.log" 2>&1 &
+    # shellcheck disable=SC2086
+    "$BIN" serve --data "$NIMBUS_DATA" --listen 127.0.0.1:9870 --debug-addr 127.0.0.1:6060 ${NIMBUS_SERVE_FLAGS:-} >"$(dirname "$NIMBUS_DATA")/serve.log" 2>&1 &
     STARTED_NIMBUS=$!
     echo "$STARTED_NIMBUS" >"$(dirname "$NIMBUS_DATA")/serve.pid"
     for _ in $(seq 1 100); do nimbus_up && break; sleep 0.2; done
