@@ -231,7 +231,15 @@ func (t *tx) targets() []Target {
 			if !read {
 				old = nil
 			}
-			add(rowTarget(parent, name, old, n))
+			// A row created where the attempt read none: no cache can
+			// hold its key (caches keep rows, never their absence; a
+			// listing that shows the name missing is the listing's
+			// target), so only the listing and the attributes are
+			// invalidated. A new directory then reaches the owner of its
+			// parent, as a new file does, not every instance.
+			if !(read && old == nil && n != nil) {
+				add(rowTarget(parent, name, old, n))
+			}
 			add(listing)
 			if n != nil && !read {
 				add(owned(cache.AttrsOf(n.ID), attrsRoute(n)))
