@@ -2,6 +2,7 @@ package platform
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -96,4 +97,41 @@ func TestLocalExited(t *testing.T) {
 	if want := fmt.Sprintf("member-%d", first); len(exited) != 1 || exited[0] != want {
 		t.Fatalf("Exited with %v, want [%s] (the stopped replacement is not reported)", exited, want)
 	}
+}
+
+// TestLocalExitedAfterFailedStop: an instance reclaimed whose stop failed
+// once it was gone (a process killed when its graceful stop timed out) is
+// reported to Exited, so that its member is evicted rather than left to
+// its lease.
+func TestLocalExitedAfterFailedStop(t *testing.T) {
+	h := &fakeHost{delay: 2 * time.Millisecond, stopErr: errors.New("killed after the stop timed out")}
+	cfg := Config{Deployments: 1, Concurrency: 4, MaxInstances: 1, MaxPerDeployment: 1, KeepAlive: 20 * time.Millisecond, MaxQueue: 10}
+	var (
+		mu     sync.Mutex
+		exited []string
+	)
+	l, err := NewLocal(cfg, memberHost{h}, LocalOptions{Tick: 5 * time.Millisecond, StartBackoff: 5 * time.Millisecond,
+		Exited: func(in Instance) {
+			mu.Lock()
+			exited = append(exited, MemberID(in))
+			mu.Unlock()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close(context.Background()) })
+	le, err := l.Invoke(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("member-%d", le.ID())
+	le.Release()
+	waitFor(t, "the reclaim's Exited call", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(exited) == 1 && exited[0] == want
+	})
 }

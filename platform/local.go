@@ -94,7 +94,8 @@ type LocalOptions struct {
 	ReadLoad func(ctx context.Context, inst Instance) (ConnLoad, error)
 	// Exited, if set, is called (in a goroutine of its own, which Close
 	// waits for) with each serving instance that exited without being
-	// stopped: a crash, a kill. Its Done is closed: the host saw it die
+	// stopped (a crash, a kill) or whose stop failed once it was gone
+	// (killed when its graceful stop timed out). Its Done is closed: the host saw it die
 	// (a process reaped). The gateway evicts its coordinator member, so
 	// that its peers stop waiting for it at once rather than at its lease's
 	// expiry (docs/ELASTIC.md, "Leases and fencing").
@@ -391,6 +392,15 @@ func (l *Local) stopLocked(rec *instanceRec) {
 		l.retire(ctx, rec.inst)
 		if err := rec.inst.Stop(ctx); err != nil {
 			l.log.Warn("stopping an instance", "instance", rec.id, "deployment", rec.dep, "err", err)
+			select {
+			case <-rec.inst.Done():
+				// It did not stop cleanly (killed when its stop timed
+				// out): its member may still be listed.
+				if l.opts.Exited != nil {
+					l.opts.Exited(rec.inst)
+				}
+			default:
+			}
 		}
 	}()
 }

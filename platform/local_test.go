@@ -24,6 +24,9 @@ type fakeHost struct {
 	mu        sync.Mutex
 	live      map[InstanceID]*fakeInstance
 	stopped   []InstanceID
+	// stopErr: Stop ends the instance but fails, as a process killed
+	// after its graceful stop timed out does.
+	stopErr error
 }
 
 type fakeInstance struct {
@@ -95,7 +98,7 @@ func (i *fakeInstance) Stop(context.Context) error {
 		i.h.mu.Unlock()
 		close(i.done)
 	})
-	return nil
+	return i.h.stopErr
 }
 func (i *fakeInstance) Kill() error {
 	i.once.Do(func() {
