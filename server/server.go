@@ -255,6 +255,7 @@ type Server struct {
 		wg     sync.WaitGroup
 	}
 	rpc    *rpc.Server
+	web    *webhdfs.Handler
 	http   *http.Server
 	ln     net.Listener
 	debug  *http.Server // nil unless Config.DebugAddr
@@ -403,6 +404,7 @@ func New(cfg Config) (_ *Server, err error) {
 		st.Close()
 		return nil, err
 	}
+	s.web = wh
 
 	mux := http.NewServeMux()
 	mux.Handle("/rpc/", s.rpc.Handler())
@@ -602,12 +604,15 @@ func (s *Server) shutdown(ctx context.Context) error {
 	// Elected duties end (and resign) before the server leaves.
 	s.stopDuties()
 	s.stopSampler()
-	// The RPC's requests drain while the server is still a member: a write
+	// The RPC's and WebHDFS's requests drain while the server is still a member: a write
 	// in flight needs its coherence session to commit (after leave its
 	// invalidations would wait for a session that never comes back, holding
 	// its rows locked until the stop's deadline, and every peer's writes
 	// on them too). New RPC requests are refused meanwhile (503: not run).
 	errs = append(errs, s.rpc.Shutdown(ctx))
+	// WebHDFS's requests drain the same way (new ones are refused with
+	// 503 RetriableException meanwhile).
+	errs = append(errs, s.web.Shutdown(ctx))
 	// Peers see this server leave before it stops answering.
 	if err := s.leave(ctx); err != nil {
 		s.log.Warn("leaving the coordinator", "err", err)

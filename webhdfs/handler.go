@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +31,58 @@ type Handler struct {
 	m         *metrics
 	clientTag string        // random per handler: lease holder names never repeat across restarts
 	seq       atomic.Uint64 // lease holder names are clientTag + seq
+
+	// The requests in flight, for Shutdown: once closing, new requests
+	// are refused retryably and idle is closed when the last one ends.
+	dmu      sync.Mutex
+	inflight int
+	closing  bool
+	idle     chan struct{}
+}
+
+// enter counts a request in, unless the handler is shutting down.
+func (h *Handler) enter() bool {
+	h.dmu.Lock()
+	defer h.dmu.Unlock()
+	if h.closing {
+		return false
+	}
+	h.inflight++
+	return true
+}
+
+func (h *Handler) exit() {
+	h.dmu.Lock()
+	defer h.dmu.Unlock()
+	h.inflight--
+	if h.closing && h.inflight == 0 && h.idle != nil {
+		close(h.idle)
+		h.idle = nil
+	}
+}
+
+// Shutdown refuses new requests from now on (503, RetriableException:
+// Hadoop's client tries again, elsewhere or later) and waits for those in
+// flight to end, or for ctx. A server calls it while it is still a member
+// of its cluster, so that a write in flight can still commit.
+func (h *Handler) Shutdown(ctx context.Context) error {
+	h.dmu.Lock()
+	h.closing = true
+	if h.inflight == 0 {
+		h.dmu.Unlock()
+		return nil
+	}
+	if h.idle == nil {
+		h.idle = make(chan struct{})
+	}
+	idle := h.idle
+	h.dmu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("webhdfs: shutdown: requests still in flight: %w", ctx.Err())
+	}
 }
 
 // New validates cfg, registers the metrics on cfg.Registerer and returns a
@@ -137,6 +190,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer mt.End()
 	}
 	start := time.Now()
+	entered := h.enter()
+	if entered {
+		defer h.exit()
+	}
 	sw := &statusWriter{ResponseWriter: w}
 	opLabel := "invalid"
 	defer func() {
@@ -148,6 +205,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rq, err := h.parse(sw, r)
 	if rq != nil && rq.op != nil {
 		opLabel = rq.op.name
+	}
+	if err == nil && !entered {
+		sw.Header().Set("Retry-After", "1")
+		err = meta.Errorf(rq.op.lower, rq.path, meta.ErrBusy, "the server is stopping: try again, here or at another NameNode")
 	}
 	if tn := h.cfg.Tenants; tn != nil && err == nil {
 		id := tenant.ID(rq.user.Name, rq.job)
