@@ -242,7 +242,13 @@ func (l *Loop) runStream(ctx context.Context, url string, q chan []byte) {
 			}
 			conn, w = c, bufio.NewWriterSize(c, 64<<10)
 		}
-		// This batch and every other one already queued, in one flush.
+		// This batch and every other one already queued, in one flush. A
+		// peer that stops reading (a process stopped, not dead) would
+		// block the write forever: closing the stream after SendTimeout,
+		// or when the loop stops, ends it.
+		c := conn
+		watchdog := time.AfterFunc(l.cfg.SendTimeout, func() { c.Close() })
+		stopOnDone := context.AfterFunc(ctx, func() { c.Close() })
 		var err error
 		for more := true; more && err == nil; {
 			frame = binary.AppendUvarint(frame[:0], uint64(len(b)))
@@ -258,6 +264,8 @@ func (l *Loop) runStream(ctx context.Context, url string, q chan []byte) {
 		if err == nil {
 			err = w.Flush()
 		}
+		watchdog.Stop()
+		stopOnDone()
 		if err != nil {
 			l.m.sendErrors.Inc()
 			l.log.Debug("coherence: stream broke", "to", url, "err", err)

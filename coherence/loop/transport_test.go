@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/nimbus-fs/nimbus/cache"
 	"github.com/nimbus-fs/nimbus/coherence"
 	"github.com/nimbus-fs/nimbus/coordinator"
@@ -154,4 +156,46 @@ func TestStreamRedials(t *testing.T) {
 			t.Fatal("no batch arrived after the stream broke")
 		}
 	}
+}
+
+// TestStreamToStalledPeer: a peer that takes the stream and then stops
+// reading (a stopped process) does not block its sender: the write is cut
+// off after SendTimeout, counted as a send error, and the stream closed.
+func TestStreamToStalledPeer(t *testing.T) {
+	a := newLoop(t)
+	a.cfg.SendTimeout = 100 * time.Millisecond
+	stalled := make(chan struct{})
+	t.Cleanup(func() { close(stalled) })
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + upgradeProto + "\r\n\r\n")
+		brw.Flush()
+		<-stalled // never reads
+	}))
+	t.Cleanup(srv.Close)
+	big := inv(1)
+	for i := range 2000 {
+		big[0].Targets = append(big[0].Targets, cache.Key(uint64(i), "a-long-enough-name-to-fill-the-socket-buffers"))
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for sendErrors(a) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no send error: the stream to a stalled peer was never cut off")
+		}
+		a.send(a.ctx, big, viewOf(srv.URL))
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// sendErrors reads the loop's send errors.
+func sendErrors(l *Loop) float64 {
+	var m dto.Metric
+	if err := l.m.sendErrors.Write(&m); err != nil {
+		return 0
+	}
+	return m.GetCounter().GetValue()
 }
