@@ -27,9 +27,10 @@ import (
 // every write of the cluster, and as a PostgreSQL row lock that cost each
 // write a multixact. Where the store can, the check is an expectation of
 // the write's commit (expect, store.Expecter), which on PostgreSQL saves
-// the round trip a read before the commit costs: with both, a create over
-// PostgreSQL with the caches on went from 0.60 to 0.80 of its uncached
-// rate (docs/ELASTIC.md, "Writes with the caches on"). The shared reads are
+// the round trip a read before the commit costs (with the stream
+// transport, creates over PostgreSQL with the caches on went from
+// 0.47–0.53 to 0.83–0.84 of their uncached rate: docs/BENCHMARKS.md,
+// "Writes with the caches on, again"). The shared reads are
 // NoWait (they are taken out of the key order, after the write's other
 // locks): a write that meets a raise or a fence under way fails with
 // store.ErrLockBusy and is run again, and nothing can deadlock.
@@ -158,10 +159,9 @@ func lockRow(ctx context.Context, st store.Store, key []byte) (store.Txn, []byte
 }
 
 // ensureFloor creates the floor row at 0 if it is missing. A row there
-// (it is never deleted) is not locked: writes hold the floor's guard shared
-// from their first locked read (Invalidator.Prefetch) until their commit,
-// and one of them may be waiting for this joining instance's ACK, which it
-// sends only once its incarnation has begun, after this.
+// (it is never deleted) is only read, not locked: there is nothing to
+// create, and the exclusive guard would wait for every write committing
+// at the time, for nothing.
 func ensureFloor(ctx context.Context, st store.Store) error {
 	if txn, err := st.Begin(ctx); err == nil {
 		vals, err := txn.Read(ctx, []store.ReadReq{{Key: floorKey}})

@@ -439,7 +439,7 @@ func (l *Loop) incarnation(ctx context.Context, coord coordinator.Coordinator, i
 	// The events that arrive under load (peers' batches, writes, their
 	// ends) are taken as they come, then every other one already queued
 	// before the core's Ready: the INVs, ACKs and RELEASEs of concurrent
-	// writes leave in one POST per peer (a group commit of the coherence
+	// writes leave as one batch per peer (a group commit of the coherence
 	// round), not one each.
 	step := func(ms []coherence.Message) {
 		for _, m := range ms {

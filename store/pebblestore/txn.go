@@ -51,7 +51,7 @@ func (t *txn) checkExpects(ctx context.Context) error {
 	for i, e := range t.expects {
 		reqs[i] = store.ReadReq{Key: e.key, Mode: store.Shared, NoWait: true, Guard: true}
 	}
-	vals, err := t.Read(ctx, reqs)
+	vals, err := t.read(ctx, reqs)
 	if err != nil {
 		return err
 	}
@@ -84,6 +84,12 @@ func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) 
 	if t.done {
 		return nil, store.ErrTxnDone
 	}
+	return t.read(ctx, reqs)
+}
+
+// read is Read on a transaction not yet finished (or finishing: Commit's
+// expectations).
+func (t *txn) read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) {
 	// Not into a lock wait on a failed store: the holder may never return.
 	if err := t.s.failed(); err != nil {
 		return nil, err
@@ -367,10 +373,7 @@ func (t *txn) Commit(ctx context.Context) error {
 		return err
 	}
 	if len(t.expects) > 0 {
-		t.done = false // Read refuses a finished transaction
-		err := t.checkExpects(ctx)
-		t.done = true
-		if err != nil {
+		if err := t.checkExpects(ctx); err != nil {
 			return err
 		}
 	}

@@ -131,7 +131,7 @@ func (t *txn) Read(ctx context.Context, reqs []store.ReadReq) ([][]byte, error) 
 		return nil, nil
 	}
 	// Guard keys are locked first, as advisory locks on their hashes
-	// (guardSQL), and then read as unlocked keys: after the locks, in the
+	// (guard.go), and then read as unlocked keys: after the locks, in the
 	// statements of the unlocked rows below.
 	var guards []guardRun
 	reqs, guards = splitGuards(reqs)
