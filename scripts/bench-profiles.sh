@@ -51,20 +51,8 @@ log "PostgreSQL and etcd"
 source scripts/pg-etcd-lib.sh
 start_pg_etcd
 
-# flags_of P: the profile's server flags, as the bench prints them when it has no target.
-flags_of() {
-  case $1 in
-  hopsfs) echo "--cache-bytes 0" ;;
-  hopsfs-cache) echo "--cache-bytes $((256 << 20))" ;;
-  *)
-    { "$BIN" bench spotify --profile "$1" --duration 1s --interval 1s 2>&1 >/dev/null || true; } |
-      sed -n 's/.*start `nimbus serve \(.*\) --store postgres.*/\1/p' | head -1
-    ;;
-  esac
-}
-
 for p in $PROFILES; do
-  flags="$(flags_of "$p")"
+  flags="$(profile_flags "$p")"
   [[ -n "$flags" ]] || die "no flags for profile $p"
   db="nimbus_prof_${p//-/_}"
   psql -q "$URL" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"

@@ -45,12 +45,7 @@ log "PostgreSQL and etcd"
 source scripts/pg-etcd-lib.sh
 start_pg_etcd
 
-case $PROFILE in
-hopsfs) flags="--cache-bytes 0" ;;
-hopsfs-cache) flags="--cache-bytes $((256 << 20))" ;;
-*) flags="$({ "$BIN" bench spotify --profile "$PROFILE" --duration 1s --interval 1s 2>&1 >/dev/null || true; } |
-  sed -n 's/.*start `nimbus serve \(.*\) --store postgres.*/\1/p' | head -1)" ;;
-esac
+flags="$(profile_flags "$PROFILE")"
 [[ -n "$flags" ]] || die "no flags for profile $PROFILE"
 db="nimbus_ceiling"
 psql -q "$URL" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"

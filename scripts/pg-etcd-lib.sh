@@ -6,6 +6,7 @@
 #   PG_BASE postgres://USER@HOST:PORT, to which a script appends /DB?sslmode=disable
 #   COORD  etcd://HOST:PORT, the --coordinator URL
 # On exit the server whose pid is in SERVER (if any), etcd and PostgreSQL are stopped.
+# profile_flags P prints the `nimbus serve` flags of `nimbus bench --profile P` (with $BIN).
 
 SERVER=""
 
@@ -20,4 +21,16 @@ start_pg_etcd() {
   COORD="$(scripts/etcd.sh start)"
   PG_BASE="${URL%%/postgres\?*}"
   trap stop_pg_etcd EXIT
+}
+
+# profile_flags P: the profile's server flags, as the bench prints them when it has no target.
+profile_flags() {
+  case $1 in
+  hopsfs) echo "--cache-bytes 0" ;;
+  hopsfs-cache) echo "--cache-bytes $((256 << 20))" ;;
+  *)
+    { "$BIN" bench spotify --profile "$1" --duration 1s --interval 1s 2>&1 >/dev/null || true; } |
+      sed -n 's/.*start `nimbus serve \(.*\) --store postgres.*/\1/p' | head -1
+    ;;
+  esac
 }

@@ -28,9 +28,10 @@ func (b *statBlockingFS) Stat(ctx context.Context, u meta.User, p string) (*meta
 	return b.MemFS.Stat(ctx, u, p)
 }
 
-// TestShutdownDrains: Shutdown waits for the request in flight, which
-// completes, and refuses new ones retryably (503, RetriableException).
-func TestShutdownDrains(t *testing.T) {
+// blockedHandler is a Handler over a statBlockingFS, served, and the URL
+// of a GETFILESTATUS that blocks in it.
+func blockedHandler(t *testing.T) (*Handler, *statBlockingFS, string) {
+	t.Helper()
 	fs := &statBlockingFS{MemFS: metatest.NewMemFS(), entered: make(chan struct{}, 1), release: make(chan struct{})}
 	cfg := DefaultConfig()
 	cfg.Registerer = prometheus.NewRegistry()
@@ -40,7 +41,13 @@ func TestShutdownDrains(t *testing.T) {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	url := srv.URL + PathPrefix + "/?op=GETFILESTATUS&user.name=ann"
+	return h, fs, srv.URL + PathPrefix + "/?op=GETFILESTATUS&user.name=ann"
+}
+
+// TestShutdownDrains: Shutdown waits for the request in flight, which
+// completes, and refuses new ones retryably (503, RetriableException).
+func TestShutdownDrains(t *testing.T) {
+	h, fs, url := blockedHandler(t)
 	first := make(chan int, 1)
 	go func() {
 		resp, err := http.Get(url)
@@ -80,18 +87,10 @@ func TestShutdownDrains(t *testing.T) {
 
 // TestShutdownDeadline: Shutdown gives up at its context's end.
 func TestShutdownDeadline(t *testing.T) {
-	fs := &statBlockingFS{MemFS: metatest.NewMemFS(), entered: make(chan struct{}, 1), release: make(chan struct{})}
-	cfg := DefaultConfig()
-	cfg.Registerer = prometheus.NewRegistry()
-	h, err := New(fs, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	h, fs, url := blockedHandler(t)
 	t.Cleanup(func() { close(fs.release) })
 	go func() {
-		if resp, err := http.Get(srv.URL + PathPrefix + "/?op=GETFILESTATUS&user.name=ann"); err == nil {
+		if resp, err := http.Get(url); err == nil {
 			resp.Body.Close()
 		}
 	}()
