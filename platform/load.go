@@ -74,21 +74,6 @@ func readLoadHTTP(ctx context.Context, inst Instance) (ConnLoad, error) {
 	return ReadConnLoad(ctx, loadClient, inst.Addr())
 }
 
-// pollLoop polls the serving instances' load every LoadPoll until Close.
-func (l *Local) pollLoop() {
-	defer l.wg.Done()
-	t := time.NewTicker(l.opts.LoadPoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-l.ticker:
-			return
-		case <-t.C:
-		}
-		l.pollLoad()
-	}
-}
-
 // pollLoad reads every serving instance's load at once and reports each
 // answer to the policy as it comes.
 func (l *Local) pollLoad() {

@@ -213,17 +213,18 @@ func (l *Local) Start(ctx context.Context) error {
 	l.applyLocked()
 	l.mu.Unlock()
 	l.wg.Add(1)
-	go l.tickLoop()
+	go l.every(l.opts.Tick, l.tick)
 	if l.opts.LoadPoll > 0 {
 		l.wg.Add(1)
-		go l.pollLoop()
+		go l.every(l.opts.LoadPoll, l.pollLoad)
 	}
 	return nil
 }
 
-func (l *Local) tickLoop() {
+// every runs f every d until Close.
+func (l *Local) every(d time.Duration, f func()) {
 	defer l.wg.Done()
-	t := time.NewTicker(l.opts.Tick)
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
@@ -231,12 +232,17 @@ func (l *Local) tickLoop() {
 			return
 		case <-t.C:
 		}
-		l.mu.Lock()
-		if !l.mu.closed {
-			l.mu.p.Tick(l.opts.Now())
-			l.applyLocked()
-		}
-		l.mu.Unlock()
+		f()
+	}
+}
+
+// tick steps the policy's clock and carries out what it decides.
+func (l *Local) tick() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.mu.closed {
+		l.mu.p.Tick(l.opts.Now())
+		l.applyLocked()
 	}
 }
 
