@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -90,17 +91,14 @@ func (l *Local) pollLoad() {
 	}
 	ctx, cancel := context.WithTimeout(l.ctx, 2*l.opts.LoadPoll)
 	defer cancel()
-	done := make(chan struct{}, len(recs))
+	var wg sync.WaitGroup
 	for _, rec := range recs {
-		go func() {
-			defer func() { done <- struct{}{} }()
+		wg.Go(func() {
 			cl, err := l.opts.ReadLoad(ctx, rec.inst)
 			l.reportLoad(rec, cl, err)
-		}()
+		})
 	}
-	for range recs {
-		<-done
-	}
+	wg.Wait()
 }
 
 // reportLoad feeds one poll's answer (or failure) on rec to the policy.

@@ -91,12 +91,10 @@ func (l *Local) Usage(ctx context.Context) PlatformUsage {
 	ok := make([]bool, len(addrs))
 	var wg sync.WaitGroup
 	for i, a := range addrs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			u, err := ReadUsage(ctx, usageClient, a)
 			got[i], ok[i] = u, err == nil
-		}()
+		})
 	}
 	wg.Wait()
 	l.mu.Lock()
