@@ -502,7 +502,10 @@ func TestHybridRouted(t *testing.T) {
 	if wrong, _ := c.RouteStats(); wrong != 1 || rs[0].refused.Load() != 1 || rs[1].refused.Load() != 0 {
 		t.Fatalf("wrong-owner answers: client %d, servers %d %d; want 1, 1, 0", wrong, rs[0].refused.Load(), rs[1].refused.Load())
 	}
+	// Both instances connect back, each in its own time; the listing
+	// below needs deployment 0's connection too.
 	awaitTCP(t, c, 1)
+	awaitTCP(t, c, 0)
 	s := c.HybridStats()
 	stats(t, c, 10, "/b/x")
 	l, err := c.List(ctx, root, "/b", "", 0) // decoded through the view path
