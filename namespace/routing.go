@@ -27,23 +27,36 @@ func (e *Engine) RoutingKey(ctx context.Context, listing bool, path string) (key
 	if err != nil || strings.HasPrefix(p, reservedDir) {
 		return 0, false, nil
 	}
-	comps := meta.SplitPath(p)
+	// The directory whose id routes: the path itself for a listing, else
+	// its parent. Its components are walked in place (no []string: this
+	// runs before every routed request).
+	dir := p
 	if !listing {
-		if len(comps) == 0 {
+		if p == meta.RootPath {
 			return 0, false, nil
 		}
-		comps = comps[:len(comps)-1]
+		dir, _ = meta.ParentPath(p)
 	}
 	id := uint64(store.RootID)
 	var txn store.Txn
+	hits := 0 // counted once: a shared counter per component costs as much as the lookup
 	defer func() {
+		if hits > 0 {
+			e.metrics.hintHits.Add(float64(hits))
+		}
 		if txn != nil {
 			txn.Rollback()
 		}
 	}()
-	for _, name := range comps {
+	for rest := dir[1:]; rest != ""; {
+		name := rest
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			name, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = ""
+		}
 		if next, hit := e.hints.get(id, name); hit {
-			e.metrics.hintHits.Inc()
+			hits++
 			id = next
 			continue
 		}
