@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"strings"
@@ -565,4 +566,59 @@ func waitForLockWait(t *testing.T, db string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatal("no transaction waited for a lock within 10 s")
+}
+
+// TestGenericPlansUseTheKey: with the store's session settings, the generic
+// plans of the statements on nimbus_kv, made while the table is nearly
+// empty (a new database) and kept as it grows, go by the primary key, not
+// by a scan of the table. Without enable_seqscan off the key batch and the
+// lock batch's join were sequential scans here.
+func TestGenericPlansUseTheKey(t *testing.T) {
+	st := open(t, pgtest.DB(t), nil)
+	w, err := st.Begin(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		w.Put([]byte{byte(i)}, []byte("v"))
+	}
+	if err := w.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	c, err := st.pool.Acquire(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	var mode string
+	if err := c.QueryRow(bg, "SHOW plan_cache_mode").Scan(&mode); err != nil || mode != "force_generic_plan" {
+		t.Fatalf("plan_cache_mode %q, %v; want the store's force_generic_plan", mode, err)
+	}
+	for i, q := range []struct{ sql, params, args string }{
+		{readOne, "bytea", `'\x01'`},
+		{readMany, "bytea[]", `ARRAY['\x01'::bytea]`},
+		{"SELECT r.ord, t.value FROM unnest($1::bytea[]) WITH ORDINALITY AS r(key, ord) JOIN nimbus_kv t ON t.key = r.key ORDER BY r.ord FOR UPDATE OF t",
+			"bytea[]", `ARRAY['\x01'::bytea]`}, // nimbus_lock's batch
+		{deleteMany, "bytea[]", `ARRAY['\x01'::bytea]`},
+		{scanBounded, "bytea, bytea, int8", `'\x00', '\x10', 10`},
+		{scanUnbounded, "bytea, int8", `'\x00', 10`},
+		{deleteRange, "bytea, bytea", `'\x00', '\x01'`},
+	} {
+		name := fmt.Sprintf("q%d", i)
+		if _, err := c.Exec(bg, fmt.Sprintf("PREPARE %s(%s) AS %s", name, q.params, q.sql)); err != nil {
+			t.Fatalf("%s: %v", q.sql, err)
+		}
+		rows, err := c.Query(bg, fmt.Sprintf("EXPLAIN EXECUTE %s(%s)", name, q.args), pgx.QueryExecModeSimpleProtocol)
+		if err != nil {
+			t.Fatalf("%s: %v", q.sql, err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatalf("%s: %v", q.sql, err)
+		}
+		plan := strings.Join(lines, "\n")
+		if strings.Contains(plan, "Seq Scan on nimbus_kv") || !strings.Contains(plan, "nimbus_kv_pkey") {
+			t.Errorf("%s: the generic plan does not go by the key:\n%s", q.sql, plan)
+		}
+	}
 }
