@@ -61,7 +61,9 @@ func routeDir(m rpc.Method, p string) string {
 	if p == "" {
 		return ""
 	}
-	p = pathpkg.Clean(p) // p itself, without allocating, when already clean
+	if !cleanAbs(p) {
+		p = pathpkg.Clean(p)
+	}
 	if m == rpc.MethodList {
 		return p
 	}
@@ -200,4 +202,28 @@ func (c *Client) routedPools() []*pool {
 // client followed and how many requests it sent to a learnt owner.
 func (c *Client) RouteStats() (wrongOwner, toOwner int64) {
 	return c.routes.wrong.Load(), c.routes.owned.Load()
+}
+
+// cleanAbs reports whether p is an absolute path that path.Clean would
+// return unchanged: no empty, "." or ".." component and no trailing slash.
+// One pass without path.Clean's buffer: routeDir runs on every request.
+func cleanAbs(p string) bool {
+	if p == "/" {
+		return true
+	}
+	if len(p) < 2 || p[0] != '/' || p[len(p)-1] == '/' {
+		return false
+	}
+	start := 1 // of the current component
+	for i := 1; i <= len(p); i++ {
+		if i < len(p) && p[i] != '/' {
+			continue
+		}
+		switch p[start:i] {
+		case "", ".", "..":
+			return false
+		}
+		start = i + 1
+	}
+	return true
 }

@@ -2,6 +2,8 @@ package client
 
 import (
 	"log/slog"
+	pathpkg "path"
+	"strings"
 	"testing"
 
 	"github.com/nimbus-fs/nimbus/api"
@@ -131,5 +133,18 @@ func FuzzWrongOwner(f *testing.F) {
 			t.Fatalf("pool %v routed %v: an unrouted request goes to the default server", p, req.Routed)
 		}
 		_ = c.routeOf(rpc.MethodList, listReq("/d"))
+	})
+}
+
+// cleanAbs agrees with path.Clean on which paths it leaves unchanged.
+func FuzzCleanAbs(f *testing.F) {
+	for _, s := range []string{"/", "/a", "/a/b", "//a", "/a/", "/./a", "/a/..", "/a/.b", "/..a", "a/b", "", "/a//b", "/...", "/a/."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		want := strings.HasPrefix(p, "/") && pathpkg.Clean(p) == p
+		if got := cleanAbs(p); got != want {
+			t.Fatalf("cleanAbs(%q) = %v; path.Clean gives %q", p, got, pathpkg.Clean(p))
+		}
 	})
 }
