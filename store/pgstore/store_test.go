@@ -622,3 +622,41 @@ func TestGenericPlansUseTheKey(t *testing.T) {
 		}
 	}
 }
+
+// TestLockOnlyTxnRollsBack: a transaction that locked rows and wrote
+// nothing ends with ROLLBACK, not COMMIT (a COMMIT would wait for its lock
+// records' WAL to be flushed: one flush per uncached read of a file), and
+// its locks are released all the same; a transaction that writes commits.
+func TestLockOnlyTxnRollsBack(t *testing.T) {
+	st := open(t, pgtest.DB(t), prometheus.NewRegistry())
+	stmt := func(kind string) float64 { return testutil.ToFloat64(st.metrics.statements[kind]) }
+	w, _ := st.Begin(bg)
+	w.Put([]byte("f"), []byte("1"))
+	if err := w.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	commits, rollbacks := stmt(kindCommit), stmt(kindAbort)
+	r, _ := st.Begin(bg)
+	vals, err := r.Read(bg, []store.ReadReq{{Key: []byte("f"), Mode: store.Shared}, {Key: []byte("missing"), Mode: store.Shared}})
+	if err != nil || string(vals[0]) != "1" || vals[1] != nil {
+		t.Fatalf("shared read = %q, %v", vals, err)
+	}
+	if err := r.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	if c, rb := stmt(kindCommit)-commits, stmt(kindAbort)-rollbacks; c != 0 || rb != 1 {
+		t.Fatalf("a lock-only transaction sent %v COMMIT and %v ROLLBACK; want 0 and 1", c, rb)
+	}
+	// Its locks are gone: a writer takes both keys at once without waiting.
+	w, _ = st.Begin(bg)
+	if _, err := w.Read(bg, []store.ReadReq{{Key: []byte("f"), Mode: store.Exclusive, NoWait: true}, {Key: []byte("missing"), Mode: store.Exclusive, NoWait: true}}); err != nil {
+		t.Fatalf("locks held after the lock-only transaction ended: %v", err)
+	}
+	w.Put([]byte("f"), []byte("2"))
+	if err := w.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	if c := stmt(kindCommit) - commits; c != 1 {
+		t.Fatalf("a writing transaction sent %v COMMIT; want 1", c)
+	}
+}
