@@ -5,8 +5,10 @@
     scripts/proc-cpu.py --delta before.json after.json OPS   # CPU µs per operation, by role
 
 Roles: postgres (every process of the cluster), etcd, gateway (`nimbus serve`), instances
-(`nimbus namenode`, the platform's children), driver (`nimbus bench`). Only processes alive at
-the snapshot count: take both snapshots while the servers run.
+(`nimbus namenode`, the platform's children), driver (`nimbus bench`). A snapshot holds each
+process's CPU by pid; the delta counts, for each process alive at the second snapshot, what it
+used since the first (all of it if it started in between). A process that ended in between is
+not counted: an instance the platform reclaimed during the run is missing from its figures.
 """
 import json
 import os
@@ -46,7 +48,7 @@ def snapshot():
         if r is None:
             continue
         fields = st[st.rindex(")") + 2:].split()
-        out[r] = out.get(r, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+        out[pid] = {"role": r, "cpu_s": (int(fields[11]) + int(fields[12])) / tick, "start": fields[19]}
     return out
 
 
@@ -54,7 +56,12 @@ def main():
     if len(sys.argv) == 5 and sys.argv[1] == "--delta":
         a, b = (json.load(open(p)) for p in sys.argv[2:4])
         ops = float(sys.argv[4])
-        json.dump({r: round((b[r] - a.get(r, 0.0)) / ops * 1e6, 2) for r in b if ops > 0}, sys.stdout)
+        used = {}
+        for pid, p in b.items():
+            before = a.get(pid)
+            same = before is not None and before["start"] == p["start"]  # not a reused pid
+            used[p["role"]] = used.get(p["role"], 0.0) + p["cpu_s"] - (before["cpu_s"] if same else 0.0)
+        json.dump({r: round(s / ops * 1e6, 2) for r, s in used.items() if ops > 0}, sys.stdout)
         return
     json.dump(snapshot(), sys.stdout)
 
