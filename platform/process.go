@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,6 +77,25 @@ type ProcessHost struct {
 	DataDir string
 	// Stderr receives the children's standard error (nil: discarded).
 	Stderr io.Writer
+	// Procs is each instance's GOMAXPROCS: its share of the machine's
+	// cores, as a function platform gives an instance a fixed share of a
+	// CPU. 0 leaves the child Go's default (every core). A GOMAXPROCS in
+	// this process's environment wins over it.
+	Procs int
+}
+
+// childEnv is the environment of a child: this process's, with
+// GOMAXPROCS=procs added when procs > 0 and env sets none.
+func childEnv(env []string, procs int) []string {
+	if procs <= 0 {
+		return env
+	}
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "GOMAXPROCS=") {
+			return env
+		}
+	}
+	return append(slices.Clip(env), "GOMAXPROCS="+strconv.Itoa(procs))
 }
 
 // Start implements Host.
@@ -90,6 +110,7 @@ func (h *ProcessHost) Start(ctx context.Context, spec Spec) (Instance, error) {
 	args := []string{"namenode", "--deployment", strconv.Itoa(spec.Deployment), "--deployments", strconv.Itoa(spec.Deployments),
 		"--data", filepath.Join(h.DataDir, "instances", strconv.FormatUint(uint64(spec.ID), 10))}
 	cmd := exec.Command(bin, append(args, h.Args...)...)
+	cmd.Env = childEnv(os.Environ(), h.Procs)
 	tail := &tailWriter{max: 4096}
 	cmd.Stderr = tail
 	if h.Stderr != nil {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/nimbus-fs/nimbus/platform"
 	"github.com/nimbus-fs/nimbus/server"
 )
 
@@ -31,5 +32,33 @@ func TestInstanceArgs(t *testing.T) {
 		"--coherence-disable-invalidation", "--log-level", "debug"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("instanceArgs:\n got %q\nwant %q", got, want)
+	}
+}
+
+// --instance-procs: the cores shared over the most instances the caps
+// allow, at least one each; a value given; -1 for Go's default.
+func TestInstanceProcs(t *testing.T) {
+	cfg := func(deps, perDep, most int) platform.Config {
+		c := platform.DefaultConfig(deps)
+		c.MaxPerDeployment, c.MaxInstances = perDep, most
+		return c
+	}
+	for _, c := range []struct {
+		flag, cpus int
+		cfg        platform.Config
+		want       int
+	}{
+		{0, 2, cfg(2, 1, 2), 1},   // disabled on 2 cores
+		{0, 2, cfg(2, 4, 8), 1},   // lambda on 2 cores
+		{0, 2, cfg(1, 1, 16), 2},  // one instance: every core
+		{0, 16, cfg(2, 2, 16), 4}, // four instances at most on 16 cores
+		{0, 8, cfg(2, 8, 3), 2},   // the global cap is the lesser
+		{3, 2, cfg(2, 1, 2), 3},   // as given
+		{-1, 2, cfg(2, 1, 2), 0},  // Go's default
+	} {
+		if got := instanceProcs(c.flag, c.cpus, c.cfg); got != c.want {
+			t.Errorf("instanceProcs(%d, %d cores, %d deployments, caps %d/%d) = %d, want %d",
+				c.flag, c.cpus, c.cfg.Deployments, c.cfg.MaxPerDeployment, c.cfg.MaxInstances, got, c.want)
+		}
 	}
 }

@@ -311,6 +311,9 @@ func (s *Store) mapErr(ctx context.Context, op string, err error, noWait bool) e
 		case "40P01", "40001": // deadlock_detected, serialization_failure
 			s.metrics.retryable.Inc()
 			return fmt.Errorf("pgstore: %s: %w: the database aborted the transaction (%w)", op, store.ErrLockTimeout, err)
+		case "57014": // query_canceled, not by the caller (its context is live): statement_timeout, or the read coalescer's own bound
+			s.metrics.retryable.Inc()
+			return fmt.Errorf("pgstore: %s: %w: the statement was cancelled before it finished (%w)", op, store.ErrUnavailable, err)
 		}
 	}
 	if errors.Is(err, pgx.ErrTxClosed) {

@@ -660,3 +660,34 @@ func TestLockOnlyTxnRollsBack(t *testing.T) {
 		t.Fatalf("a writing transaction sent %v COMMIT; want 1", c)
 	}
 }
+
+// TestStatementCancelledIsRetryable: a statement the database cancelled
+// while the caller still waited (statement_timeout here; the read
+// coalescer's own bound under load) is ErrUnavailable, retryable, not an
+// internal error: a benchmark met it as a failed stat.
+func TestStatementCancelledIsRetryable(t *testing.T) {
+	db := pgtest.DB(t)
+	opts := DefaultOptions()
+	opts.StatementTimeout, opts.LockTimeout = 200*time.Millisecond, 10*time.Second
+	st, err := Open(bg, db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	w, _ := st.Begin(bg)
+	w.Put([]byte("k"), []byte("v"))
+	if err := w.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	holder, _ := st.Begin(bg)
+	defer holder.Rollback()
+	if _, err := holder.Read(bg, []store.ReadReq{{Key: []byte("k"), Mode: store.Exclusive}}); err != nil {
+		t.Fatal(err)
+	}
+	waiter, _ := st.Begin(bg)
+	defer waiter.Rollback()
+	_, err = waiter.Read(bg, []store.ReadReq{{Key: []byte("k"), Mode: store.Exclusive}})
+	if !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "57014") {
+		t.Fatalf("a lock wait cut by statement_timeout: %v, want store.ErrUnavailable (SQLSTATE 57014)", err)
+	}
+}
