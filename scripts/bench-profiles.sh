@@ -68,7 +68,8 @@ for p in $PROFILES; do
   psql -q "$PG_BASE/$db?sslmode=disable" -c "VACUUM (ANALYZE) nimbus_kv" -c "CHECKPOINT"
   uptime | sed 's/^/load: /' >&2
   "$BIN" bench spotify --target "nimbus://$ADDR" --profile "$p" --duration "$DURATION" --base-rate "$BASE_RATE" \
-    --seed "$SEED" --workers "$WORKERS" --json "$OUT/profile-$p.json" | tail -3
+    --seed "$SEED" --workers "$WORKERS" --json "$OUT/profile-$p.json" | tail -3 ||
+    log "profile $p: some operations failed (the JSON counts them in errors)"
   curl -sf "http://$ADDR/status/cluster" >"$WORK/cluster-$p.json" || true
   kill "$SERVER"; wait "$SERVER" 2>/dev/null || true
   SERVER=""
