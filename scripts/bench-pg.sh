@@ -264,7 +264,7 @@ PY
 }
 # The scripts of Nimbus's statements run with the session settings pgstore gives its own
 # connections (store/pgstore/store.go), so that PostgreSQL plans them alike.
-NIMBUS_PGOPTIONS="-c plan_cache_mode=force_generic_plan"
+NIMBUS_PGOPTIONS="-c plan_cache_mode=force_generic_plan -c enable_seqscan=off"
 for c in $CLIENTS; do
   r=$(pgb select-only "$c" -S "$BASE/pgbench?sslmode=disable"); log "pgbench -S $c: $r"
   r=$(pgb tpcb "$c" "$BASE/pgbench?sslmode=disable"); log "pgbench tpcb $c: $r"
