@@ -210,7 +210,7 @@ func TestPebblePanicRecovered(t *testing.T) {
 		t.Fatal(err)
 	}
 	fail.Store(true)
-	if err := putRow(st, "a", bytes.Repeat([]byte("y"), 40<<10)); !errors.Is(err, store.ErrFailed) {
+	if err := putRow(st, "a", bytes.Repeat([]byte("y"), 33<<10)); !errors.Is(err, store.ErrFailed) {
 		t.Fatalf("commit on a failing log: %v", err)
 	}
 	// Past the store's own check, straight into Pebble, as a committer that
@@ -223,8 +223,11 @@ func TestPebblePanicRecovered(t *testing.T) {
 	// memtable would meet the dead log in rotateWAL instead, whose panic
 	// unlocks a mutex twice, a fatal error no recover stops (under -race,
 	// one run in a few dozen with 64 KiB records).
+	// The log's writer fails on its own goroutine: each attempt after the
+	// first waits a little longer for it (six fit the memtable with "a").
 	var err error
-	for i := 0; i < 5 && err == nil; i++ {
+	for i := 0; i < 6 && err == nil; i++ {
+		time.Sleep(time.Duration(i) * 20 * time.Millisecond)
 		tx := &txn{s: st, owner: st.locks.Owner()}
 		if err := tx.owner.Lock(bg, []byte("b"), store.Exclusive, false); err != nil {
 			t.Fatal(err)
