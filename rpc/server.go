@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nimbus-fs/nimbus/api"
+	"github.com/nimbus-fs/nimbus/internal/drain"
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/tenant"
 	"github.com/prometheus/client_golang/prometheus"
@@ -168,13 +169,13 @@ type Server struct {
 	// is its highest value; gate wakes readers waiting for the total to fall.
 	held, heldPeak atomic.Int64
 	gate           gate
+	calls          drain.Gate // CallPath requests being served (Shutdown closes it and waits for them)
 
 	instance atomic.Pointer[instanceName] // ServerOptions.InstanceID, AdvertiseURL; SetInstance
 
 	mu struct {
 		sync.Mutex
 		conns    map[*serverConn]struct{}
-		calls    int // CallPath requests being served (Shutdown waits for them)
 		shutdown bool
 		// callbacks holds the client endpoints (callbackKey) the server is
 		// connected or connecting back to (zero time), or was refused by
@@ -247,6 +248,7 @@ func (s *Server) Handler() http.Handler {
 // answering other paths while its requests drain (its coherence endpoint,
 // until it leaves its coordinator) calls Shutdown first.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.calls.Close()
 	s.mu.Lock()
 	s.mu.shutdown = true
 	conns := make([]*serverConn, 0, len(s.mu.conns))
@@ -268,19 +270,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			break
 		}
 	}
-	// Invocations in flight: polled, since they are few and this is a stop.
-	for err == nil {
-		s.mu.Lock()
-		n := s.mu.calls
-		s.mu.Unlock()
-		if n == 0 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			err = ctx.Err()
-		case <-time.After(2 * time.Millisecond):
-		}
+	// Invocations in flight (CallPath), refused since the gate closed.
+	if err == nil {
+		err = s.calls.Wait(ctx)
 	}
 	if err != nil {
 		s.cancel()
@@ -289,24 +281,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	return err
-}
-
-// beginCall counts a CallPath request in, unless the server is shutting
-// down; endCall counts it out.
-func (s *Server) beginCall() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.mu.shutdown {
-		return false
-	}
-	s.mu.calls++
-	return true
-}
-
-func (s *Server) endCall() {
-	s.mu.Lock()
-	s.mu.calls--
-	s.mu.Unlock()
 }
 
 func (s *Server) shuttingDown() bool {

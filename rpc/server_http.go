@@ -20,13 +20,13 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "rpc: "+CallPath+" takes POST", http.StatusMethodNotAllowed)
 		return
 	}
-	if !s.beginCall() {
+	if !s.calls.Enter() {
 		// Stopping: not run, so the caller may send it elsewhere.
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "rpc: the server is stopping", http.StatusServiceUnavailable)
 		return
 	}
-	defer s.endCall()
+	defer s.calls.Exit()
 	max := s.opts.MaxFrameSize
 	// A body that stops halfway would hold the connection forever: the
 	// frame timeout applies here too, and is lifted once the frame is in so

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/nimbus-fs/nimbus/tenant"
 	"log/slog"
 	"math"
 	"net"
@@ -14,11 +13,12 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/nimbus-fs/nimbus/internal/drain"
 	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/tenant"
 )
 
 // Handler serves WebHDFS over a meta.FileSystem. Create it with New or
@@ -32,33 +32,9 @@ type Handler struct {
 	clientTag string        // random per handler: lease holder names never repeat across restarts
 	seq       atomic.Uint64 // lease holder names are clientTag + seq
 
-	// The requests in flight, for Shutdown: once closing, new requests
-	// are refused retryably and idle is closed when the last one ends.
-	dmu      sync.Mutex
-	inflight int
-	closing  bool
-	idle     chan struct{}
-}
-
-// enter counts a request in, unless the handler is shutting down.
-func (h *Handler) enter() bool {
-	h.dmu.Lock()
-	defer h.dmu.Unlock()
-	if h.closing {
-		return false
-	}
-	h.inflight++
-	return true
-}
-
-func (h *Handler) exit() {
-	h.dmu.Lock()
-	defer h.dmu.Unlock()
-	h.inflight--
-	if h.closing && h.inflight == 0 && h.idle != nil {
-		close(h.idle)
-		h.idle = nil
-	}
+	// The requests in flight, for Shutdown: once it is closed, new
+	// requests are refused retryably.
+	drain drain.Gate
 }
 
 // Shutdown refuses new requests from now on (503, RetriableException:
@@ -66,23 +42,11 @@ func (h *Handler) exit() {
 // flight to end, or for ctx. A server calls it while it is still a member
 // of its cluster, so that a write in flight can still commit.
 func (h *Handler) Shutdown(ctx context.Context) error {
-	h.dmu.Lock()
-	h.closing = true
-	if h.inflight == 0 {
-		h.dmu.Unlock()
-		return nil
+	h.drain.Close()
+	if err := h.drain.Wait(ctx); err != nil {
+		return fmt.Errorf("webhdfs: shutdown: requests still in flight: %w", err)
 	}
-	if h.idle == nil {
-		h.idle = make(chan struct{})
-	}
-	idle := h.idle
-	h.dmu.Unlock()
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("webhdfs: shutdown: requests still in flight: %w", ctx.Err())
-	}
+	return nil
 }
 
 // New validates cfg, registers the metrics on cfg.Registerer and returns a
@@ -190,9 +154,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer mt.End()
 	}
 	start := time.Now()
-	entered := h.enter()
+	entered := h.drain.Enter()
 	if entered {
-		defer h.exit()
+		defer h.drain.Exit()
 	}
 	sw := &statusWriter{ResponseWriter: w}
 	opLabel := "invalid"

@@ -105,10 +105,7 @@ func TestShutdownDeadline(t *testing.T) {
 func waitClosing(t *testing.T, h *Handler) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		h.dmu.Lock()
-		closing := h.closing
-		h.dmu.Unlock()
-		if closing {
+		if h.drain.Closed() {
 			return
 		}
 		if time.Now().After(deadline) {
