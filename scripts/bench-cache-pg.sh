@@ -50,20 +50,12 @@ clients_csv="${CLIENTS// /,}"
 for cache in "$CACHE" 0; do
   label=on; [[ $cache == 0 ]] && label=off
   db="nimbus_cache_$label"
-  psql -q "$URL" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
-  rm -rf "$WORK/data"
   log "caches $label: the gateway and two instances"
-  "$BIN" serve --data "$WORK/data" --listen "$ADDR" --log-level warn --store "$PG_BASE/$db?sslmode=disable" \
-    --coordinator "$COORD/cache-$label-$$" --cache-bytes "$cache" --platform local --hosting process --deployments 2 \
-    --concurrency 1024 --min-instances 1 --max-instances-per-deployment 1 --max-instances 2 >"$WORK/serve-$label.log" 2>&1 &
-  SERVER=$!
-  for _ in $(seq 200); do curl -sf "http://$ADDR/readyz" >/dev/null && break; sleep 0.1; done
-  curl -sf "http://$ADDR/readyz" >/dev/null || die "the gateway did not start: $(tail -3 "$WORK/serve-$label.log")"
+  serve_fresh "$db" "$WORK/serve-$label.log" --coordinator "$COORD/cache-$label-$$" --cache-bytes "$cache" \
+    --platform local --hosting process --deployments 2 \
+    --concurrency 1024 --min-instances 1 --max-instances-per-deployment 1 --max-instances 2
   "$BIN" bench prepare --target "nimbus://$ADDR" --hybrid --files "$FILES" >/dev/null
-  # The prepare's writes leave work for autovacuum and the checkpointer, which otherwise lands in the
-  # first timed run (a first read run 4x slower than the next, in whichever configuration went first).
-  psql -q "$PG_BASE/$db?sslmode=disable" -c "VACUUM (ANALYZE) nimbus_kv" -c "CHECKPOINT"
-  uptime | sed 's/^/load: /' >&2
+  settle_db "$db"
   for op in $OPS; do
     # shellcheck disable=SC2086
     "$BIN" bench micro --target "nimbus://$ADDR" --hybrid --op "$op" --clients "$clients_csv" --duration "$DURATION" ${MICRO_FLAGS:-} \

@@ -55,18 +55,11 @@ for p in $PROFILES; do
   flags="$(profile_flags "$p")"
   [[ -n "$flags" ]] || die "no flags for profile $p"
   db="nimbus_prof_${p//-/_}"
-  psql -q "$URL" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
-  rm -rf "$WORK/data"
   log "profile $p: nimbus serve $flags"
   # shellcheck disable=SC2086
-  "$BIN" serve --data "$WORK/data" --listen "$ADDR" --log-level warn --store "$PG_BASE/$db?sslmode=disable" \
-    --coordinator "$COORD/prof-$p-$$" --pg-pool-size 16 $flags >"$WORK/serve-$p.log" 2>&1 &
-  SERVER=$!
-  for _ in $(seq 200); do curl -sf "http://$ADDR/readyz" >/dev/null && break; sleep 0.1; done
-  curl -sf "http://$ADDR/readyz" >/dev/null || die "profile $p: the server did not start: $(tail -3 "$WORK/serve-$p.log")"
+  serve_fresh "$db" "$WORK/serve-$p.log" --coordinator "$COORD/prof-$p-$$" --pg-pool-size 16 $flags
   "$BIN" bench prepare --target "nimbus://$ADDR" --files "$FILES" --profile "$p" >/dev/null
-  psql -q "$PG_BASE/$db?sslmode=disable" -c "VACUUM (ANALYZE) nimbus_kv" -c "CHECKPOINT"
-  uptime | sed 's/^/load: /' >&2
+  settle_db "$db"
   "$BIN" bench spotify --target "nimbus://$ADDR" --profile "$p" --duration "$DURATION" --base-rate "$BASE_RATE" \
     --seed "$SEED" --workers "$WORKERS" --json "$OUT/profile-$p.json" | tail -3 ||
     log "profile $p: some operations failed (the JSON counts them in errors)"

@@ -50,19 +50,11 @@ start_pg_etcd
 
 flags="$(profile_flags "$PROFILE")"
 [[ -n "$flags" ]] || die "no flags for profile $PROFILE"
-db="nimbus_ceiling"
-psql -q "$URL" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
-rm -rf "$WORK/data"
 log "profile $PROFILE: nimbus serve $flags"
 # shellcheck disable=SC2086
-"$BIN" serve --data "$WORK/data" --listen "$ADDR" --log-level warn --store "$PG_BASE/$db?sslmode=disable" \
-  --coordinator "$COORD/ceiling-$$" --pg-pool-size 16 $flags >"$WORK/serve.log" 2>&1 &
-SERVER=$!
-for _ in $(seq 200); do curl -sf "http://$ADDR/readyz" >/dev/null && break; sleep 0.1; done
-curl -sf "http://$ADDR/readyz" >/dev/null || die "the server did not start: $(tail -3 "$WORK/serve.log")"
+serve_fresh nimbus_ceiling "$WORK/serve.log" --coordinator "$COORD/ceiling-$$" --pg-pool-size 16 $flags
 "$BIN" bench prepare --target "nimbus://$ADDR" --files "$FILES" --profile "$PROFILE" >/dev/null
-psql -q "$PG_BASE/$db?sslmode=disable" -c "VACUUM (ANALYZE) nimbus_kv" -c "CHECKPOINT"
-uptime | sed 's/^/load: /' >&2
+settle_db nimbus_ceiling
 last=""
 # cpu_per_op NAME: the servers' CPU per operation served during the last run, by process
 # (scripts/proc-cpu.py), written beside its JSON.
