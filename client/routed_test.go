@@ -6,9 +6,11 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/nimbus-fs/nimbus/cache"
 	"github.com/nimbus-fs/nimbus/client"
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/meta/metatest"
+	"github.com/nimbus-fs/nimbus/namespace"
 	"github.com/nimbus-fs/nimbus/routing"
 	"github.com/nimbus-fs/nimbus/rpc"
 )
@@ -21,9 +23,11 @@ type fakeRouter struct {
 	lying   bool
 	m       atomic.Pointer[[]byte]
 	refused atomic.Int64
+	asked   atomic.Int64 // calls of Misrouted
 }
 
 func (r *fakeRouter) Misrouted(_ context.Context, listing bool, p string) (int, []byte, bool) {
+	r.asked.Add(1)
 	dir := p
 	if !listing {
 		dir = p[:max(strings.LastIndexByte(p, '/'), 1)]
@@ -49,7 +53,11 @@ func serveRouted(t *testing.T, fs meta.FileSystem, r *fakeRouter) string {
 
 // twoRouted starts two servers of one file system as deployments 0 and 1.
 func twoRouted(t *testing.T, lying bool) (meta.FileSystem, [2]*fakeRouter, [2]string) {
-	fs := metatest.NewMemFS()
+	return twoRoutedOf(t, metatest.NewMemFS(), lying)
+}
+
+// twoRoutedOf is twoRouted serving fs.
+func twoRoutedOf(t *testing.T, fs meta.FileSystem, lying bool) (meta.FileSystem, [2]*fakeRouter, [2]string) {
 	rs := [2]*fakeRouter{{self: 0, lying: lying}, {self: 1, lying: lying}}
 	var addrs [2]string
 	for i := range rs {
@@ -121,5 +129,55 @@ func TestRoutedClientBounded(t *testing.T) {
 	}
 	if w, _ := c.RouteStats(); w != 4 || rs[0].refused.Load()+rs[1].refused.Load() != 4 {
 		t.Errorf("%d wrong-owner answers followed, %d refused; want 4 (3 hops, then unrouted)", w, rs[0].refused.Load()+rs[1].refused.Load())
+	}
+}
+
+// TestRoutedCachedReadsSkipTheRouter: over an engine with a metadata cache
+// (meta.DefersOwnerCheck), a stat, read or listing the cache answers is not
+// checked by the router (its deployment filled it, so it owns it); one that
+// reads the store is, and a misrouted one is refused and followed as
+// before.
+func TestRoutedCachedReadsSkipTheRouter(t *testing.T) {
+	c, err := cache.New(cache.Config{MaxBytes: 16 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := engineWith(t, func(cfg *namespace.Config) { cfg.Cache = c })
+	fs, rs, addrs := twoRoutedOf(t, e, false)
+	ctx := context.Background()
+	u := meta.User{Name: "root"}
+	for _, f := range []string{"/a/f", "/b/f"} {
+		if _, err := meta.CreateFile(ctx, fs, u, f, meta.CreateOptions{Client: "t", Perm: 0o644, CreateParent: true}, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl := dial(t, addrs[0], client.Options{Route: true})
+	read := func(p string) {
+		t.Helper()
+		if _, err := cl.Stat(ctx, u, p); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := cl.Read(ctx, u, p, 0, 10); err != nil || string(b) != "x" {
+			t.Fatalf("read %s: %q, %v", p, b, err)
+		}
+		dir, _ := meta.ParentPath(p)
+		if l, err := cl.List(ctx, u, dir, "", 0); err != nil || len(l.Entries) != 1 {
+			t.Fatalf("list: %+v, %v", l, err)
+		}
+	}
+	read("/a/f") // fills the cache: each of the three asks the router
+	asked := rs[0].asked.Load()
+	if asked == 0 {
+		t.Fatal("the store reads did not ask the router")
+	}
+	for range 5 {
+		read("/a/f")
+	}
+	if got := rs[0].asked.Load(); got != asked {
+		t.Errorf("cached reads asked the router %d more times, want none", got-asked)
+	}
+	read("/b/f") // uncached at deployment 0: refused, followed to 1
+	if w, _ := cl.RouteStats(); w == 0 || rs[0].refused.Load() == 0 {
+		t.Errorf("reads of /b: %d wrong-owner answers followed, %d refused by deployment 0; want both > 0", w, rs[0].refused.Load())
 	}
 }

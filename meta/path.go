@@ -32,6 +32,15 @@ func CleanPath(op, p string) (string, error) {
 	if len(p) > MaxPathLen {
 		return "", Errorf(op, p[:64]+"...", ErrInvalidPath, "path longer than %d bytes", MaxPathLen)
 	}
+	if canonicalASCII(p) {
+		return p, nil
+	}
+	return cleanPathSlow(op, p)
+}
+
+// cleanPathSlow is CleanPath for an absolute path of at most MaxPathLen
+// bytes that canonicalASCII did not accept.
+func cleanPathSlow(op, p string) (string, error) {
 	if !utf8.ValidString(p) {
 		return "", Errorf(op, p, ErrInvalidPath, "path is not valid UTF-8")
 	}
@@ -79,6 +88,41 @@ func CleanPath(op, p string) (string, error) {
 		rest = rest[i+1:]
 	}
 	return p, nil
+}
+
+// canonicalASCII reports whether absolute path p is already what CleanPath
+// returns for it, in one pass over its bytes: ASCII without NUL, no empty,
+// "." or ".." component, none longer than MaxNameLen, at most MaxDepth of
+// them. It runs before every operation (and again to route it), so the
+// usual path skips CleanPath's separate passes; whatever it does not
+// accept, CleanPath checks the slow way, for its error or its rewrite.
+func canonicalASCII(p string) bool {
+	if p == RootPath {
+		return true
+	}
+	start, depth := 1, 0 // start: the current component's first byte
+	for i := 1; i <= len(p); i++ {
+		if i < len(p) {
+			b := p[i]
+			if b == 0 || b >= utf8.RuneSelf {
+				return false
+			}
+			if b != '/' {
+				continue
+			}
+		}
+		switch n := i - start; {
+		case n == 0 || n > MaxNameLen:
+			return false
+		case n <= 2 && p[start] == '.' && (n == 1 || p[start+1] == '.'):
+			return false
+		}
+		if depth++; depth > MaxDepth {
+			return false
+		}
+		start = i + 1
+	}
+	return true
 }
 
 // ValidName reports whether name can be one path component; the error wraps

@@ -9,13 +9,16 @@ import (
 
 func TestCleanPath(t *testing.T) {
 	ok := map[string]string{
-		"/":           "/",
-		"//":          "/",
-		"/a":          "/a",
-		"/a/":         "/a",
-		"//a//b///":   "/a/b",
-		"/a b/ü/日本":   "/a b/ü/日本",
-		"/..a/.b/c..": "/..a/.b/c..",
+		"/":                                   "/",
+		"//":                                  "/",
+		"/a":                                  "/a",
+		"/a/":                                 "/a",
+		"//a//b///":                           "/a/b",
+		"/a b/ü/日本":                           "/a b/ü/日本",
+		"/..a/.b/c..":                         "/..a/.b/c..",
+		"/" + strings.Repeat("x", MaxNameLen): "/" + strings.Repeat("x", MaxNameLen),
+		"/" + strings.Repeat("a/", MaxDepth-1) + "a":  "/" + strings.Repeat("a/", MaxDepth-1) + "a",
+		"/" + strings.Repeat("a/", MaxDepth-1) + "a/": "/" + strings.Repeat("a/", MaxDepth-1) + "a",
 	}
 	for in, want := range ok {
 		got, err := CleanPath("op", in)
@@ -23,7 +26,7 @@ func TestCleanPath(t *testing.T) {
 			t.Errorf("CleanPath(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	bad := []string{"", "a", "a/b", "/a/./b", "/a/../b", "/..", "/.", "/a\x00b", "/\xff",
+	bad := []string{"", "a", "a/b", "/a/./b", "/a/../b", "/..", "/.", "/a/.", "/a/..", "/a\x00b", "/\xff",
 		"/" + strings.Repeat("x", 256), "/" + strings.Repeat("a/", MaxDepth+1), "/" + strings.Repeat("y", MaxPathLen)}
 	for _, in := range bad {
 		_, err := CleanPath("mkdir", in)
@@ -95,6 +98,13 @@ func FuzzCleanPath(f *testing.F) {
 		if !utf8.ValidString(out) || out == "" || out[0] != '/' {
 			t.Fatalf("CleanPath(%q) = %q", in, out)
 		}
+		if canonicalASCII(in) {
+			// The one-pass check accepts only what the slow path
+			// returns unchanged.
+			if slow, err := cleanPathSlow("fuzz", in); err != nil || slow != in || out != in {
+				t.Fatalf("canonicalASCII(%q) but the slow path gives %q, %v", in, slow, err)
+			}
+		}
 		again, err := CleanPath("fuzz", out)
 		if err != nil || again != out {
 			t.Fatalf("not idempotent: %q -> %q -> %q, %v", in, out, again, err)
@@ -126,5 +136,20 @@ func TestPagePaths(t *testing.T) {
 		if entries[i].Path != want {
 			t.Fatalf("entry %d: %q, want %q", i, entries[i].Path, want)
 		}
+	}
+}
+
+// BenchmarkCleanPath: a path already clean, as clients send them (the one
+// pass), and one with a slash to remove (the slow path).
+func BenchmarkCleanPath(b *testing.B) {
+	for _, p := range []string{"/bench/d0017/f000123", "/bench//d0017/f000123/"} {
+		b.Run(p, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := CleanPath("stat", p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -38,3 +38,38 @@ func RequestFrom(ctx context.Context) (Request, bool) {
 	r, ok := ctx.Value(requestKey{}).(Request)
 	return r, ok && !r.IsZero()
 }
+
+// OwnerChecker is a routed operation's ownership check, deferred until
+// the operation is about to read the store: a read that an instance's
+// metadata cache answers is one its deployment owns (only the owner fills
+// those entries), and the check, a walk of the path as long as the cached
+// answer's own, would double its cost. CheckOwner returns an error of kind
+// ErrWrongOwner when another deployment owns the operation, else nil.
+type OwnerChecker interface {
+	CheckOwner(ctx context.Context) error
+}
+
+// DefersOwnerCheck is implemented by a FileSystem whose reads (Stat, Read,
+// List) call CheckOwner before they read the store. The edge defers the
+// check only to such a file system; any other is checked before the call.
+type DefersOwnerCheck interface {
+	DefersOwnerCheck()
+}
+
+type ownerKey struct{}
+
+// WithOwnerCheck returns ctx carrying c. The edge that received a routed
+// call (the RPC server) sets it for the reads a cache can answer; the file
+// system calls CheckOwner before it reads the store.
+func WithOwnerCheck(ctx context.Context, c OwnerChecker) context.Context {
+	return context.WithValue(ctx, ownerKey{}, c)
+}
+
+// CheckOwner runs the ownership check ctx carries: nil when it carries
+// none, or when this deployment owns the operation.
+func CheckOwner(ctx context.Context) error {
+	if c, ok := ctx.Value(ownerKey{}).(OwnerChecker); ok {
+		return c.CheckOwner(ctx)
+	}
+	return nil
+}

@@ -37,6 +37,9 @@ func (e *Engine) Stat(ctx context.Context, u meta.User, path string) (*meta.File
 			return out, err
 		}
 	}
+	if err := meta.CheckOwner(ctx); err != nil {
+		return nil, err
+	}
 	var tk cache.Token
 	var read *resolved
 	fill := false
@@ -104,6 +107,9 @@ func (e *Engine) List(ctx context.Context, u meta.User, dir, startAfter string, 
 		if ok {
 			return out, err
 		}
+	}
+	if err := meta.CheckOwner(ctx); err != nil {
+		return nil, err
 	}
 	var tk cache.Token
 	var read *resolved
@@ -228,6 +234,9 @@ func (e *Engine) Read(ctx context.Context, u meta.User, path string, offset, len
 		if ok {
 			return out, err
 		}
+	}
+	if err := meta.CheckOwner(ctx); err != nil {
+		return nil, err
 	}
 	var tk cache.Token
 	var read *resolved
@@ -449,3 +458,8 @@ func (t *tx) usage(ctx context.Context, op, path string, n *store.Inode, checkRX
 	}
 	return u, nil
 }
+
+// DefersOwnerCheck implements meta.DefersOwnerCheck: Stat, Read and List
+// run the context's ownership check after their cache lookup, before they
+// read the store.
+func (e *Engine) DefersOwnerCheck() {}

@@ -127,6 +127,43 @@ func Routed(m Method) bool {
 	return false
 }
 
+// cacheAnswers reports whether an instance's metadata cache may answer
+// method m: a stat, a read or a listing. Their ownership check is deferred
+// until they are about to read the store (meta.OwnerChecker), when the
+// file system says it runs the check (meta.DefersOwnerCheck): an answer
+// from the cache is one the deployment owns, and the router's walk of the
+// path cost as much as that answer.
+func cacheAnswers(m Method) bool {
+	return m == MethodStat || m == MethodRead || m == MethodList
+}
+
+// ownerCheck is the deferred ownership check of one routed request.
+type ownerCheck struct {
+	r     Router
+	m     Method
+	path  string
+	wrong bool // another deployment owns it: answered with wrongOwner
+	owner int
+	rm    []byte
+}
+
+// CheckOwner implements meta.OwnerChecker.
+func (c *ownerCheck) CheckOwner(ctx context.Context) error {
+	owner, rm, wrong := c.r.Misrouted(ctx, c.m == MethodList, c.path)
+	if !wrong {
+		return nil
+	}
+	c.wrong, c.owner, c.rm = true, owner, rm
+	return meta.Errorf(c.m.String(), c.path, meta.ErrWrongOwner, "deployment %d owns it", owner)
+}
+
+// wrongOwner is the answer to a request that deployment owner owns, with
+// the routing map (rm) the client retries by.
+func wrongOwner(req *api.Request, m Method, path string, owner int, rm []byte) *api.Response {
+	return &api.Response{RequestId: req.GetRequestId(), Error: &api.Error{Kind: api.Kind_KIND_WRONG_OWNER, Op: m.String(), Path: path,
+		Detail: fmt.Sprintf("deployment %d owns it", owner), RoutingMap: rm, Owner: uint32(owner)}}
+}
+
 // DefaultServerOptions returns options with every default filled in.
 func DefaultServerOptions() ServerOptions {
 	return ServerOptions{MaxInflight: 1024, MaxFrameSize: DefaultMaxFrameSize, MaxConnBytes: DefaultMaxConnBytes,
@@ -157,6 +194,7 @@ func (o ServerOptions) Validate() error {
 // connections it hijacks and closes them on Shutdown.
 type Server struct {
 	fs      meta.FileSystem
+	defers  bool // fs implements meta.DefersOwnerCheck
 	opts    ServerOptions
 	log     *slog.Logger
 	met     *metrics
@@ -214,6 +252,7 @@ func NewServer(fs meta.FileSystem, opts ServerOptions) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{fs: fs, opts: opts, log: log, sem: make(chan struct{}, opts.MaxInflight), work: make(chan job)}
+	_, s.defers = fs.(meta.DefersOwnerCheck)
 	s.met = newMetrics(opts.Registerer, func() float64 { return float64(s.held.Load()) })
 	s.baseCtx, s.cancel = context.WithCancel(context.Background())
 	s.mu.conns = make(map[*serverConn]struct{})
@@ -321,10 +360,13 @@ func (s *Server) handle(ctx context.Context, frame []byte, out []byte, invocatio
 		defer cancel()
 	}
 	var resp *api.Response
+	var deferred *ownerCheck
 	if r := s.opts.Router; r != nil && req.GetRouted() && Routed(m) {
-		if owner, rm, wrong := r.Misrouted(ctx, m == MethodList, path); wrong {
-			resp = &api.Response{RequestId: req.GetRequestId(), Error: &api.Error{Kind: api.Kind_KIND_WRONG_OWNER, Op: m.String(), Path: path,
-				Detail: fmt.Sprintf("deployment %d owns it", owner), RoutingMap: rm, Owner: uint32(owner)}}
+		if s.defers && cacheAnswers(m) {
+			deferred = &ownerCheck{r: r, m: m, path: path}
+			ctx = meta.WithOwnerCheck(ctx, deferred)
+		} else if owner, rm, wrong := r.Misrouted(ctx, m == MethodList, path); wrong {
+			resp = wrongOwner(req, m, path, owner, rm)
 		}
 	}
 	if resp != nil {
@@ -344,6 +386,9 @@ func (s *Server) handle(ctx context.Context, frame []byte, out []byte, invocatio
 		}
 	} else {
 		resp = s.dispatch(ctx, req, m, path)
+	}
+	if deferred != nil && deferred.wrong {
+		resp = wrongOwner(req, m, path, deferred.owner, deferred.rm)
 	}
 	s.met.inflight.Dec()
 	s.met.done(m, meta.Kind(resp.GetError().GetKind()), resp.Error != nil, time.Since(start))

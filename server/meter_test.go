@@ -51,6 +51,16 @@ func TestInstanceMeterBillsHTTPOnly(t *testing.T) {
 				t.Fatalf("%s = %q, want %q (member id, address)", rpc.HeaderInstance, h.Get(rpc.HeaderInstance), want)
 			}
 
+			// More invocations, enough serving time to pass the meter's
+			// 1 ms granularity on a platform instance, which bills only
+			// these (a fast machine serves two in less).
+			const invoked = 500
+			for i := range invoked {
+				if _, _, err := rpc.Invoke(ctx, nil, s.Addr(), &api.Request{RequestId: uint64(2 + i), Body: &api.Request_Echo{Echo: &api.EchoRequest{}}}, 0, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+
 			// A hybrid client: one invocation, then the connect-back.
 			hc, err := client.Dial(ctx, s.Addr(), client.Options{Hybrid: true, HTTPShare: -1, CallbackWait: -1})
 			if err != nil {
@@ -72,7 +82,7 @@ func TestInstanceMeterBillsHTTPOnly(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer pc.Close()
-			const pooled = 300 // enough serving time to pass the meter's 1 ms granularity
+			const pooled = 3000 // enough serving time to pass the meter's 1 ms granularity
 			for range pooled {
 				if _, err := pc.Stat(ctx, u, "/"); err != nil {
 					t.Fatal(err)
@@ -80,7 +90,7 @@ func TestInstanceMeterBillsHTTPOnly(t *testing.T) {
 			}
 			hs := hc.HybridStats()
 			us := s.meter.Usage()
-			http := hs.HTTP + 1 // and the echo
+			http := hs.HTTP + 1 + invoked // and the echoes
 			conn := hs.TCP + pooled
 			t.Logf("hybrid %+v; meter %+v", hs, us)
 			if us.ConnRequests != conn {
