@@ -62,3 +62,29 @@ func TestInstanceProcs(t *testing.T) {
 		}
 	}
 }
+
+// TestInstancePool: without --pg-pool-size, the instances share one
+// server's default connections, at least minInstancePool each.
+func TestInstancePool(t *testing.T) {
+	cfg := func(deps, perDep, most int) platform.Config {
+		c := platform.DefaultConfig(deps)
+		c.MaxPerDeployment, c.MaxInstances = perDep, most
+		return c
+	}
+	for _, c := range []struct {
+		total int
+		cfg   platform.Config
+		want  int
+	}{
+		{32, cfg(2, 1, 2), 16},  // disabled: two instances
+		{32, cfg(2, 4, 8), 4},   // lambda: eight
+		{32, cfg(1, 1, 16), 32}, // one instance
+		{32, cfg(2, 8, 16), 4},  // sixteen: the floor (32/16 = 2)
+		{32, cfg(1, 8, 3), 10},  // the global cap is the lesser
+	} {
+		if got := instancePool(c.total, c.cfg); got != c.want {
+			t.Errorf("instancePool(%d, %d deployments, caps %d/%d) = %d, want %d",
+				c.total, c.cfg.Deployments, c.cfg.MaxPerDeployment, c.cfg.MaxInstances, got, c.want)
+		}
+	}
+}
