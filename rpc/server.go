@@ -382,7 +382,11 @@ func (s *Server) handle(ctx context.Context, frame []byte, out []byte, invocatio
 			resp = &api.Response{RequestId: req.GetRequestId(), Error: e}
 		} else {
 			resp = s.dispatch(ctx, req, m, path)
-			tn.Done(id, time.Since(start), resp.Error != nil)
+			if deferred == nil || !deferred.wrong {
+				// A read refused by its deferred check did not run: it
+				// was admitted, but is not counted as served.
+				tn.Done(id, time.Since(start), resp.Error != nil)
+			}
 		}
 	} else {
 		resp = s.dispatch(ctx, req, m, path)
