@@ -70,6 +70,19 @@ func (e *Engine) Stat(ctx context.Context, u meta.User, path string) (*meta.File
 // Locks: the directory shared, so that no entry is added or removed while a
 // page is read.
 func (e *Engine) List(ctx context.Context, u meta.User, dir, startAfter string, limit int) (*meta.Listing, error) {
+	return e.list(ctx, u, dir, startAfter, limit, false)
+}
+
+// ListShared implements meta.SharedLister: List, answering a cached page
+// with the page itself, and caching a page read from the store without
+// copying it, since the caller will not change it.
+func (e *Engine) ListShared(ctx context.Context, u meta.User, dir, startAfter string, limit int) (*meta.Listing, error) {
+	return e.list(ctx, u, dir, startAfter, limit, true)
+}
+
+// list is List; shared says that the caller does not change the listing
+// (ListShared).
+func (e *Engine) list(ctx context.Context, u meta.User, dir, startAfter string, limit int, shared bool) (*meta.Listing, error) {
 	const op = "list"
 	p, err := clean(op, dir)
 	if err != nil {
@@ -101,7 +114,7 @@ func (e *Engine) List(ctx context.Context, u meta.User, dir, startAfter string, 
 			if !v.HasPage {
 				return false, nil
 			}
-			out = v.Page.(*cachedPage).listing(p)
+			out = v.Page.(*cachedPage).listing(p, shared)
 			return true, nil
 		})
 		if ok {
@@ -169,7 +182,7 @@ func (e *Engine) List(ctx context.Context, u meta.User, dir, startAfter string, 
 		return nil
 	})
 	if err == nil && read != nil && fill && e.serving() {
-		e.fillList(tk, read, cached, readDir, p, startAfter, limit, out)
+		e.fillList(tk, read, cached, readDir, p, startAfter, limit, out, shared)
 	}
 	return out, err
 }
@@ -184,9 +197,9 @@ func listOfOne(p string, n *store.Inode, startAfter string) *meta.Listing {
 }
 
 // fillList fills the cache after a listing read from the store: the path,
-// and the page (a copy: the caller owns out) or, for a file, its hot
-// attributes.
-func (e *Engine) fillList(tk cache.Token, r *resolved, cached int, n *store.Inode, p, startAfter string, limit int, out *meta.Listing) {
+// and the page (a copy when the caller owns out, out's entries when it
+// shares them: shared) or, for a file, its hot attributes.
+func (e *Engine) fillList(tk cache.Token, r *resolved, cached int, n *store.Inode, p, startAfter string, limit int, out *meta.Listing, shared bool) {
 	if n.Type != meta.TypeDir {
 		e.fillPath(tk, r, cached, true)
 		return
@@ -194,7 +207,11 @@ func (e *Engine) fillList(tk cache.Token, r *resolved, cached int, n *store.Inod
 	if !e.fillPath(tk, r, cached, false) || !e.owns(listingRoute(n.ID)) {
 		return
 	}
-	pg := &cachedPage{dir: p, entries: slices.Clone(out.Entries), remaining: out.Remaining}
+	entries := out.Entries[:len(out.Entries):len(out.Entries)]
+	if !shared {
+		entries = slices.Clone(entries)
+	}
+	pg := &cachedPage{dir: p, entries: entries, remaining: out.Remaining}
 	e.cache.PutListingValue(tk, n.ID, pageCursor(limit, startAfter), pg, pg.size())
 }
 

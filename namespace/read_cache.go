@@ -43,8 +43,13 @@ type cachedPage struct {
 	remaining int64
 }
 
-// listing returns a caller's copy of the page, for the directory at path.
-func (pg *cachedPage) listing(path string) *meta.Listing {
+// listing returns the page for the directory at path: a caller's copy, or
+// with shared (a caller that changes nothing: ListShared) the page's own
+// entries, capped so that an append cannot write into them.
+func (pg *cachedPage) listing(path string, shared bool) *meta.Listing {
+	if shared && path == pg.dir {
+		return &meta.Listing{Entries: pg.entries[:len(pg.entries):len(pg.entries)], Remaining: pg.remaining}
+	}
 	l := &meta.Listing{Entries: slices.Clone(pg.entries), Remaining: pg.remaining}
 	if path != pg.dir { // cannot happen (an id has one path at a time), but cheap to handle
 		prefix := meta.JoinPath(path, "")

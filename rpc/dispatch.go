@@ -66,7 +66,9 @@ func (s *Server) dispatch(ctx context.Context, req *api.Request, m Method, path 
 	case *api.Request_List:
 		r := b.List
 		var l *meta.Listing
-		l, err = fs.List(ctx, u, r.GetPath(), r.GetStartAfter(), int(r.GetLimit()))
+		// Only encoded (ListingToProto copies what it keeps): a cached
+		// page needs no copy of its own.
+		l, err = meta.ListToRead(ctx, fs, u, r.GetPath(), r.GetStartAfter(), int(r.GetLimit()))
 		resp.Result = &api.Response_Listing{Listing: ListingToProto(r.GetPath(), l)}
 	case *api.Request_Delete:
 		err = fs.Delete(ctx, u, b.Delete.GetPath(), b.Delete.GetRecursive())

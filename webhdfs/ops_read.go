@@ -56,7 +56,8 @@ func appendEntry(b []byte, listed string, e *meta.FileStatus) []byte {
 // listStatus streams the whole listing page by page, so that a huge directory
 // costs one page of memory. An error after the first page cuts the connection.
 func (h *Handler) listStatus(rq *request) error {
-	page, err := h.fs.List(rq.ctx(), rq.user, rq.path, "", h.cfg.ListBatch)
+	// Pages are only encoded: a cached one needs no copy (meta.ListToRead).
+	page, err := meta.ListToRead(rq.ctx(), h.fs, rq.user, rq.path, "", h.cfg.ListBatch)
 	if err != nil {
 		return err
 	}
@@ -89,7 +90,7 @@ func (h *Handler) listStatus(rq *request) error {
 		}
 		b = b[:0]
 		last := page.Entries[len(page.Entries)-1].Name()
-		if page, err = h.fs.List(rq.ctx(), rq.user, rq.path, last, h.cfg.ListBatch); err != nil {
+		if page, err = meta.ListToRead(rq.ctx(), h.fs, rq.user, rq.path, last, h.cfg.ListBatch); err != nil {
 			return err
 		}
 	}
@@ -103,7 +104,7 @@ func (h *Handler) listStatus(rq *request) error {
 }
 
 func (h *Handler) listStatusBatch(rq *request) error {
-	page, err := h.fs.List(rq.ctx(), rq.user, rq.path, rq.q["startafter"], h.cfg.ListBatch)
+	page, err := meta.ListToRead(rq.ctx(), h.fs, rq.user, rq.path, rq.q["startafter"], h.cfg.ListBatch)
 	if err != nil {
 		return err
 	}
