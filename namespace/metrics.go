@@ -124,18 +124,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 }
 
 func (m *metrics) observe(op string, err error, d time.Duration) {
-	outcome := "ok"
 	if err != nil {
-		outcome = meta.KindOf(err).String()
-	}
-	if err != nil {
-		m.ops.WithLabelValues(op, outcome).Inc()
+		m.ops.WithLabelValues(op, meta.KindOf(err).String()).Inc()
 		m.latency.WithLabelValues(op).Observe(d.Seconds())
 		return
 	}
 	v, ok := m.byOp.Load(op)
 	if !ok {
-		v, _ = m.byOp.LoadOrStore(op, &opMetrics{ok: m.ops.WithLabelValues(op, outcome), latency: m.latency.WithLabelValues(op)})
+		v, _ = m.byOp.LoadOrStore(op, &opMetrics{ok: m.ops.WithLabelValues(op, "ok"), latency: m.latency.WithLabelValues(op)})
 	}
 	om := v.(*opMetrics)
 	om.ok.Inc()

@@ -207,7 +207,7 @@ func (e *Engine) fillList(tk cache.Token, r *resolved, cached int, n *store.Inod
 	if !e.fillPath(tk, r, cached, false) || !e.owns(listingRoute(n.ID)) {
 		return
 	}
-	entries := out.Entries[:len(out.Entries):len(out.Entries)]
+	entries := out.Entries // shared: capped when given out (cachedPage.listing)
 	if !shared {
 		entries = slices.Clone(entries)
 	}

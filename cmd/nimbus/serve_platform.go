@@ -233,8 +233,13 @@ func runPlatform(ctx context.Context, cfg server.Config, pf *platformFlags, fl *
 // to the database, per instance"). An instance running alone keeps its
 // share; --pg-pool-size sets every instance's.
 func instancePool(total int, cfg platform.Config) int {
-	most := min(cfg.MaxInstances, cfg.MaxPerDeployment*cfg.Deployments)
-	return max(minInstancePool, total/max(most, 1))
+	return max(minInstancePool, total/mostInstances(cfg))
+}
+
+// mostInstances is the most instances cfg's caps let run at once (at
+// least 1): what instancePool and instanceProcs share out over.
+func mostInstances(cfg platform.Config) int {
+	return max(1, min(cfg.MaxInstances, cfg.MaxPerDeployment*cfg.Deployments))
 }
 
 // minInstancePool is the fewest connections instancePool gives: a write
@@ -254,6 +259,5 @@ func instanceProcs(flag, cpus int, cfg platform.Config) int {
 	if flag != 0 {
 		return max(flag, 0)
 	}
-	most := min(cfg.MaxInstances, cfg.MaxPerDeployment*cfg.Deployments)
-	return max(1, cpus/max(most, 1))
+	return max(1, cpus/mostInstances(cfg))
 }

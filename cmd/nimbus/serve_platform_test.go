@@ -35,26 +35,29 @@ func TestInstanceArgs(t *testing.T) {
 	}
 }
 
+// caps is the platform's default configuration for deps deployments with
+// at most perDep instances each and most in all.
+func caps(deps, perDep, most int) platform.Config {
+	c := platform.DefaultConfig(deps)
+	c.MaxPerDeployment, c.MaxInstances = perDep, most
+	return c
+}
+
 // --instance-procs: the cores shared over the most instances the caps
 // allow, at least one each; a value given; -1 for Go's default.
 func TestInstanceProcs(t *testing.T) {
-	cfg := func(deps, perDep, most int) platform.Config {
-		c := platform.DefaultConfig(deps)
-		c.MaxPerDeployment, c.MaxInstances = perDep, most
-		return c
-	}
 	for _, c := range []struct {
 		flag, cpus int
 		cfg        platform.Config
 		want       int
 	}{
-		{0, 2, cfg(2, 1, 2), 1},   // disabled on 2 cores
-		{0, 2, cfg(2, 4, 8), 1},   // lambda on 2 cores
-		{0, 2, cfg(1, 1, 16), 2},  // one instance: every core
-		{0, 16, cfg(2, 2, 16), 4}, // four instances at most on 16 cores
-		{0, 8, cfg(2, 8, 3), 2},   // the global cap is the lesser
-		{3, 2, cfg(2, 1, 2), 3},   // as given
-		{-1, 2, cfg(2, 1, 2), 0},  // Go's default
+		{0, 2, caps(2, 1, 2), 1},   // disabled on 2 cores
+		{0, 2, caps(2, 4, 8), 1},   // lambda on 2 cores
+		{0, 2, caps(1, 1, 16), 2},  // one instance: every core
+		{0, 16, caps(2, 2, 16), 4}, // four instances at most on 16 cores
+		{0, 8, caps(2, 8, 3), 2},   // the global cap is the lesser
+		{3, 2, caps(2, 1, 2), 3},   // as given
+		{-1, 2, caps(2, 1, 2), 0},  // Go's default
 	} {
 		if got := instanceProcs(c.flag, c.cpus, c.cfg); got != c.want {
 			t.Errorf("instanceProcs(%d, %d cores, %d deployments, caps %d/%d) = %d, want %d",
@@ -66,21 +69,16 @@ func TestInstanceProcs(t *testing.T) {
 // TestInstancePool: without --pg-pool-size, the instances share one
 // server's default connections, at least minInstancePool each.
 func TestInstancePool(t *testing.T) {
-	cfg := func(deps, perDep, most int) platform.Config {
-		c := platform.DefaultConfig(deps)
-		c.MaxPerDeployment, c.MaxInstances = perDep, most
-		return c
-	}
 	for _, c := range []struct {
 		total int
 		cfg   platform.Config
 		want  int
 	}{
-		{32, cfg(2, 1, 2), 16},  // disabled: two instances
-		{32, cfg(2, 4, 8), 4},   // lambda: eight
-		{32, cfg(1, 1, 16), 32}, // one instance
-		{32, cfg(2, 8, 16), 4},  // sixteen: the floor (32/16 = 2)
-		{32, cfg(1, 8, 3), 10},  // the global cap is the lesser
+		{32, caps(2, 1, 2), 16},  // disabled: two instances
+		{32, caps(2, 4, 8), 4},   // lambda: eight
+		{32, caps(1, 1, 16), 32}, // one instance
+		{32, caps(2, 8, 16), 4},  // sixteen: the floor (32/16 = 2)
+		{32, caps(1, 8, 3), 10},  // the global cap is the lesser
 	} {
 		if got := instancePool(c.total, c.cfg); got != c.want {
 			t.Errorf("instancePool(%d, %d deployments, caps %d/%d) = %d, want %d",

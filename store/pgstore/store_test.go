@@ -316,19 +316,28 @@ func TestAllocateWhilePoolHeld(t *testing.T) {
 	}
 }
 
+// lockedAgainst begins a transaction that holds key locked exclusive, and
+// returns a second one, whose lock of key will wait for the first; both
+// are rolled back when the test ends.
+func lockedAgainst(t *testing.T, st *Store, key []byte) store.Txn {
+	t.Helper()
+	holder, _ := st.Begin(bg)
+	t.Cleanup(holder.Rollback)
+	if _, err := holder.Read(bg, []store.ReadReq{{Key: key, Mode: store.Exclusive}}); err != nil {
+		t.Fatal(err)
+	}
+	waiter, _ := st.Begin(bg)
+	t.Cleanup(waiter.Rollback)
+	return waiter
+}
+
 // TestCloseEndsWaits: Close cancels a read waiting for a lock (it fails
 // with ErrClosed at once, not after the lock timeout) and ends the
 // transactions that hold locks.
 func TestCloseEndsWaits(t *testing.T) {
 	db := pgtest.DB(t)
 	st := open(t, db, nil)
-	holder, _ := st.Begin(bg)
-	defer holder.Rollback()
-	if _, err := holder.Read(bg, []store.ReadReq{{Key: []byte("k"), Mode: store.Exclusive}}); err != nil {
-		t.Fatal(err)
-	}
-	waiter, _ := st.Begin(bg)
-	defer waiter.Rollback()
+	waiter := lockedAgainst(t, st, []byte("k"))
 	done := make(chan error, 1)
 	go func() {
 		_, err := waiter.Read(bg, []store.ReadReq{{Key: []byte("k"), Mode: store.Exclusive}})
@@ -679,13 +688,7 @@ func TestStatementCancelledIsRetryable(t *testing.T) {
 	if err := w.Commit(bg); err != nil {
 		t.Fatal(err)
 	}
-	holder, _ := st.Begin(bg)
-	defer holder.Rollback()
-	if _, err := holder.Read(bg, []store.ReadReq{{Key: []byte("k"), Mode: store.Exclusive}}); err != nil {
-		t.Fatal(err)
-	}
-	waiter, _ := st.Begin(bg)
-	defer waiter.Rollback()
+	waiter := lockedAgainst(t, st, []byte("k"))
 	_, err = waiter.Read(bg, []store.ReadReq{{Key: []byte("k"), Mode: store.Exclusive}})
 	if !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "57014") {
 		t.Fatalf("a lock wait cut by statement_timeout: %v, want store.ErrUnavailable (SQLSTATE 57014)", err)
