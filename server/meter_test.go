@@ -77,7 +77,7 @@ func TestInstanceMeterBillsHTTPOnly(t *testing.T) {
 				}
 			}
 			// A pooled client over /rpc/conn.
-			pc, err := client.Dial(ctx, s.Addr(), client.Options{Conns: 1})
+			pc, err := client.Dial(ctx, s.Addr(), client.Options{Conns: 1, StragglerFactor: -1}) // no straggler copies: each stat one request
 			if err != nil {
 				t.Fatal(err)
 			}
