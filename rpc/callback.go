@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -24,7 +26,8 @@ import (
 // anything else ("NO <reason>\n", or a close) refuses it.
 
 // Headers of the HTTP invocation path (CallPath). A gateway forwards every
-// Nimbus-* header of an invocation to the instance it picks.
+// Nimbus-* header of an invocation to the instance it picks, HeaderCallback
+// pinned to the host the client connected from (PinCallback).
 const (
 	// HeaderDeployment names the deployment (decimal) an invocation is
 	// for; a gateway routes by it, a plain server ignores it.
@@ -151,43 +154,88 @@ func AcceptHello(nc net.Conn, ok bool, reason string) error {
 // callbackKey names one callback endpoint of one client process.
 func callbackKey(endpoint, token string) string { return endpoint + " " + token }
 
-// maxCallbacks bounds the endpoints a server keeps connections (or a
-// recent refusal) to; past it, invocations are answered without
-// connecting back, and their clients fall back to dialling.
+// maxCallbacks bounds the endpoints a server is dialling or connected back
+// to at once (each a connection and a goroutine); past it, invocations
+// are answered without connecting back, and their clients fall back to
+// dialling. Refusals are remembered apart, in a cache of maxRefused
+// (callbackTable).
 const maxCallbacks = 4096
 
 // callbackDialTimeout bounds the dial of a callback endpoint.
 const callbackDialTimeout = 5 * time.Second
 
 // refusedFor is how long a server does not dial an endpoint that refused
-// its hello or could not be reached again.
+// its hello or could not be reached, unless it forgets the refusal sooner
+// (callbackTable).
 const refusedFor = time.Minute
+
+// PinCallback returns the callback endpoint an instance may dial for an
+// invocation that named claimed (HeaderCallback, "host:port") and came
+// from remoteAddr (http.Request.RemoteAddr): the host the client connected
+// from, with the port it claimed. A client names its own port (it chose
+// its listener), but never the host: otherwise any client could make an
+// instance open connections to any host and port and write a line there,
+// as a proxy into the instance's network. A platform's gateway rewrites
+// the header with it before forwarding (the instance sees the gateway's
+// address, not the client's).
+func PinCallback(claimed, remoteAddr string) (string, error) {
+	_, port, err := net.SplitHostPort(claimed)
+	if err != nil {
+		return "", fmt.Errorf("rpc: bad %s %.64q: %w", HeaderCallback, claimed, err)
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		return "", fmt.Errorf("rpc: bad %s %.64q: port %.8q is not 1 to 65535", HeaderCallback, claimed, port)
+	}
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err == nil && host == "" {
+		err = errors.New("no host")
+	}
+	if err != nil {
+		return "", fmt.Errorf("rpc: connect-back: the client's address %.64q: %w", remoteAddr, err)
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// callbackTarget is the endpoint a server dials for an invocation naming
+// claimed from remoteAddr: claimed as named when the invocation came over
+// loopback (from the platform's gateway, which has pinned it to its own
+// client's address, or from a process on this machine, which can open
+// such connections itself); else pinned to the peer's host (PinCallback).
+func callbackTarget(claimed, remoteAddr string) (string, bool) {
+	pinned, err := PinCallback(claimed, remoteAddr)
+	if err != nil {
+		return "", false
+	}
+	host, _, _ := net.SplitHostPort(remoteAddr)
+	if ip, err := netip.ParseAddr(host); err == nil && ip.Unmap().IsLoopback() {
+		return claimed, true
+	}
+	return pinned, true
+}
 
 // connectBack dials the callback endpoint of an invocation's client, in
 // the background, unless the server holds a connection to it, is dialling
-// it, or was refused by it within refusedFor; then it serves frames on the
-// connection as on an upgraded one.
+// it, or was refused by it lately (callbackTable); then it serves frames
+// on the connection as on an upgraded one.
 func (s *Server) connectBack(endpoint, token, base string) {
 	if s.opts.NoConnectBack || !helloField(token) || !helloField(endpoint) {
 		return
 	}
 	key := callbackKey(endpoint, token)
-	now := time.Now()
 	s.mu.Lock()
-	if until, seen := s.mu.callbacks[key]; s.mu.shutdown || (seen && (until.IsZero() || now.Before(until))) || len(s.mu.callbacks) >= maxCallbacks {
+	if s.mu.shutdown || !s.mu.callbacks.begin(key, time.Now()) {
 		s.mu.Unlock()
 		return
 	}
-	s.mu.callbacks[key] = time.Time{} // zero: dialling or connected
 	s.mu.Unlock()
 	s.met.callbacks.WithLabelValues("dialled").Inc()
 	go func() {
 		err := s.serveCallback(endpoint, Hello{Token: token, Instance: s.instanceID(), URL: base})
 		s.mu.Lock()
 		if err != nil {
-			s.mu.callbacks[key] = time.Now().Add(refusedFor)
+			s.mu.callbacks.failed(key, time.Now())
 		} else {
-			delete(s.mu.callbacks, key)
+			s.mu.callbacks.ended(key)
 		}
 		s.mu.Unlock()
 	}()

@@ -216,9 +216,9 @@ type Server struct {
 		conns    map[*serverConn]struct{}
 		shutdown bool
 		// callbacks holds the client endpoints (callbackKey) the server is
-		// connected or connecting back to (zero time), or was refused by
-		// until the time given (connectBack).
-		callbacks map[string]time.Time
+		// connected or connecting back to, and those that refused it lately
+		// (connectBack).
+		callbacks *callbackTable
 	}
 }
 
@@ -256,7 +256,7 @@ func NewServer(fs meta.FileSystem, opts ServerOptions) *Server {
 	s.met = newMetrics(opts.Registerer, func() float64 { return float64(s.held.Load()) })
 	s.baseCtx, s.cancel = context.WithCancel(context.Background())
 	s.mu.conns = make(map[*serverConn]struct{})
-	s.mu.callbacks = make(map[string]time.Time)
+	s.mu.callbacks = newCallbackTable()
 	s.instance.Store(&instanceName{id: opts.InstanceID, url: opts.AdvertiseURL})
 	return s
 }

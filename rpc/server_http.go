@@ -78,7 +78,9 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	h.Set(HeaderInstance, s.instanceID()+" "+base)
 	if cb := r.Header.Get(HeaderCallback); cb != "" && ok {
 		// In the background: the answer never waits for the dial.
-		s.connectBack(cb, r.Header.Get(HeaderCallbackToken), base)
+		if ep, ok := callbackTarget(cb, r.RemoteAddr); ok {
+			s.connectBack(ep, r.Header.Get(HeaderCallbackToken), base)
+		}
 	}
 	if !ok {
 		w.WriteHeader(http.StatusBadRequest)

@@ -1,0 +1,78 @@
+package rpc_test
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nimbus-fs/nimbus/meta/metatest"
+	"github.com/nimbus-fs/nimbus/rpc"
+)
+
+// refusedAddr returns a loopback address nothing listens on: a dial to it
+// is refused at once.
+func refusedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// A flood of invocations naming endpoints that refuse the connection
+// (more distinct endpoints than the server keeps) does not stop the
+// server from connecting back to a good client afterwards: refusals are
+// remembered in a bounded cache that forgets the oldest, not in a table
+// that fills up for good.
+func TestConnectBackAfterRefusedFlood(t *testing.T) {
+	e := start(t, metatest.NewMemFS(), rpc.ServerOptions{InstanceID: "3"})
+	bad := refusedAddr(t)
+	const flood = rpc.MaxRefusedCallbacks + 100
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				hdr := http.Header{}
+				hdr.Set(rpc.HeaderCallback, bad)
+				hdr.Set(rpc.HeaderCallbackToken, fmt.Sprintf("flood%d", i))
+				invoke(t, e, hdr)
+			}
+		}()
+	}
+	for i := range flood {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	// Every dial the flood started has failed.
+	for mustCallbacks(t, e, "unreachable") != mustCallbacks(t, e, "dialled") {
+		time.Sleep(time.Millisecond)
+	}
+	t.Logf("flood: %v dialled, %v unreachable", mustCallbacks(t, e, "dialled"), mustCallbacks(t, e, "unreachable"))
+
+	ln, accepted := callbackEndpoint(t)
+	hdr := http.Header{}
+	hdr.Set(rpc.HeaderCallback, ln.Addr().String())
+	hdr.Set(rpc.HeaderCallbackToken, "good")
+	invoke(t, e, hdr)
+	var nc net.Conn
+	select {
+	case nc = <-accepted:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("a good client was not connected back to after a flood of %d refused endpoints", flood)
+	}
+	h, err := rpc.ReadHello(bufio.NewReader(nc))
+	if err != nil || h.Token != "good" {
+		t.Fatalf("hello %+v, %v", h, err)
+	}
+}
