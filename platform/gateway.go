@@ -30,7 +30,7 @@ import (
 // platform and its hosting"):
 //
 //	Nimbus-Deployment: D          request: the deployment invoked (decimal; absent: 0)
-//	Nimbus-*                      request: passed through to the instance (Nimbus-Callback, ...)
+//	Nimbus-*                      request: passed through to the instance (Nimbus-Callback pinned to the client's host: pinCallback)
 //	Nimbus-Instance: ID BASEURL   response: the instance that answered
 //
 // Statuses of its own: 400 for a bad Nimbus-Deployment; 503 with
@@ -264,6 +264,7 @@ func (g *Gateway) forward(r *http.Request, le *Lease, body []byte) (*http.Respon
 			out.Header[k] = vs
 		}
 	}
+	pinCallback(out.Header, r.RemoteAddr)
 	return g.hc.Do(out)
 }
 

@@ -107,8 +107,10 @@ func TestGateway(t *testing.T) {
 		}
 	}()
 
-	resp, body := post(t, gw.URL+"/rpc/call", "frame", map[string]string{"Nimbus-Callback": "tcp://1.2.3.4:5", HeaderDeployment: "1"})
-	if resp.StatusCode != 200 || body != "frame" || resp.Header.Get("Nimbus-Callback") != "tcp://1.2.3.4:5" {
+	// The callback endpoint arrives on the host the client connected from
+	// (callback_addr.go).
+	resp, body := post(t, gw.URL+"/rpc/call", "frame", map[string]string{"Nimbus-Callback": "1.2.3.4:5", HeaderDeployment: "1"})
+	if resp.StatusCode != 200 || body != "frame" || resp.Header.Get("Nimbus-Callback") != "127.0.0.1:5" {
 		t.Fatalf("call: %d %q %v", resp.StatusCode, body, resp.Header)
 	}
 	inst := resp.Header.Get(HeaderInstance)
