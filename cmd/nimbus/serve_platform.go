@@ -37,12 +37,13 @@ type platformFlags struct {
 	invokeTimeout     time.Duration
 	faultInjection    bool
 	instanceProcs     int
+	instanceMaxConns  int
 }
 
 // platformOnly are the flags an instance does not take: the platform's,
 // serve's own, and those the platform sets per instance.
 var platformOnly = []string{"platform", "hosting", "concurrency", "max-instances", "max-instances-per-deployment", "keep-alive",
-	"min-instances", "max-queue", "invoke-timeout", "fault-injection", "instance-procs", "daemon", "pid-file", "listen", "advertise", "debug-addr", "data",
+	"min-instances", "max-queue", "invoke-timeout", "fault-injection", "instance-procs", "instance-max-connections", "daemon", "pid-file", "listen", "advertise", "debug-addr", "data",
 	"deployment", "deployments"}
 
 func addPlatformFlags(fl *flag.FlagSet) *platformFlags {
@@ -57,6 +58,7 @@ func addPlatformFlags(fl *flag.FlagSet) *platformFlags {
 	fl.IntVar(&pf.cfg.MaxQueue, "max-queue", pf.cfg.MaxQueue, "with --platform local: invocations waiting per deployment before more are refused (503)")
 	fl.DurationVar(&pf.invokeTimeout, "invoke-timeout", 30*time.Second, "with --platform local: how long a request waits for an instance before it is answered 503")
 	fl.IntVar(&pf.instanceProcs, "instance-procs", -1, "with --hosting process: each instance's GOMAXPROCS, its share of the machine's cores (0: the cores over the most instances the caps allow, at least 1; -1: Go's default, every core)")
+	fl.IntVar(&pf.instanceMaxConns, "instance-max-connections", 0, "with --platform local: client connections one instance holds at once, beyond which clients that reach it (through the gateway or straight) get 503 (default: --concurrency + --max-queue + 16)")
 	fl.BoolVar(&pf.faultInjection, "fault-injection", false, "with --platform local: serve POST /platform/kill?deployment=D, which SIGKILLs one serving instance of D (for `nimbus bench elastic --kill-every`; never on a gateway others can reach)")
 	return pf
 }
@@ -134,16 +136,19 @@ func runPlatform(ctx context.Context, cfg server.Config, pf *platformFlags, fl *
 		pool = instancePool(pool, pcfg)
 	}
 	var host platform.Host
+	maxConns := instanceMaxConnections(pf.instanceMaxConns, pcfg)
 	if pf.hosting == "process" {
 		iargs := instanceArgs(fl, args)
 		if !poolSet {
 			iargs = append(iargs, "--pg-pool-size", strconv.Itoa(pool))
 		}
+		iargs = append(iargs, "--max-connections", strconv.Itoa(maxConns))
 		host = &platform.ProcessHost{Args: iargs, DataDir: cfg.DataDir, Stderr: stderr,
 			Procs: instanceProcs(pf.instanceProcs, runtime.NumCPU(), pcfg)}
 	} else {
 		base := cfg
 		base.Postgres.PoolSize = pool
+		base.Limits.MaxConnections = maxConns
 		host = &server.InProcessHost{Base: base, DataDir: cfg.DataDir}
 	}
 	reg := prometheus.NewRegistry()
