@@ -59,6 +59,9 @@ func TestConnectBackAfterRefusedFlood(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	t.Logf("flood: %v dialled, %v unreachable", mustCallbacks(t, e, "dialled"), mustCallbacks(t, e, "unreachable"))
+	if got := gauge(t, e, "nimbus_rpc_callback_endpoints", "refused"); got != rpc.MaxRefusedCallbacks {
+		t.Fatalf("refusals remembered after the flood: %v, want %d", got, rpc.MaxRefusedCallbacks)
+	}
 
 	ln, accepted := callbackEndpoint(t)
 	hdr := http.Header{}
@@ -75,4 +78,25 @@ func TestConnectBackAfterRefusedFlood(t *testing.T) {
 	if err != nil || h.Token != "good" {
 		t.Fatalf("hello %+v, %v", h, err)
 	}
+}
+
+// gauge reads the gauge name whose one label has value label.
+func gauge(t *testing.T, e *env, name, label string) float64 {
+	t.Helper()
+	mfs, err := e.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() == label {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no %s{%s}", name, label)
+	return 0
 }

@@ -3,6 +3,8 @@ package rpc
 import (
 	"container/list"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // callbackTable is what a server knows of the callback endpoints
@@ -90,3 +92,26 @@ func (t *callbackTable) forget(el *list.Element) {
 
 // sizes returns the live entries and the remembered refusals.
 func (t *callbackTable) sizes() (live, refused int) { return len(t.live), t.order.Len() }
+
+// registerCallbackGauges registers nimbus_rpc_callback_endpoints, the
+// table's sizes by state (live, refused), on reg (nil: none).
+func (s *Server) registerCallbackGauges(reg prometheus.Registerer) {
+	if reg == nil {
+		return
+	}
+	for _, state := range []string{"live", "refused"} {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "nimbus", Subsystem: "rpc", Name: "callback_endpoints",
+			Help:        "Client callback endpoints the server is dialling or connected back to (live), and refusals it remembers (refused, at most 4096).",
+			ConstLabels: prometheus.Labels{"state": state},
+		}, func() float64 {
+			s.mu.Lock()
+			live, refused := s.mu.callbacks.sizes()
+			s.mu.Unlock()
+			if state == "live" {
+				return float64(live)
+			}
+			return float64(refused)
+		}))
+	}
+}

@@ -257,6 +257,7 @@ func NewServer(fs meta.FileSystem, opts ServerOptions) *Server {
 	s.baseCtx, s.cancel = context.WithCancel(context.Background())
 	s.mu.conns = make(map[*serverConn]struct{})
 	s.mu.callbacks = newCallbackTable()
+	s.registerCallbackGauges(opts.Registerer)
 	s.instance.Store(&instanceName{id: opts.InstanceID, url: opts.AdvertiseURL})
 	return s
 }
