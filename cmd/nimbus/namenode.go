@@ -23,7 +23,11 @@ import (
 //
 // on its standard output once it serves (answers /readyz), ID being its
 // coordinator member ID (the platform evicts that member once it has
-// reaped the process: platform.LocalOptions.Exited). It stops
+// reaped the process: platform.LocalOptions.Exited). Its port is
+// reachable by any process on the machine, not only the gateway, so it
+// bounds its clients as a plain server does: the platform passes it
+// --max-connections from its caps (instanceMaxConnections) and serve's
+// timeouts and tenant limits. It stops
 // gracefully on SIGTERM or SIGINT, and exits when its standard input is a
 // pipe that reaches EOF: its parent, the platform, has gone (the platform
 // also asks the kernel to SIGKILL it then, on Linux).
