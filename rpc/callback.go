@@ -221,16 +221,20 @@ func (s *Server) connectBack(endpoint, token, base string) {
 	if s.opts.NoConnectBack || !helloField(token) || !helloField(endpoint) {
 		return
 	}
+	host, _, err := net.SplitHostPort(endpoint)
+	if err != nil {
+		return
+	}
 	key := callbackKey(endpoint, token)
 	s.mu.Lock()
-	if s.mu.shutdown || !s.mu.callbacks.begin(key, time.Now()) {
+	if s.mu.shutdown || !s.mu.callbacks.begin(key, host, time.Now()) {
 		s.mu.Unlock()
 		return
 	}
 	s.mu.Unlock()
 	s.met.callbacks.WithLabelValues("dialled").Inc()
 	go func() {
-		err := s.serveCallback(endpoint, Hello{Token: token, Instance: s.instanceID(), URL: base})
+		err := s.serveCallback(key, endpoint, Hello{Token: token, Instance: s.instanceID(), URL: base})
 		s.mu.Lock()
 		if err != nil {
 			s.mu.callbacks.failed(key, time.Now())
@@ -244,7 +248,7 @@ func (s *Server) connectBack(endpoint, token, base string) {
 // serveCallback dials endpoint, says hello, and serves the connection until
 // it ends. Its error is why the connection never served (unreachable,
 // refused).
-func (s *Server) serveCallback(endpoint string, h Hello) error {
+func (s *Server) serveCallback(key, endpoint string, h Hello) error {
 	// A client that cannot be reached (behind NAT) must not hold a
 	// goroutine for long: it falls back to dialling after its own wait.
 	nc, err := net.DialTimeout("tcp", endpoint, min(s.opts.FrameTimeout, callbackDialTimeout))
@@ -274,6 +278,9 @@ func (s *Server) serveCallback(endpoint string, h Hello) error {
 	}
 	_ = nc.SetDeadline(time.Time{})
 	s.met.callbacks.WithLabelValues("accepted").Inc()
+	s.mu.Lock()
+	s.mu.callbacks.connected(key)
+	s.mu.Unlock()
 	c := s.newConn(nc, br)
 	if c == nil {
 		return nil

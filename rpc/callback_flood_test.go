@@ -34,26 +34,33 @@ func refusedAddr(t *testing.T) string {
 func TestConnectBackAfterRefusedFlood(t *testing.T) {
 	e := start(t, metatest.NewMemFS(), rpc.ServerOptions{InstanceID: "3"})
 	bad := refusedAddr(t)
+	// Until the server has dialled more refusing endpoints than it
+	// remembers (it dials at most maxDialsPerHost at once to one host,
+	// and skips the endpoints past that), or until twice as many were sent.
 	const flood = rpc.MaxRefusedCallbacks + 100
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				hdr := http.Header{}
-				hdr.Set(rpc.HeaderCallback, bad)
-				hdr.Set(rpc.HeaderCallbackToken, fmt.Sprintf("flood%d", i))
-				invoke(t, e, hdr)
-			}
-		}()
+	sent := 0
+	for mustCallbacks(t, e, "dialled") < flood && sent < 2*flood {
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					hdr := http.Header{}
+					hdr.Set(rpc.HeaderCallback, bad)
+					hdr.Set(rpc.HeaderCallbackToken, fmt.Sprintf("flood%d", i))
+					invoke(t, e, hdr)
+				}
+			}()
+		}
+		for range flood - int(mustCallbacks(t, e, "dialled")) {
+			next <- sent
+			sent++
+		}
+		close(next)
+		wg.Wait()
 	}
-	for i := range flood {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
 	// Every dial the flood started has failed.
 	for mustCallbacks(t, e, "unreachable") != mustCallbacks(t, e, "dialled") {
 		time.Sleep(time.Millisecond)

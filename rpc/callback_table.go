@@ -15,6 +15,10 @@ import (
 //
 //   - live entries are bounded (maxCallbacks): each is a connection and a
 //     goroutine; one leaves when its dial fails or its connection ends;
+//   - the dials in progress to one host are bounded (maxDialsPerHost), so
+//     that endpoints whose dials hang (a host that drops connection
+//     attempts costs each dial its timeout) cannot take every live entry
+//     from other clients' hosts;
 //   - a refusal is remembered for refusedFor, so that an endpoint that
 //     refused is not dialled on each of its client's invocations; past
 //     maxRefused refusals the oldest is forgotten first, and an expired
@@ -24,9 +28,16 @@ import (
 //
 // It is not safe for concurrent use: the server holds s.mu around it.
 type callbackTable struct {
-	live    map[string]struct{}
+	live    map[string]*liveCallback
+	dialing map[string]int           // dials in progress by host
 	refused map[string]*list.Element // of *refusal, in order
 	order   list.List                // refusals, oldest first
+}
+
+// liveCallback is one endpoint being dialled or connected back to.
+type liveCallback struct {
+	host    string
+	dialing bool // not yet connected: counted in dialing[host]
 }
 
 // refusal is one remembered refusal.
@@ -38,14 +49,20 @@ type refusal struct {
 // maxRefused bounds the refusals a server remembers.
 const maxRefused = 4096
 
+// maxDialsPerHost bounds the dials in progress to one host. A dial to a
+// host that answers (with a connection or a refusal) takes a loopback or
+// network round trip; a host's clients start a few at once.
+const maxDialsPerHost = 64
+
 func newCallbackTable() *callbackTable {
-	return &callbackTable{live: map[string]struct{}{}, refused: map[string]*list.Element{}}
+	return &callbackTable{live: map[string]*liveCallback{}, dialing: map[string]int{}, refused: map[string]*list.Element{}}
 }
 
-// begin reports whether key should be dialled now: it is not live, not
-// refused within refusedFor, and the live entries are under their bound.
-// When it reports true, key is live until failed or ended.
-func (t *callbackTable) begin(key string, now time.Time) bool {
+// begin reports whether key, an endpoint on host, should be dialled now:
+// it is not live, not refused within refusedFor, and the live entries and
+// host's dials are under their bounds. When it reports true, key is live,
+// dialling, until connected, failed or ended.
+func (t *callbackTable) begin(key, host string, now time.Time) bool {
 	if _, ok := t.live[key]; ok {
 		return false
 	}
@@ -55,17 +72,44 @@ func (t *callbackTable) begin(key string, now time.Time) bool {
 		}
 		t.forget(el)
 	}
-	if len(t.live) >= maxCallbacks {
+	if len(t.live) >= maxCallbacks || t.dialing[host] >= maxDialsPerHost {
 		return false
 	}
-	t.live[key] = struct{}{}
+	t.live[key] = &liveCallback{host: host, dialing: true}
+	t.dialing[host]++
 	return true
+}
+
+// connected records that key's dial succeeded and its hello was accepted.
+func (t *callbackTable) connected(key string) {
+	if lc, ok := t.live[key]; ok {
+		t.undial(lc)
+	}
+}
+
+// undial takes lc out of its host's dials in progress.
+func (t *callbackTable) undial(lc *liveCallback) {
+	if !lc.dialing {
+		return
+	}
+	lc.dialing = false
+	if t.dialing[lc.host]--; t.dialing[lc.host] <= 0 {
+		delete(t.dialing, lc.host)
+	}
+}
+
+// drop removes key from the live entries.
+func (t *callbackTable) drop(key string) {
+	if lc, ok := t.live[key]; ok {
+		t.undial(lc)
+		delete(t.live, key)
+	}
 }
 
 // failed records that key's dial was refused or unreachable: it is not
 // dialled again before now+refusedFor, unless it is forgotten first.
 func (t *callbackTable) failed(key string, now time.Time) {
-	delete(t.live, key)
+	t.drop(key)
 	if el, ok := t.refused[key]; ok {
 		t.forget(el)
 	}
@@ -83,7 +127,7 @@ func (t *callbackTable) failed(key string, now time.Time) {
 
 // ended records that key's connection served and has ended: the next
 // invocation naming it may dial it again.
-func (t *callbackTable) ended(key string) { delete(t.live, key) }
+func (t *callbackTable) ended(key string) { t.drop(key) }
 
 func (t *callbackTable) forget(el *list.Element) {
 	delete(t.refused, el.Value.(*refusal).key)

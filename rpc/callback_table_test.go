@@ -15,18 +15,18 @@ import (
 func TestCallbackTable(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
 	tb := newCallbackTable()
-	if !tb.begin("a", t0) || tb.begin("a", t0) {
+	if !tb.begin("a", "h", t0) || tb.begin("a", "h", t0) {
 		t.Fatal("a live endpoint dialled twice, or a new one not at all")
 	}
 	tb.failed("a", t0)
-	if tb.begin("a", t0.Add(refusedFor-time.Nanosecond)) {
+	if tb.begin("a", "h", t0.Add(refusedFor-time.Nanosecond)) {
 		t.Fatal("dialled again within refusedFor of a refusal")
 	}
-	if !tb.begin("a", t0.Add(refusedFor)) {
+	if !tb.begin("a", "h", t0.Add(refusedFor)) {
 		t.Fatal("not dialled again after refusedFor")
 	}
 	tb.ended("a")
-	if !tb.begin("a", t0.Add(refusedFor)) {
+	if !tb.begin("a", "h", t0.Add(refusedFor)) {
 		t.Fatal("not dialled again after its connection ended")
 	}
 	tb.ended("a")
@@ -34,7 +34,7 @@ func TestCallbackTable(t *testing.T) {
 	// A flood of refusals: the table keeps maxRefused of them, the newest.
 	for i := range maxRefused + 10 {
 		k := fmt.Sprint("flood", i)
-		if !tb.begin(k, t0) {
+		if !tb.begin(k, "h", t0) {
 			t.Fatalf("flood endpoint %d not dialled", i)
 		}
 		tb.failed(k, t0)
@@ -42,11 +42,11 @@ func TestCallbackTable(t *testing.T) {
 	if live, refused := tb.sizes(); live != 0 || refused != maxRefused {
 		t.Fatalf("after the flood: %d live, %d refusals; want 0 and %d", live, refused, maxRefused)
 	}
-	if !tb.begin("flood0", t0) {
+	if !tb.begin("flood0", "h", t0) {
 		t.Fatal("the oldest refusal was not forgotten")
 	}
 	tb.ended("flood0")
-	if tb.begin(fmt.Sprint("flood", maxRefused+9), t0) {
+	if tb.begin(fmt.Sprint("flood", maxRefused+9), "h", t0) {
 		t.Fatal("the newest refusal was forgotten")
 	}
 	// Expired refusals are forgotten as new ones come.
@@ -55,17 +55,50 @@ func TestCallbackTable(t *testing.T) {
 		t.Fatalf("after a refusal refusedFor later: %d live, %d refusals; want 0 and 1", live, refused)
 	}
 
-	// The live bound.
-	for i := range maxCallbacks {
-		if !tb.begin(fmt.Sprint("live", i), t0) {
-			t.Fatalf("live endpoint %d not dialled", i)
+	// Dials in progress per host: bounded, a connected one no longer
+	// counts, other hosts are dialled meanwhile.
+	for i := range maxDialsPerHost {
+		if !tb.begin(fmt.Sprint("slow", i), "slow", t0) {
+			t.Fatalf("dial %d to a host not started", i)
 		}
 	}
-	if tb.begin("one more", t0) {
+	if tb.begin("slow more", "slow", t0) {
+		t.Fatal("dialled a host past maxDialsPerHost dials in progress")
+	}
+	if !tb.begin("fast", "fast", t0) {
+		t.Fatal("another host not dialled while one has its dials in progress")
+	}
+	tb.connected("slow0")
+	if !tb.begin("slow more", "slow", t0) {
+		t.Fatal("not dialled once a dial to the host connected")
+	}
+	tb.failed("slow1", t0)
+	tb.ended("slow0")
+	if !tb.begin("slow again", "slow", t0) {
+		t.Fatal("not dialled once a dial to the host failed")
+	}
+	for i := range maxDialsPerHost {
+		tb.ended(fmt.Sprint("slow", i))
+	}
+	for _, k := range []string{"slow more", "slow again", "fast"} {
+		tb.ended(k)
+	}
+	if live, _ := tb.sizes(); live != 0 || len(tb.dialing) != 0 {
+		t.Fatalf("after every end: %d live, dials in progress %v", live, tb.dialing)
+	}
+
+	// The live bound, over many hosts.
+	for i := range maxCallbacks {
+		if !tb.begin(fmt.Sprint("live", i), fmt.Sprint("host", i%100), t0) {
+			t.Fatalf("live endpoint %d not dialled", i)
+		}
+		tb.connected(fmt.Sprint("live", i))
+	}
+	if tb.begin("one more", "h", t0) {
 		t.Fatal("dialled past maxCallbacks live endpoints")
 	}
 	tb.ended("live0")
-	if !tb.begin("one more", t0) {
+	if !tb.begin("one more", "h", t0) {
 		t.Fatal("not dialled once a live endpoint ended")
 	}
 }
