@@ -197,18 +197,21 @@ func PinCallback(claimed, remoteAddr string) (string, error) {
 }
 
 // callbackTarget is the endpoint a server dials for an invocation naming
-// claimed from remoteAddr: claimed as named when the invocation came over
-// loopback (from the platform's gateway, which has pinned it to its own
-// client's address, or from a process on this machine, which can open
-// such connections itself); else pinned to the peer's host (PinCallback).
-func callbackTarget(claimed, remoteAddr string) (string, bool) {
+// claimed from remoteAddr: pinned to the peer's host (PinCallback), or,
+// with trustLoopback (ServerOptions.TrustLoopbackCallback), claimed as
+// named when the invocation came over loopback (from the platform's
+// gateway, which has pinned it to its own client's host, or from a
+// process on this machine, which could open such connections itself).
+func callbackTarget(claimed, remoteAddr string, trustLoopback bool) (string, bool) {
 	pinned, err := PinCallback(claimed, remoteAddr)
 	if err != nil {
 		return "", false
 	}
-	host, _, _ := net.SplitHostPort(remoteAddr)
-	if ip, err := netip.ParseAddr(host); err == nil && ip.Unmap().IsLoopback() {
-		return claimed, true
+	if trustLoopback {
+		host, _, _ := net.SplitHostPort(remoteAddr)
+		if ip, err := netip.ParseAddr(host); err == nil && ip.Unmap().IsLoopback() {
+			return claimed, true
+		}
 	}
 	return pinned, true
 }

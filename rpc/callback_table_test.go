@@ -104,8 +104,8 @@ func TestCallbackTable(t *testing.T) {
 }
 
 // The endpoint dialled keeps the claimed port and takes the host the
-// invocation came from, unless it came over loopback; a malformed claim
-// is not dialled.
+// invocation came from, unless it came over loopback to a server that
+// trusts loopback (a platform instance); a malformed claim is not dialled.
 func TestCallbackTarget(t *testing.T) {
 	for _, c := range []struct {
 		claimed, remote, want string
@@ -124,10 +124,21 @@ func TestCallbackTarget(t *testing.T) {
 		{"127.0.0.1:4000", "garbage", ""},
 		{"127.0.0.1:4000", ":5555", ""},
 	} {
-		got, ok := callbackTarget(c.claimed, c.remote)
+		got, ok := callbackTarget(c.claimed, c.remote, true)
 		if ok != (c.want != "") || got != c.want {
-			t.Errorf("callbackTarget(%q, %q) = %q %v, want %q", c.claimed, c.remote, got, ok, c.want)
+			t.Errorf("callbackTarget(%q, %q, trusting loopback) = %q %v, want %q", c.claimed, c.remote, got, ok, c.want)
 		}
+		// Not trusting loopback: always the peer's host.
+		want, err := PinCallback(c.claimed, c.remote)
+		if err != nil {
+			want = ""
+		}
+		if got, ok := callbackTarget(c.claimed, c.remote, false); ok != (want != "") || got != want {
+			t.Errorf("callbackTarget(%q, %q) = %q %v, want %q", c.claimed, c.remote, got, ok, want)
+		}
+	}
+	if got, _ := callbackTarget("10.0.0.9:5432", "127.0.0.1:5555", false); got != "127.0.0.1:5432" {
+		t.Errorf("a plain server dials %q for a loopback client naming 10.0.0.9:5432", got)
 	}
 }
 

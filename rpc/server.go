@@ -98,6 +98,12 @@ type ServerOptions struct {
 	// back to dialling it: for tests, and for servers that must not open
 	// connections outwards.
 	NoConnectBack bool
+	// TrustLoopbackCallback takes the HeaderCallback of an invocation that
+	// arrives over loopback as named: for an instance of a platform whose
+	// gateway runs on the same machine and has pinned it to its client's
+	// host (PinCallback). Without it, and from any other peer, the host
+	// dialled is always the invocation's peer's, with the port named.
+	TrustLoopbackCallback bool
 }
 
 // Router tells a server whether a routed request belongs to its

@@ -78,7 +78,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	h.Set(HeaderInstance, s.instanceID()+" "+base)
 	if cb := r.Header.Get(HeaderCallback); cb != "" && ok {
 		// In the background: the answer never waits for the dial.
-		if ep, ok := callbackTarget(cb, r.RemoteAddr); ok {
+		if ep, ok := callbackTarget(cb, r.RemoteAddr, s.opts.TrustLoopbackCallback); ok {
 			s.connectBack(ep, r.Header.Get(HeaderCallbackToken), base)
 		}
 	}

@@ -387,7 +387,10 @@ func New(cfg Config) (_ *Server, err error) {
 	lim := cfg.Limits.withDefaults()
 	s.rpc = rpc.NewServer(ns, rpc.ServerOptions{Logger: s.log.With("component", "rpc"), Registerer: s.reg, Fsck: ns.Fsck,
 		MaxConnBytes: lim.RPCConnBytes, MaxServerBytes: lim.RPCServerBytes, FrameTimeout: lim.RPCFrameTimeout, IdleTimeout: lim.RPCIdleTimeout,
-		Tenants: s.tenants, Meter: s.meter, Router: &router{s: s, mapTTL: time.Second}})
+		Tenants: s.tenants, Meter: s.meter, Router: &router{s: s, mapTTL: time.Second},
+		// An instance's gateway runs on its machine and pins the callback
+		// host to its client's (platform/callback_addr.go).
+		TrustLoopbackCallback: cfg.PlatformInstance})
 	wcfg := webhdfs.DefaultConfig()
 	wcfg.Advertise = cfg.Advertise
 	wcfg.Superuser = nc.Superuser
