@@ -309,3 +309,43 @@ func TestRemovedDirLedger(t *testing.T) {
 	assertFailed(t, st, errDataDir)
 	t.Logf("failed with: %v", st.Err())
 }
+
+// TestOwnRemovalsNotFatal: the store's own removals and renames (obsolete
+// logs and tables after flushes and compactions, recycled logs, rewritten
+// OPTIONS and MANIFEST markers) do not fail it, though the watch fails it on
+// any other removal in its directory.
+func TestOwnRemovalsNotFatal(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the directory watch is Linux's")
+	}
+	dir := t.TempDir()
+	st := openTest(t, dir, smallMemtables(nil))
+	if st.dirWatch == nil {
+		t.Fatal("no directory watch")
+	}
+	val := bytes.Repeat([]byte("o"), 8<<10)
+	for round := range 3 {
+		for i := range 1000 { // ~8 MiB a round through 1 MiB memtables
+			if err := putRow(st, fmt.Sprintf("r%04d", i), val); err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		if err := st.Compact(bg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := st.db.Metrics()
+	if m.WAL.ObsoleteFiles+m.Compact.Count == 0 {
+		t.Fatalf("nothing recycled or compacted: %s", m)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatalf("Close after the store's own removals: %v", err)
+	}
+	st2 := openTest(t, dir, smallMemtables(nil))
+	if err := putRow(st2, "after", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := st2.Err(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -59,10 +59,10 @@ type Store struct {
 	commits     atomic.Uint64 // transactions that wrote and synced
 	walSyncs    atomic.Uint64 // counted by walCountingFS
 
-	fail     failure     // failstop.go
-	logLimit *logLimiter // Pebble's repeated errors (logger.go)
-	id   *identity     // identity.go
-	stop chan struct{} // closed by Close: stops the background checks
+	fail     failure       // failstop.go
+	logLimit *logLimiter   // Pebble's repeated errors (logger.go)
+	id       *identity     // identity.go
+	stop     chan struct{} // closed by Close: stops the background checks
 	// dirWatch is the kernel's watch of the directory (identity_linux.go);
 	// nil when there is none.
 	dirWatch *dirWatch
@@ -218,9 +218,9 @@ func pebbleOptions(opts Options, fs vfs.FS, cache *pebble.Cache, log *slog.Logge
 	}
 	po := &pebble.Options{
 		FS: walCountingFS{FS: fs, syncs: &s.walSyncs, prefill: opts.WALPrefill,
-			onError:   func(op string, err error) { s.failStop(op, err) },
-			failed:    func() bool { return s.fail.err.Load() != nil },
-			watch:     s.dirWatch},
+			onError: func(op string, err error) { s.failStop(op, err) },
+			failed:  func() bool { return s.fail.err.Load() != nil },
+			watch:   s.dirWatch},
 		ReadOnly:           opts.ReadOnly,
 		Cache:              cache,
 		MemTableSize:       opts.MemTableSize,
