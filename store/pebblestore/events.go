@@ -31,7 +31,7 @@ func (s *Store) eventListener() *pebble.EventListener {
 	return &pebble.EventListener{
 		BackgroundError: func(err error) {
 			if ok, skipped := s.logLimit.allow("background error"); ok {
-				s.log.Error("pebble background error", "dir", s.dir, "err", err, "repeats_not_logged", skipped)
+				s.log.Error("pebble background error", "dir", s.dir, "err", err.Error(), "repeats_not_logged", skipped)
 			}
 			if m := s.metrics; m != nil {
 				m.backgroundErrors.Inc()

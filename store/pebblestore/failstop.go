@@ -82,7 +82,7 @@ func (s *Store) failStop(op string, cause error) error {
 		s.fail.err.Store(&err)
 		close(s.fail.ch)
 		s.log.Error("store failed: refusing every further operation; restart once the disk is fixed",
-			"dir", s.dir, "op", op, "err", cause)
+			"dir", s.dir, "op", op, "err", cause.Error()) // the text: slog would print a stack Pebble attached
 		if s.metrics != nil {
 			s.metrics.failed.Set(1)
 		}

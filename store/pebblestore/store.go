@@ -392,7 +392,7 @@ func (s *Store) closeFailed(err error) error {
 	s.bg.Wait()
 	s.metrics.unregister()
 	s.locks.Unregister()
-	s.log.Error("store failed: left open (the next start recovers it)", "dir", s.dir, "err", err)
+	s.log.Error("store failed: left open (the next start recovers it)", "dir", s.dir, "err", err.Error())
 	return fmt.Errorf("pebblestore: close %s: %w", s.dir, err)
 }
 

@@ -294,9 +294,12 @@ func TestDiskFullAfterRecycleFailStop(t *testing.T) {
 	if code := s2.waitExit(failStopBound); code == 0 {
 		t.Fatalf("a start on a full disk exited 0\n%s", s2.log.String())
 	}
-	if log := s2.log.String(); !strings.Contains(log, "no space left on device") {
-		t.Fatalf("a start on a full disk does not say why it failed:\n%s", log)
+	log2 := s2.log.String()
+	if !strings.Contains(log2, "no space left on device") {
+		t.Fatalf("a start on a full disk does not say why it failed:\n%s", log2)
 	}
+	t.Logf("the first server logged %d lines; the start on the full disk %d, ending:\n%s",
+		strings.Count(log, "\n"), strings.Count(log2, "\n"), lastLines(log2, 2))
 
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
@@ -462,4 +465,10 @@ func TestDataDirMovedFailStop(t *testing.T) {
 	if !strings.Contains(log, "data directory removed or replaced") {
 		t.Fatalf("server log does not name the cause:\n%s", log)
 	}
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
