@@ -126,10 +126,10 @@ func (s *Store) setSync(k, v []byte) error {
 func park() { select {} }
 
 // onStorePath reports whether the calling goroutine came through this
-// package: Pebble's Fatalf was called under a store operation (a commit, a
-// read), not on one of Pebble's own background goroutines (flushes,
-// compactions). Only called on a fatal error, so walking the stack is cheap
-// enough.
+// package: Pebble reported a background error under a store operation (a
+// commit, Open), not on one of its own background goroutines (flushes,
+// compactions), which alone may be parked. Only called on an error, so
+// walking the stack is cheap enough.
 func onStorePath() bool {
 	var pcs [64]uintptr
 	n := runtime.Callers(3, pcs[:])
