@@ -49,9 +49,9 @@ func (fs walCountingFS) wrap(name string, f vfs.File, err error) (vfs.File, erro
 		return f, err
 	}
 	if err != nil {
-		// Pebble cannot do without this log: it panics (rotateWAL) or calls
-		// Fatalf (base.MustExist) on this error. Fail the store and give
-		// Pebble a log in memory instead.
+		// A new log (Create, ReuseForWrite): Pebble cannot do without it, and
+		// panics (rotateWAL) or calls Fatalf (base.MustExist) on this error.
+		// Fail the store and give Pebble a log in memory instead.
 		fs.onError("create wal "+name, err)
 		f = memLog(name)
 	}
@@ -131,7 +131,10 @@ func (fs walCountingFS) Rename(oldname, newname string) error {
 
 func (fs walCountingFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
 	f, err := fs.FS.OpenReadWrite(name, c, opts...)
-	return fs.wrap(name, f, err)
+	if err != nil {
+		return f, err // an existing file: Pebble handles the error
+	}
+	return fs.wrap(name, f, nil)
 }
 
 func (fs walCountingFS) Unwrap() vfs.FS { return fs.FS }
