@@ -191,3 +191,71 @@ func TestStopBoundedOnStuckStore(t *testing.T) {
 		t.Errorf("Stop took %v", d)
 	}
 }
+
+// TestNewContextGivesUpOnStuckOpen: a server whose store is still opening
+// (its replayed log's flush waits on a disk that does not answer) gives up
+// when its context ends: nimbus serve passes its signal context, so SIGTERM
+// ends a start that used to ignore it.
+func TestNewContextGivesUpOnStuckOpen(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.DataDir, cfg.Listen = t.TempDir(), "127.0.0.1:0"
+	cfg.Namespace.Superuser = "root"
+	cfg.Store.CacheSize, cfg.Store.MemTableSize, cfg.Store.RowCacheEntries = 8<<20, 4<<20, 1024
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.Dial(ctx, srv.Addr(), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Mkdirs(ctx, meta.User{Name: "root"}, "/in/the/log", 0); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if err := srv.Stop(ctx); err != nil { // leaves the rows in the log: the next open flushes them
+		t.Fatal(err)
+	}
+
+	// Never released: the abandoned open stays blocked, and writes nothing
+	// into the directory while the test removes it.
+	hang := make(chan struct{})
+	blocked := make(chan struct{})
+	var once atomic.Bool
+	cfg.Store.FS = errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if strings.HasSuffix(op.Path, ".sst") && op.Kind == errorfs.OpCreate {
+			if once.CompareAndSwap(false, true) {
+				close(blocked)
+			}
+			<-hang
+		}
+		return nil
+	}))
+	octx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		s, err := NewContext(octx, cfg)
+		if err == nil {
+			_ = s.Stop(ctx)
+		}
+		done <- err
+	}()
+	select {
+	case <-blocked:
+	case err := <-done:
+		t.Fatalf("NewContext returned before its store's flush: %v", err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("NewContext after its context ended: %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("NewContext still opening 10 s after its context ended")
+	}
+}

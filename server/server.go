@@ -286,7 +286,11 @@ func (s *Server) phase(name string) {
 }
 
 // New opens the store and the namespace. It does not listen yet.
-func New(cfg Config) (_ *Server, err error) {
+func New(cfg Config) (*Server, error) { return NewContext(context.Background(), cfg) }
+
+// NewContext is New, giving up on opening the store when ctx ends (a
+// SIGTERM while the store replays its log on a slow or full disk).
+func NewContext(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -322,7 +326,7 @@ func New(cfg Config) (_ *Server, err error) {
 			s.closeOpening()
 		}
 	}()
-	st, err := s.openStore()
+	st, err := s.openStore(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -448,7 +452,7 @@ func New(cfg Config) (_ *Server, err error) {
 func (s *Server) Engine() *namespace.Engine { return s.ns }
 
 // openStore opens the metadata store Config.StoreURL names.
-func (s *Server) openStore() (store.Store, error) {
+func (s *Server) openStore(ctx context.Context) (store.Store, error) {
 	cfg := s.cfg
 	if cfg.UsesPostgres() {
 		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil { // for the blocks
@@ -471,7 +475,7 @@ func (s *Server) openStore() (store.Store, error) {
 	so := cfg.Store
 	so.Logger = s.log.With("component", "store")
 	so.Registerer = s.reg
-	st, err := pebblestore.Open(metaDir, so)
+	st, err := pebblestore.OpenContext(ctx, metaDir, so)
 	if err != nil {
 		return nil, fmt.Errorf("server: open store in %s: %w", metaDir, err)
 	}

@@ -88,7 +88,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // messages (nimbus serve, nimbus namenode).
 func runServer(ctx context.Context, name string, cfg server.Config, grace time.Duration, stderr io.Writer,
 	ready func(*server.Server) (func(), error)) int {
-	srv, err := server.New(cfg)
+	srv, err := server.NewContext(ctx, cfg)
 	if errors.Is(err, syscall.EAGAIN) {
 		fmt.Fprintf(stderr, "%s: opening the store in %s: it is locked; is a server running on it? (%v)\n", name, server.StoreDir(cfg.DataDir), err)
 		return 1

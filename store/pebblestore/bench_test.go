@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/store"
 )
@@ -79,4 +81,40 @@ func BenchmarkReadPath7(b *testing.B) {
 			txn.Rollback()
 		}
 	})
+}
+
+// BenchmarkDirWatchAfterSync: what the directory watch adds to every sync of
+// the log (identity_linux.go): a read of the watch that finds no event.
+func BenchmarkDirWatchAfterSync(b *testing.B) {
+	st := openTest(b, b.TempDir(), DefaultOptions())
+	if st.dirWatch == nil {
+		b.Skip("no directory watch here")
+	}
+	for b.Loop() {
+		st.dirWatch.afterSync()
+	}
+}
+
+// BenchmarkCommitDirWatch: one committer's create-like commits with the
+// directory watch (the operating system's file system, watched) and without
+// it (the same file system given as Options.FS, which is not watched).
+func BenchmarkCommitDirWatch(b *testing.B) {
+	for _, watched := range []bool{true, false} {
+		b.Run(fmt.Sprintf("watch=%v", watched), func(b *testing.B) {
+			opts := DefaultOptions()
+			if !watched {
+				opts.FS = vfs.Default
+			}
+			st := openTest(b, b.TempDir(), opts)
+			if (st.dirWatch != nil) != watched {
+				b.Fatalf("watch = %v, want %v", st.dirWatch != nil, watched)
+			}
+			val := []byte("0123456789abcdef0123456789abcdef0123456789abcdef")
+			for i := 0; b.Loop(); i++ {
+				if err := putRow(st, fmt.Sprintf("f%08d", i), val); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -47,13 +47,19 @@
 // # Failure
 //
 // A storage error the store cannot recover from fails it for good
-// (fail-stop, failstop.go): a failed write or sync of the write-ahead log
-// (after a failed fsync what is durable is unknown, and Pebble's log keeps
-// the error), a panic or Fatalf of Pebble, or the directory removed or
-// replaced under it (identity.go: an identity file, the directory's inode,
-// checked every Options.IdentityCheckInterval and on every deletion in the
-// directory through inotify). From then on every operation returns an error
+// (fail-stop, failstop.go): a failed write, sync or creation of the
+// write-ahead log (after a failed fsync what is durable is unknown), a flush
+// or compaction that failed for want of space (Pebble would retry it for
+// ever and stall every commit), a Fatalf of Pebble, or the directory
+// removed, replaced or moved under it (identity.go: an identity file, the
+// directory's inode, checked every Options.IdentityCheckInterval;
+// identity_linux.go: any removal in the directory the store did not make,
+// seen through inotify and judged after every log sync, before the commits
+// it covers are acknowledged). From then on every operation returns an error
 // wrapping store.ErrFailed at once, without entering Pebble; Failed and Err
-// (store.Failer) tell the owner, which stops the process. The next Open
-// replays the log: every commit that returned nil is there.
+// (store.Failer) tell the owner, which stops the process. Nothing recovers a
+// panic of Pebble: the errors that would make it panic are kept from it. The
+// next Open replays the log: every commit that returned nil is there. An
+// Open whose replayed log cannot be flushed (a full disk) fails with the
+// reason; OpenContext also gives up when its context ends.
 package pebblestore

@@ -15,25 +15,33 @@ import (
 )
 
 // Fail-stop. Some storage errors leave the store unable to say what is
-// durable, and Pebble unable to go on:
+// durable, or Pebble unable to go on:
 //
-//   - A failed write or sync of the write-ahead log. Pebble's log writer
-//     keeps the error (after a failed fsync the kernel may have dropped the
-//     dirty pages: a retry could "succeed" over lost bytes), so every later
-//     commit writes into a dead log, and the next one to do so panics in
-//     Pebble's commitWrite while holding its commit pipeline's mutex. From
-//     then on every committer blocks in Pebble forever, with its row locks.
+//   - A failed write, sync or creation of the write-ahead log. Pebble's log
+//     writer would keep the error (after a failed fsync the kernel may have
+//     dropped the dirty pages: a retry could "succeed" over lost bytes), and
+//     panic on the next commit or log rotation. walfs.go keeps such errors
+//     from Pebble: it fails the store and tells Pebble the write succeeded.
+//   - A flush or compaction that failed for want of space (events.go). Pebble
+//     retries it for ever, and once its memtables are full every commit
+//     waits in a write stall for a flush that cannot succeed.
 //   - Pebble's Fatalf (a failed MANIFEST write, a fatal commit error).
-//   - The data directory removed or replaced under the running store
-//     (identity.go): writes go on "succeeding" into unlinked files.
+//   - The data directory removed, replaced or moved under the running store
+//     (identity.go, identity_linux.go): writes go on "succeeding" into
+//     unlinked files.
 //
 // So the first such error fails the store for good: it is recorded once,
 // Failed is closed, and every later operation returns it (wrapping
-// store.ErrFailed) without entering Pebble, whose commit pipeline may be
-// wedged. A panic of Pebble on a commit path is recovered where the store
-// calls Pebble, so the caller gets an error and its locks are released. The
-// owner (server/failstop.go) then stops the process; a restart replays the
-// WAL up to its last synced record, which covers every acknowledged commit.
+// store.ErrFailed) without entering Pebble. Every acknowledgement (a commit,
+// waitDurable, an id reservation) checks the failure after Pebble's sync
+// returned, so nothing Pebble was told succeeded after the failure is
+// acknowledged. Nothing recovers a panic of Pebble: Pebble panics holding
+// its locks, and some of its panics unlock a mutex twice, which no recover
+// stops; the errors that would make it panic are kept from it instead, and a
+// Pebble goroutine that calls Fatalf, or meets a background error once the
+// store has failed, is parked for good (logger.go, events.go). The owner
+// (server/failstop.go) then stops the process; a restart replays the WAL up
+// to its last synced record, which covers every acknowledged commit.
 type failure struct {
 	once sync.Once
 	ch   chan struct{}
@@ -74,7 +82,7 @@ func (s *Store) failStop(op string, cause error) error {
 		s.fail.err.Store(&err)
 		close(s.fail.ch)
 		s.log.Error("store failed: refusing every further operation; restart once the disk is fixed",
-			"dir", s.dir, "op", op, "err", cause)
+			"dir", s.dir, "op", op, "err", cause.Error()) // the text: slog would print a stack Pebble attached
 		if s.metrics != nil {
 			s.metrics.failed.Set(1)
 		}
@@ -86,57 +94,42 @@ func (s *Store) failStop(op string, cause error) error {
 	return err
 }
 
-// pebblePanic is what a panic of Pebble recovered on a commit path becomes.
-type pebblePanic struct{ v any }
-
-func (p pebblePanic) Error() string { return fmt.Sprintf("pebble panicked: %v", p.v) }
-
-// Unwrap lets errors.Is see the error Pebble panicked with (the log's
-// "no space left on device").
-func (p pebblePanic) Unwrap() error {
-	if err, ok := p.v.(error); ok {
-		return err
-	}
-	return nil
-}
-
 // applyBatch commits the batch, in the early-release mode (ApplyNoSyncWait)
-// or not, turning a panic of Pebble into an error. A function of its own so
-// that the deferred recover costs the commit path one open-coded defer and no
-// closure.
-func (t *txn) applyBatch(early bool) (err error) {
-	defer recoverPebble(&err)
+// or not.
+func (t *txn) applyBatch(early bool) error {
 	if early {
 		return t.s.db.ApplyNoSyncWait(t.batch, pebble.Sync)
 	}
 	return t.batch.Commit(pebble.Sync)
 }
 
-// logSync writes the empty log record of waitDurable, as applyBatch.
-func (s *Store) logSync() (err error) {
-	defer recoverPebble(&err)
-	return s.db.LogData(nil, pebble.Sync)
-}
-
-// setSync writes one row durably (the id counters), as applyBatch.
-func (s *Store) setSync(k, v []byte) (err error) {
-	defer recoverPebble(&err)
-	return s.db.Set(k, v, pebble.Sync)
-}
-
-// recoverPebble, deferred by the functions above (and only called that way),
-// turns a panic into *errp.
-func recoverPebble(errp *error) {
-	if r := recover(); r != nil {
-		*errp = pebblePanic{r}
+// logSync writes the empty log record of waitDurable; a nil error is an
+// acknowledgement only with the store's failure checked after it.
+func (s *Store) logSync() error {
+	if err := s.db.LogData(nil, pebble.Sync); err != nil {
+		return err
 	}
+	return s.failed()
 }
+
+// setSync writes one row durably (the id counters), as logSync.
+func (s *Store) setSync(k, v []byte) error {
+	if err := s.db.Set(k, v, pebble.Sync); err != nil {
+		return err
+	}
+	return s.failed()
+}
+
+// park blocks the calling goroutine for good: a goroutine of Pebble's that
+// must not go on (it would panic, or retry a flush in a loop) once the store
+// has failed. The process is about to exit.
+func park() { select {} }
 
 // onStorePath reports whether the calling goroutine came through this
-// package: Pebble's Fatalf was called under a store operation (a commit, a
-// read), not on one of Pebble's own background goroutines (flushes,
-// compactions). Only called on a fatal error, so walking the stack is cheap
-// enough.
+// package: Pebble reported a background error under a store operation (a
+// commit, Open), not on one of its own background goroutines (flushes,
+// compactions), which alone may be parked. Only called on an error, so
+// walking the stack is cheap enough.
 func onStorePath() bool {
 	var pcs [64]uintptr
 	n := runtime.Callers(3, pcs[:])
@@ -153,4 +146,4 @@ func onStorePath() bool {
 }
 
 // pkgPath is this package's import path, as runtime frames name functions.
-var pkgPath = reflect.TypeOf(pebblePanic{}).PkgPath()
+var pkgPath = reflect.TypeOf(Store{}).PkgPath()

@@ -200,47 +200,44 @@ func TestFailStopConcurrent(t *testing.T) {
 	assertUnlocked(t, st, []string{"row0", "row1", "row2", "row3"})
 }
 
-// TestPebblePanicRecovered: a commit into Pebble's dead log (the sticky
-// error of a failed write, which makes commitWrite panic) becomes an error
-// of the committer, with its locks released, not a panic out of the store.
-func TestPebblePanicRecovered(t *testing.T) {
+// TestNoPebblePanicAfterLogFailure: commits that raced past the store's
+// check into Pebble after its log failed (here: sent straight into Pebble)
+// neither panic nor hang, though they write records bigger than a log block
+// and rotate the memtable and the log: the log's error never reaches Pebble,
+// whose log writer panicked on the next record and, in a rotation, unlocked
+// a mutex twice (a fatal error of the runtime that killed the process). The
+// store is failed and acknowledges nothing of them.
+func TestNoPebblePanicAfterLogFailure(t *testing.T) {
 	fs, fail := failingFS()
-	st := openTest(t, t.TempDir(), failTestOptions(fs))
+	st := openTest(t, t.TempDir(), smallMemtables(fs))
 	if err := putRow(st, "a", []byte("1")); err != nil {
 		t.Fatal(err)
 	}
 	fail.Store(true)
-	if err := putRow(st, "a", bytes.Repeat([]byte("y"), 33<<10)); !errors.Is(err, store.ErrFailed) {
-		t.Fatalf("commit on a failing log: %v", err)
+	if err := putRow(st, "a", bytes.Repeat([]byte("y"), 33<<10)); !errors.Is(err, store.ErrFailed) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("commit on a failing log: %v, want store.ErrFailed and ENOSPC", err)
 	}
-	// Past the store's own check, straight into Pebble, as a committer that
-	// raced with the failure does: a record bigger than a log block makes
-	// the writer take its stored error, and Pebble panics.
-	// (The writer takes the error when a record fills a block, and checks
-	// it at the start of the next record.) Each record is a little over
-	// a block (32 KiB), and all of them fit in Pebble's first memtable
-	// (256 KiB) with the rows before: a commit that had to rotate the
-	// memtable would meet the dead log in rotateWAL instead, whose panic
-	// unlocks a mutex twice, a fatal error no recover stops (under -race,
-	// one run in a few dozen with 64 KiB records).
-	// The log's writer fails on its own goroutine: each attempt after the
-	// first waits a little longer for it (six fit the memtable with "a").
-	var err error
-	for i := 0; i < 6 && err == nil; i++ {
-		time.Sleep(time.Duration(i) * 20 * time.Millisecond)
-		tx := &txn{s: st, owner: st.locks.Owner()}
-		if err := tx.owner.Lock(bg, []byte("b"), store.Exclusive, false); err != nil {
-			t.Fatal(err)
+	// 3 MiB through a 1 MiB memtable: records over a block, rotations.
+	within(t, 30*time.Second, "commits straight into Pebble after the log failed", func() {
+		for i := range 48 {
+			tx := &txn{s: st, owner: st.locks.Owner()}
+			if err := tx.owner.Lock(bg, []byte("b"), store.Exclusive, false); err != nil {
+				t.Fatal(err)
+			}
+			tx.Put([]byte("b"), bytes.Repeat([]byte("z"), 64<<10))
+			if err := tx.applyBatch(i%2 == 0); err != nil {
+				t.Errorf("commit %d straight into Pebble: %v", i, err)
+			}
+			if i%2 == 0 {
+				if err := tx.batch.SyncWait(); err != nil {
+					t.Errorf("sync of commit %d straight into Pebble: %v", i, err)
+				}
+			}
+			tx.releaseLocks()
 		}
-		tx.Put([]byte("b"), bytes.Repeat([]byte("z"), 33<<10))
-		within(t, 5*time.Second, "a commit into the dead log", func() { err = tx.applyBatch(true) })
-		tx.releaseLocks()
-	}
-	var pp pebblePanic
-	if !errors.As(err, &pp) || !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("commit into the dead log: %v, want a recovered panic of ENOSPC", err)
-	}
-	assertUnlocked(t, st, []string{"b"})
+	})
+	assertFailed(t, st, syscall.ENOSPC)
+	assertUnlocked(t, st, []string{"a", "b"})
 }
 
 // TestFailStopOnManifestFailure: a failed MANIFEST write in a background

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -58,12 +59,14 @@ type Store struct {
 	commits     atomic.Uint64 // transactions that wrote and synced
 	walSyncs    atomic.Uint64 // counted by walCountingFS
 
-	fail failure       // failstop.go
-	id   *identity     // identity.go
-	stop chan struct{} // closed by Close: stops the background checks
-	// unwatch stops the inotify watch of the directory (identity_linux.go)
-	unwatch func()
-	bg      sync.WaitGroup
+	fail     failure       // failstop.go
+	logLimit *logLimiter   // Pebble's repeated errors (logger.go)
+	id       *identity     // identity.go
+	stop     chan struct{} // closed by Close: stops the background checks
+	// dirWatch is the kernel's watch of the directory (identity_linux.go);
+	// nil when there is none.
+	dirWatch *dirWatch
+	bg       sync.WaitGroup
 
 	scanFlush struct { // scanwaste.go
 		last      atomic.Int64  // unix ns of the last flush a scan asked for
@@ -77,10 +80,24 @@ type counter struct{ next, limit uint64 }
 
 var _ store.Store = (*Store)(nil)
 
-// Open opens (creating if needed) the store in dir.
+// Open opens (creating if needed) the store in dir; OpenContext with a
+// context that never ends.
 func Open(dir string, opts Options) (*Store, error) {
+	return OpenContext(context.Background(), dir, opts)
+}
+
+// OpenContext opens (creating if needed) the store in dir. It fails when
+// the store fails while opening (the flush of the replayed log finds the
+// disk full: Pebble's open would retry it for ever) and when ctx ends first
+// (a SIGTERM of a server that is starting on a disk that does not answer):
+// then Pebble's open, which cannot be interrupted, is left to finish on its
+// own, and a database it opens after all is closed.
+func OpenContext(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
 	}
 	log := opts.Logger
 	if log == nil {
@@ -95,7 +112,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref() // the DB holds its own reference
 	s := &Store{dir: dir, locks: locks, log: log, opts: opts, cache: cache, rows: newRowCache(opts.RowCacheEntries), scans: newScanCache(opts.ScanCacheBytes), pendingKeys: newUnsyncedKeys(),
-		stop: make(chan struct{})}
+		stop: make(chan struct{}), logLimit: newLogLimiter(logRepeatEvery, time.Now)}
 	s.fail.ch = make(chan struct{})
 	fs := opts.FS
 	if fs == nil {
@@ -117,14 +134,25 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 	}
 	s.metrics = newMetrics(s)
-	db, err := pebble.Open(dir, pebbleOptions(opts, fs, cache, log, s))
+	if opts.FS == nil && !opts.ReadOnly { // a directory of the operating system's
+		// Before Pebble opens: the removals Pebble makes while opening are
+		// known as its own.
+		if s.dirWatch, err = s.watchDirEvents(); err != nil {
+			// Not fatal: the periodic check remains.
+			log.Warn("cannot watch the store's directory; relying on the periodic identity check", "dir", dir, "err", err)
+			s.dirWatch = nil
+		}
+	}
+	db, err := s.openPebble(ctx, pebbleOptions(opts, fs, cache, log, s))
 	if err != nil {
+		s.dirWatch.close()
 		locks.Unregister()
 		return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
 	}
 	s.db = db
 	s.ids.counters = map[string]*counter{}
 	if err := s.metrics.register(opts.Registerer); err != nil {
+		s.dirWatch.close()
 		locks.Unregister()
 		_ = db.Close()
 		return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
@@ -133,21 +161,51 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.bg.Add(1)
 		go s.watchIdentity(opts.IdentityCheckInterval)
 	}
-	if opts.FS == nil && !opts.ReadOnly { // a directory of the operating system's
-		if s.unwatch, err = s.watchDirEvents(); err != nil {
-			// Not fatal: the periodic check remains.
-			log.Warn("cannot watch the store's directory; relying on the periodic identity check", "dir", dir, "err", err)
-			s.unwatch = func() {}
-		}
-	} else {
-		s.unwatch = func() {}
-	}
+	s.dirWatch.start(s)
 	if s.id != nil {
 		log.Info("store opened", "dir", dir, "engine", "pebble", "identity", string(s.id.id))
 	} else {
 		log.Info("store opened read-only", "dir", dir, "engine", "pebble")
 	}
 	return s, nil
+}
+
+// logRepeatEvery is how often one kind of repeated error is logged at most.
+const logRepeatEvery = 10 * time.Second
+
+// openPebble runs pebble.Open until it returns, the store fails (Pebble
+// opens a database only after flushing the log it replayed, and retries a
+// flush that failed for ever), or ctx ends.
+func (s *Store) openPebble(ctx context.Context, po *pebble.Options) (*pebble.DB, error) {
+	type opened struct {
+		db  *pebble.DB
+		err error
+	}
+	ch := make(chan opened, 1)
+	var abandoned atomic.Bool
+	go func() {
+		db, err := pebble.Open(s.dir, po)
+		if err == nil && abandoned.Load() && s.failed() == nil {
+			_ = db.Close()
+		}
+		ch <- opened{db, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err == nil {
+			if err := s.failed(); err != nil { // a log it could not create, say
+				return nil, err
+			}
+		}
+		return r.db, r.err
+	case <-s.fail.ch:
+		abandoned.Store(true)
+		return nil, s.failed()
+	case <-ctx.Done():
+		abandoned.Store(true)
+		s.log.Error("store open abandoned", "dir", s.dir, "err", ctx.Err())
+		return nil, ctx.Err()
+	}
 }
 
 // pebbleOptions are chosen for small rows: the newest table format
@@ -160,12 +218,14 @@ func pebbleOptions(opts Options, fs vfs.FS, cache *pebble.Cache, log *slog.Logge
 	}
 	po := &pebble.Options{
 		FS: walCountingFS{FS: fs, syncs: &s.walSyncs, prefill: opts.WALPrefill,
-			onError: func(op string, err error) { s.failStop(op, err) }},
+			onError: func(op string, err error) { s.failStop(op, err) },
+			failed:  func() bool { return s.fail.err.Load() != nil },
+			watch:   s.dirWatch},
 		ReadOnly:           opts.ReadOnly,
 		Cache:              cache,
 		MemTableSize:       opts.MemTableSize,
 		FormatMajorVersion: pebble.FormatNewest,
-		Logger:             pebbleLogger{log: log, fatal: func(err error) { s.failStop("pebble", err) }},
+		Logger:             pebbleLogger{log: log, fatal: func(err error) { s.failStop("pebble", err) }, limit: s.logLimit},
 		EventListener:      s.eventListener(),
 	}
 	po.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionBalanced })
@@ -289,7 +349,7 @@ func (s *Store) writeCounter(name string, v uint64) error {
 // returns the fatal error at once. The files are left as a crash leaves them,
 // and the next Open recovers them.
 func (s *Store) Close() error {
-	s.closeOnce.Do(func() { close(s.stop); s.unwatch() })
+	s.closeOnce.Do(func() { close(s.stop); s.dirWatch.close() })
 	if err := s.failed(); err != nil {
 		return s.closeFailed(err)
 	}
@@ -332,7 +392,7 @@ func (s *Store) closeFailed(err error) error {
 	s.bg.Wait()
 	s.metrics.unregister()
 	s.locks.Unregister()
-	s.log.Error("store failed: left open (the next start recovers it)", "dir", s.dir, "err", err)
+	s.log.Error("store failed: left open (the next start recovers it)", "dir", s.dir, "err", err.Error())
 	return fmt.Errorf("pebblestore: close %s: %w", s.dir, err)
 }
 

@@ -417,9 +417,6 @@ func (t *txn) Commit(ctx context.Context) error {
 	// Any error of Pebble's commit is fatal (failstop.go): the batch may be
 	// in the log or not, and the log cannot take another.
 	if err != nil {
-		if _, ok := err.(pebblePanic); ok {
-			t.batch = nil // Pebble may hold it still: not closed, not reused
-		}
 		return t.s.failStop("commit", err)
 	}
 	if early {
@@ -429,6 +426,13 @@ func (t *txn) Commit(ctx context.Context) error {
 			t.forget()
 			return err
 		}
+	}
+	// Pebble's sync may have "succeeded" only because the log's error was
+	// kept from it (walfs.go): the store failed before Pebble heard of the
+	// sync, so this load sees it.
+	if err := t.s.failed(); err != nil {
+		t.forget()
+		return err
 	}
 	t.s.commits.Add(1)
 	t.s.metrics.commitSeconds.Observe(time.Since(start).Seconds())
