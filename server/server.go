@@ -104,7 +104,9 @@ type Config struct {
 	// listings of cached paths take no store round trip. 0 (the default):
 	// no cache. On PostgreSQL with an etcd coordinator the caches of all
 	// servers on the database are kept coherent by the coherence loop
-	// (coherence.go); on PostgreSQL with the in-process coordinator a
+	// (coherence.go), which every server there runs, with a cache or
+	// without: one without invalidates the others' caches when it writes;
+	// on PostgreSQL with the in-process coordinator a
 	// cache is coherent only while this server is alone on the database.
 	CacheBytes int64
 	// Deployment and Deployments (`--deployment`, `--deployments`): this
@@ -248,7 +250,8 @@ type Server struct {
 	}
 	member *membership // this server's session, from Start
 	// coherence keeps the caches of the servers on a shared store
-	// coherent (coherence.go); nil without a cache or on a store of its own.
+	// coherent (coherence.go), this server's own cache or none; nil on a
+	// store of its own or without a shared coordinator.
 	coherence *loop.Loop
 	duties    struct { // duties.go, from Start
 		cancel context.CancelFunc
@@ -358,11 +361,11 @@ func New(cfg Config) (_ *Server, err error) {
 			return nil, fmt.Errorf("server: metadata cache: %w", err)
 		}
 		nc.Cache = c
-		if err := s.setupCoherence(&nc, c); err != nil {
-			bs.Close()
-			st.Close()
-			return nil, err
-		}
+	}
+	if err := s.setupCoherence(&nc, nc.Cache); err != nil {
+		bs.Close()
+		st.Close()
+		return nil, err
 	}
 	if m := cfg.SubtreeHeapMargin; m > 0 && nc.HoldMemory == nil {
 		nc.HoldMemory = func() func() { return gctune.HoldHeap(m) }
