@@ -40,7 +40,7 @@ func (s *Server) setupCoherence(nc *namespace.Config, c *cache.Cache) error {
 		return nil
 	}
 	lc := loop.DefaultConfig()
-	lc.Cache, lc.Store = c, s.store
+	lc.Cache, lc.Store, lc.Auth = c, s.store, s.auth
 	lc.DisableInvalidation = s.cfg.CoherenceDisableInvalidation
 	lc.Deployment, lc.Deployments = s.cfg.Deployment, s.cfg.Deployments
 	lc.Logger, lc.Registerer = s.log, s.reg

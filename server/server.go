@@ -27,6 +27,7 @@ import (
 	"github.com/nimbus-fs/nimbus/blocks/local"
 	"github.com/nimbus-fs/nimbus/coherence/loop"
 	"github.com/nimbus-fs/nimbus/coordinator"
+	"github.com/nimbus-fs/nimbus/internal/clusterauth"
 	"github.com/nimbus-fs/nimbus/internal/gctune"
 	"github.com/nimbus-fs/nimbus/namespace"
 	"github.com/nimbus-fs/nimbus/rpc"
@@ -249,6 +250,9 @@ type Server struct {
 		err   error
 	}
 	member *membership // this server's session, from Start
+	// auth is the cluster secret's key (New): member requests this server
+	// sends are signed with it, and those it receives checked.
+	auth *clusterauth.Key
 	// coherence keeps the caches of the servers on a shared store
 	// coherent (coherence.go), this server's own cache or none; nil on a
 	// store of its own or without a shared coordinator.
@@ -335,6 +339,14 @@ func New(cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s.phase("deployments")
+	// The cluster secret: what the servers on this store sign and check
+	// their traffic to each other with (coherence messages), made by the
+	// first server on the store (internal/clusterauth).
+	if s.auth, err = clusterauth.Load(context.Background(), st, nil); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.phase("secret")
 	bc := local.DefaultConfig()
 	bc.Logger = s.log.With("component", "blocks")
 	bc.Registerer = s.reg

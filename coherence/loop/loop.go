@@ -16,6 +16,7 @@ import (
 	"github.com/nimbus-fs/nimbus/cache"
 	"github.com/nimbus-fs/nimbus/coherence"
 	"github.com/nimbus-fs/nimbus/coordinator"
+	"github.com/nimbus-fs/nimbus/internal/clusterauth"
 	"github.com/nimbus-fs/nimbus/routing"
 	"github.com/nimbus-fs/nimbus/store"
 )
@@ -37,6 +38,10 @@ type Config struct {
 	Cache *cache.Cache
 	// Store is the shared store, where the fence and floor rows live.
 	Store store.Store
+	// Auth signs the batches this loop sends and verifies those it
+	// receives (the cluster secret, clusterauth.Load from Store): a
+	// request without a member's credential is refused, never stepped.
+	Auth *clusterauth.Key
 	// Retry is the core's re-send interval (coherence.Config.Retry); the
 	// loop ticks every Retry/4.
 	Retry time.Duration
@@ -72,6 +77,8 @@ func (c *Config) Validate() error {
 	switch {
 	case c.Store == nil:
 		return errors.New("coherence/loop: no Store")
+	case c.Auth == nil:
+		return errors.New("coherence/loop: no Auth (the cluster secret)")
 	case c.Deployments < 0 || c.Deployment < 0 || c.Deployment >= max(c.Deployments, 1):
 		return fmt.Errorf("coherence/loop: Deployment %d of %d deployments", c.Deployment, c.Deployments)
 	case c.Retry <= 0:

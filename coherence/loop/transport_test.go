@@ -32,7 +32,7 @@ func newLoop(t *testing.T) *Loop {
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig()
-	cfg.Cache, cfg.Store = c, st
+	cfg.Cache, cfg.Store, cfg.Auth = c, st, testKey(t)
 	l, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
