@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"sync"
@@ -184,4 +185,25 @@ func FuzzVerify(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkSignVerify: one request signed and verified, with a body of a
+// coherence batch's size (a stream's upgrade has none; a plain POST
+// carries one batch). docs/OPERATIONS.md sets it against an INV's round
+// trip.
+func BenchmarkSignVerify(b *testing.B) {
+	k := key(b, 1, nil)
+	for _, size := range []int{0, 100, 4096} {
+		body := bytes.Repeat([]byte{'x'}, size)
+		b.Run(fmt.Sprintf("body%d", size), func(b *testing.B) {
+			r := req("POST", "/coherence")
+			b.ReportAllocs()
+			for b.Loop() {
+				k.Sign(r, body)
+				if err := k.Verify(r, body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
