@@ -128,6 +128,8 @@ type Loop struct {
 	done    chan struct{}
 	started atomic.Bool
 	once    sync.Once
+	// refusedLogged is when a refused request was last logged (UnixNano).
+	refusedLogged atomic.Int64
 }
 
 // incState is the published state of an incarnation.

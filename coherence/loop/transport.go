@@ -105,7 +105,12 @@ func (l *Loop) authorized(w http.ResponseWriter, r *http.Request, body []byte) b
 		reason = "expired"
 	}
 	l.m.refused.WithLabelValues(reason).Inc()
-	l.log.Warn("coherence: refused a request that is not a member's", "remote", r.RemoteAddr, "err", err)
+	// Logged once a second at most: whoever sends them chooses how many.
+	if now := time.Now().UnixNano(); now-l.refusedLogged.Load() >= int64(time.Second) {
+		l.refusedLogged.Store(now)
+		l.log.Warn("coherence: refused a request that is not a member's (logged once a second at most; requests_refused_total counts them)",
+			"remote", r.RemoteAddr, "err", err)
+	}
 	http.Error(w, err.Error(), code)
 	return false
 }
