@@ -12,8 +12,8 @@
 // The writer, once the store has granted a write's row locks
 // (WriteLocked): holds the targets in its own cache, sends INV to every
 // live instance a target reaches (Everywhere targets: all; the others: the
-// instances of the deployment that Config.Owner says owns Target.Route),
-// re-sends it every Config.Retry, and crosses an instance off on its ACK or
+// instances of the deployment that Config.Owner says owns Target.Route;
+// never an instance its view says has no cache, Member.NoCache), re-sends it every Config.Retry, and crosses an instance off on its ACK or
 // when a membership view no longer lists it. When none is left, Ready
 // carries a Commit; the I/O loop commits in the store and reports
 // Committed; the core releases locally and sends RELEASE, one-way.

@@ -87,6 +87,13 @@ func (m Message) String() string {
 type Member struct {
 	ID         NodeID
 	Deployment int
+	// NoCache: the instance has no metadata cache, so it never answers
+	// from one and no write need invalidate it: writers send it no INV.
+	// It is a member all the same: its own writes invalidate the others,
+	// it holds and ACKs an INV that reaches it anyway (from a writer that
+	// met it in a message before a view said NoCache), and its departure
+	// fences it. An instance met only in a message is taken to cache.
+	NoCache bool
 }
 
 // View is the membership at one version, as the coordinator's watch

@@ -99,6 +99,7 @@ type Node struct {
 type peer struct {
 	deployment int
 	since      int64 // its join version, 0 if not known
+	noCache    bool  // as its latest view said (Member.NoCache)
 }
 
 // goneAt is a departed peer: its writes may still commit until it is
@@ -262,7 +263,7 @@ func (n *Node) ViewChanged(v View) {
 			continue
 		}
 		p := n.members[m.ID]
-		p.deployment = m.Deployment
+		p.deployment, p.noCache = m.Deployment, m.NoCache
 		if p.since == 0 || p.since > v.Version {
 			p.since = v.Version // at the latest
 		}

@@ -182,7 +182,7 @@ func TestWriterStopsWaitingForDeparted(t *testing.T) {
 func TestRouting(t *testing.T) {
 	c, _ := cache.New(cache.Config{MaxBytes: 1 << 20})
 	n, _ := New(Config{ID: "a", Deployment: 0, Cache: c, Owner: func(p uint64) int { return int(p % 2) }, Retry: retry})
-	n.ViewChanged(View{Version: 1, Members: []Member{{"a", 0}, {"b", 0}, {"c", 1}}})
+	n.ViewChanged(View{Version: 1, Members: []Member{{ID: "a"}, {ID: "b"}, {ID: "c", Deployment: 1}}})
 	n.Ready()
 	n.WriteLocked([]Target{Local(cache.Key(2, "x")), Everywhere(cache.Key(1, "d")), Local(cache.ListingOf(3)),
 		LocalTo(cache.AttrsOf(8), 5), Local(cache.AttrsOf(4))})
@@ -268,5 +268,86 @@ func TestLatePeerIsDeparted(t *testing.T) {
 	}
 	if m := only(t, h.Ready(), MsgInv); m.To != "y" {
 		t.Fatalf("INV to %s, want y", m.To)
+	}
+}
+
+// TestNoCacheMember: a writer sends no INV to a member whose view says it
+// has no cache, and commits without it; a member met only in a message is
+// taken to cache. An uncached member's own write invalidates the others,
+// and it holds and ACKs an INV that reaches it.
+func TestNoCacheMember(t *testing.T) {
+	w, u, h := newNode(t, "w"), newNode(t, "u"), newNode(t, "h")
+	v := View{Version: 1, Members: []Member{{ID: "h"}, {ID: "u", NoCache: true}, {ID: "w"}}}
+	for _, n := range []testNode{w, u, h} {
+		n.start(v)
+	}
+	op, err := w.WriteLocked([]Target{key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := w.Ready()
+	if len(rd.Messages) != 1 || rd.Messages[0].To != "h" || len(rd.Commits) != 0 {
+		t.Fatalf("writer's Ready %+v, want one INV, to h, and no commit", rd)
+	}
+	h.Step(rd.Messages[0])
+	for _, m := range h.Ready().Messages {
+		w.Step(m)
+	}
+	if rd := w.Ready(); len(rd.Commits) != 1 || rd.Commits[0].Op != op {
+		t.Fatalf("after h's ACK: %+v, want the commit (u caches nothing)", rd)
+	}
+
+	if err := w.Committed(op, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range w.Ready().Messages {
+		h.Step(m)
+	}
+	h.Ready()
+
+	// u writes: h and w, which cache, are invalidated.
+	if !h.fill() {
+		t.Fatal("h did not fill")
+	}
+	if _, err := u.WriteLocked([]Target{key}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[NodeID]bool{}
+	for _, m := range u.Ready().Messages {
+		if m.Type == MsgInv {
+			got[m.To] = true
+		}
+		if m.To == "h" {
+			h.Step(m)
+		}
+	}
+	if !got["h"] || !got["w"] || len(got) != 2 {
+		t.Fatalf("u's INVs went to %v, want h and w", got)
+	}
+	if h.cached() {
+		t.Fatal("h still caches the row u's write holds")
+	}
+
+	// x, met in a message before any view lists it, is sent INV.
+	x := newNode(t, "x")
+	x.start(View{Version: 2, Members: []Member{{ID: "h"}, {ID: "u", NoCache: true}, {ID: "w"}, {ID: "x"}}})
+	u.Step(Message{Type: MsgAck, From: "x", To: "u", Since: 2, Op: OpID{Writer: "u", Seq: 99}})
+	u.Ready()
+	if _, err := u.WriteLocked([]Target{key}); err != nil {
+		t.Fatal(err)
+	}
+	got = map[NodeID]bool{}
+	for _, m := range u.Ready().Messages {
+		got[m.To] = true
+	}
+	if !got["x"] {
+		t.Fatalf("u's INVs went to %v, want x among them", got)
+	}
+
+	// An INV that reaches u (from a writer that took it to cache) is
+	// ACKed at once.
+	u.Step(Message{Type: MsgInv, From: "x", To: "u", Since: 2, Op: OpID{Writer: "x", Seq: 1}, Targets: []cache.Target{key.Target}})
+	if rd := u.Ready(); len(rd.Messages) != 1 || rd.Messages[0].Type != MsgAck || rd.Messages[0].To != "x" {
+		t.Fatalf("u's answer to an INV: %+v, want an ACK to x", rd)
 	}
 }

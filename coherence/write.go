@@ -73,6 +73,9 @@ func (n *Node) WriteLocked(targets []Target) (OpID, error) {
 	if !n.cfg.DisableInvalidation {
 		for _, id := range n.livePeers() {
 			p := n.members[id]
+			if p.noCache {
+				continue // it caches nothing to invalidate
+			}
 			var ts []cache.Target
 			for _, t := range targets {
 				if n.reaches(t, p.deployment) {

@@ -43,6 +43,10 @@ type Member struct {
 	Deployment int `json:"deployment"`
 	// Addr is where peers and clients reach the instance (a base URL).
 	Addr string `json:"addr"`
+	// NoCache: the instance keeps no metadata cache, so writers need not
+	// invalidate it (coherence.Member.NoCache). The zero value, a member
+	// that caches, is the safe one for a member that does not say.
+	NoCache bool `json:"nocache,omitempty"`
 }
 
 // Validate reports whether m can join.

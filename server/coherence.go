@@ -10,29 +10,37 @@ import (
 	"github.com/nimbus-fs/nimbus/namespace"
 )
 
-// Cache coherence between the servers of one shared store. With a cache,
-// a PostgreSQL store and an etcd coordinator, the engine's writes
-// invalidate through the coherence loop (package coherence/loop): INV to
-// every live server, the write commits once each has acknowledged or left
-// the membership, and only after the store's fence and floor check; and
-// the cache answers only while the loop says it is Serving. On the
-// embedded store the server is alone, and the engine's local invalidator
-// is enough. On PostgreSQL with the in-process coordinator there are no
-// peers to find: the cache is coherent only while the server is alone on
-// the database, and the server says so.
+// Cache coherence between the servers of one shared store. On a
+// PostgreSQL store with an etcd coordinator every server runs the
+// coherence loop (package coherence/loop), with a cache or without: the
+// engine's writes invalidate through it (INV to every live server that
+// caches, the write commits once each has acknowledged or left the
+// membership, and only after the store's fence and floor check), and a
+// cache answers only while the loop says it is Serving. A server without
+// a cache joins the coordinator saying so (coordinator.Member.NoCache):
+// nobody sends it an INV, and its own writes invalidate the others like
+// any member's. Were it outside the loop, its writes would leave the
+// others' caches stale, and their INVs to it would never be answered.
+// On the embedded store the server is alone, and the engine's local
+// invalidator is enough. On PostgreSQL with the in-process coordinator
+// there are no peers to find: a cache is coherent only while the server
+// is alone on the database, and the server says so.
 
-// setupCoherence chooses the engine's invalidator for cache c (New).
+// setupCoherence chooses the engine's invalidator for cache c, nil when
+// the server has none (New).
 func (s *Server) setupCoherence(nc *namespace.Config, c *cache.Cache) error {
 	if s.pebble != nil {
-		return nil // the local invalidator (namespace.New's default)
+		return nil // the local invalidator (namespace.New's default), if any
 	}
 	if !s.cfg.sharedCoordinator() {
-		s.log.Warn("the metadata cache is coherent only while this server is the only one on the store: " +
-			"servers invalidate each other's caches only with a shared coordinator (--coordinator etcd://...)")
+		if c != nil {
+			s.log.Warn("the metadata cache is coherent only while this server is the only one on the store: " +
+				"servers invalidate each other's caches only with a shared coordinator (--coordinator etcd://...)")
+		}
 		return nil
 	}
 	lc := loop.DefaultConfig()
-	lc.Cache, lc.Store = c, s.store
+	lc.Cache, lc.Store, lc.Auth = c, s.store, s.auth
 	lc.DisableInvalidation = s.cfg.CoherenceDisableInvalidation
 	lc.Deployment, lc.Deployments = s.cfg.Deployment, s.cfg.Deployments
 	lc.Logger, lc.Registerer = s.log, s.reg
@@ -42,7 +50,9 @@ func (s *Server) setupCoherence(nc *namespace.Config, c *cache.Cache) error {
 	}
 	s.coherence = l
 	nc.Invalidator = l.Invalidator()
-	nc.CacheServing = l.Serving
+	if c != nil {
+		nc.CacheServing = l.Serving
+	}
 	return nil
 }
 

@@ -117,7 +117,7 @@ func (m *membership) current() (coordinator.Session, <-chan struct{}) {
 // join registers the server (Start).
 func (s *Server) join(ctx context.Context) error {
 	m := &membership{c: s.coord, stop: make(chan struct{}), done: make(chan struct{}),
-		base: coordinator.Member{ID: s.memberID(), Deployment: s.cfg.Deployment, Addr: s.advertise()}}
+		base: coordinator.Member{ID: s.memberID(), Deployment: s.cfg.Deployment, Addr: s.advertise(), NoCache: s.cfg.CacheBytes == 0}}
 	sess, err := m.c.Join(ctx, m.base)
 	if err != nil {
 		return fmt.Errorf("server: join the coordinator: %w", err)

@@ -27,6 +27,7 @@ import (
 	"github.com/nimbus-fs/nimbus/blocks/local"
 	"github.com/nimbus-fs/nimbus/coherence/loop"
 	"github.com/nimbus-fs/nimbus/coordinator"
+	"github.com/nimbus-fs/nimbus/internal/clusterauth"
 	"github.com/nimbus-fs/nimbus/internal/gctune"
 	"github.com/nimbus-fs/nimbus/namespace"
 	"github.com/nimbus-fs/nimbus/rpc"
@@ -104,7 +105,9 @@ type Config struct {
 	// listings of cached paths take no store round trip. 0 (the default):
 	// no cache. On PostgreSQL with an etcd coordinator the caches of all
 	// servers on the database are kept coherent by the coherence loop
-	// (coherence.go); on PostgreSQL with the in-process coordinator a
+	// (coherence.go), which every server there runs, with a cache or
+	// without: one without invalidates the others' caches when it writes;
+	// on PostgreSQL with the in-process coordinator a
 	// cache is coherent only while this server is alone on the database.
 	CacheBytes int64
 	// Deployment and Deployments (`--deployment`, `--deployments`): this
@@ -247,8 +250,12 @@ type Server struct {
 		err   error
 	}
 	member *membership // this server's session, from Start
+	// auth is the cluster secret's key (New): member requests this server
+	// sends are signed with it, and those it receives checked.
+	auth *clusterauth.Key
 	// coherence keeps the caches of the servers on a shared store
-	// coherent (coherence.go); nil without a cache or on a store of its own.
+	// coherent (coherence.go), this server's own cache or none; nil on a
+	// store of its own or without a shared coordinator.
 	coherence *loop.Loop
 	duties    struct { // duties.go, from Start
 		cancel context.CancelFunc
@@ -336,6 +343,14 @@ func NewContext(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s.phase("deployments")
+	// The cluster secret: what the servers on this store sign and check
+	// their traffic to each other with (coherence messages), made by the
+	// first server on the store (internal/clusterauth).
+	if s.auth, err = clusterauth.Load(context.Background(), st, nil); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.phase("secret")
 	bc := local.DefaultConfig()
 	bc.Logger = s.log.With("component", "blocks")
 	bc.Registerer = s.reg
@@ -362,11 +377,11 @@ func NewContext(ctx context.Context, cfg Config) (_ *Server, err error) {
 			return nil, fmt.Errorf("server: metadata cache: %w", err)
 		}
 		nc.Cache = c
-		if err := s.setupCoherence(&nc, c); err != nil {
-			bs.Close()
-			st.Close()
-			return nil, err
-		}
+	}
+	if err := s.setupCoherence(&nc, nc.Cache); err != nil {
+		bs.Close()
+		st.Close()
+		return nil, err
 	}
 	if m := cfg.SubtreeHeapMargin; m > 0 && nc.HoldMemory == nil {
 		nc.HoldMemory = func() func() { return gctune.HoldHeap(m) }

@@ -16,6 +16,7 @@ import (
 	"github.com/nimbus-fs/nimbus/cache"
 	"github.com/nimbus-fs/nimbus/coherence"
 	"github.com/nimbus-fs/nimbus/coordinator"
+	"github.com/nimbus-fs/nimbus/internal/clusterauth"
 	"github.com/nimbus-fs/nimbus/routing"
 	"github.com/nimbus-fs/nimbus/store"
 )
@@ -30,9 +31,17 @@ type Sessions interface {
 // Config configures a Loop.
 type Config struct {
 	// Cache is the instance's metadata cache, the one the engine reads.
+	// Nil: the instance has no cache. It is a member all the same: its
+	// writes invalidate the others, it ACKs the INVs that reach it, and it
+	// is fenced when it leaves; it must join the coordinator with
+	// coordinator.Member.NoCache so that writers send it no INV.
 	Cache *cache.Cache
 	// Store is the shared store, where the fence and floor rows live.
 	Store store.Store
+	// Auth signs the batches this loop sends and verifies those it
+	// receives (the cluster secret, clusterauth.Load from Store): a
+	// request without a member's credential is refused, never stepped.
+	Auth *clusterauth.Key
 	// Retry is the core's re-send interval (coherence.Config.Retry); the
 	// loop ticks every Retry/4.
 	Retry time.Duration
@@ -66,10 +75,10 @@ func DefaultConfig() Config {
 // Validate reports the first invalid field.
 func (c *Config) Validate() error {
 	switch {
-	case c.Cache == nil:
-		return errors.New("coherence/loop: no Cache")
 	case c.Store == nil:
 		return errors.New("coherence/loop: no Store")
+	case c.Auth == nil:
+		return errors.New("coherence/loop: no Auth (the cluster secret)")
 	case c.Deployments < 0 || c.Deployment < 0 || c.Deployment >= max(c.Deployments, 1):
 		return fmt.Errorf("coherence/loop: Deployment %d of %d deployments", c.Deployment, c.Deployments)
 	case c.Retry <= 0:
@@ -119,6 +128,8 @@ type Loop struct {
 	done    chan struct{}
 	started atomic.Bool
 	once    sync.Once
+	// refusedLogged is when a refused request was last logged (UnixNano).
+	refusedLogged atomic.Int64
 }
 
 // incState is the published state of an incarnation.
@@ -176,6 +187,16 @@ func New(cfg Config) (*Loop, error) {
 	}
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: cfg.SendTimeout}
+	}
+	if cfg.Cache == nil {
+		// The core holds the targets of its own writes and of the INVs
+		// that reach it in a cache; an empty one that nothing fills makes
+		// those holds bookkeeping only. Serving then gates nothing.
+		c, err := cache.New(cache.Config{MaxBytes: cache.EntryOverhead})
+		if err != nil {
+			return nil, fmt.Errorf("coherence/loop: %w", err)
+		}
+		cfg.Cache = c
 	}
 	l := &Loop{cfg: cfg, log: cfg.Logger.With("component", "coherence"), m: newMetrics(cfg.Registerer), now: cfg.Now,
 		inbox: make(chan []coherence.Message, 1024), writes: make(chan *writeReq, 256), ends: make(chan writeEnd, 1024),
@@ -248,7 +269,7 @@ func (v *view) apply(ev coordinator.Event) {
 func (v *view) core() coherence.View {
 	cv := coherence.View{Version: v.rev}
 	for _, m := range v.members {
-		cv.Members = append(cv.Members, coherence.Member{ID: coherence.NodeID(m.ID), Deployment: m.Deployment})
+		cv.Members = append(cv.Members, coherence.Member{ID: coherence.NodeID(m.ID), Deployment: m.Deployment, NoCache: m.NoCache})
 	}
 	return cv
 }

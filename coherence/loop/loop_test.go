@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"github.com/nimbus-fs/nimbus/cache"
 	"github.com/nimbus-fs/nimbus/coordinator"
 	"github.com/nimbus-fs/nimbus/coordinator/memcoord"
+	"github.com/nimbus-fs/nimbus/internal/clusterauth"
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/namespace"
 	"github.com/nimbus-fs/nimbus/store"
@@ -36,7 +38,7 @@ func startInstance(t *testing.T, coord coordinator.Coordinator, st store.Store, 
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig()
-	cfg.Cache, cfg.Store, cfg.Retry = c, st, 20*time.Millisecond
+	cfg.Cache, cfg.Store, cfg.Retry, cfg.Auth = c, st, 20*time.Millisecond, testKey(t)
 	l, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +53,17 @@ func startInstance(t *testing.T, coord coordinator.Coordinator, st store.Store, 
 	t.Cleanup(l.Stop)
 	waitFor(t, "serving", l.Serving)
 	return &instance{l: l, c: c, sess: sess}
+}
+
+// testKey is the key of the tests' cluster secret: every loop of a test
+// is a member of one cluster.
+func testKey(t testing.TB) *clusterauth.Key {
+	t.Helper()
+	k, err := clusterauth.New(bytes.Repeat([]byte{7}, clusterauth.SecretSize), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

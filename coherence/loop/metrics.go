@@ -12,6 +12,7 @@ type metrics struct {
 	received   *prometheus.CounterVec
 	sendErrors prometheus.Counter
 	dropped    prometheus.Counter
+	refused    *prometheus.CounterVec // by reason
 	writes     *prometheus.CounterVec // by result
 	ackWait    prometheus.Histogram
 	fences     prometheus.Counter
@@ -31,6 +32,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Message batches that could not be delivered (the protocol re-sends what it needs)."}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "messages_dropped_total",
 			Help: "Messages dropped before sending or on receipt (no address known, inbox full, send queue full)."}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "requests_refused_total",
+			Help: "Requests to POST /coherence refused for their credential (missing, invalid, expired: not a member's), whose messages were never read."}, []string{"reason"}),
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "writes_total",
 			Help: "Writes with invalidation targets, by outcome (committed, aborted, refused: no view or session lost)."}, []string{"result"}),
 		ackWait: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "ack_wait_seconds",
@@ -50,6 +53,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.received = register(reg, m.received)
 		m.sendErrors = register(reg, m.sendErrors)
 		m.dropped = register(reg, m.dropped)
+		m.refused = register(reg, m.refused)
 		m.writes = register(reg, m.writes)
 		m.ackWait = register(reg, m.ackWait)
 		m.fences = register(reg, m.fences)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nimbus-fs/nimbus/coherence"
+	"github.com/nimbus-fs/nimbus/internal/clusterauth"
 )
 
 // The transport: each server's own HTTP listener takes peers' messages at
@@ -25,9 +26,17 @@ import (
 // peer that does not upgrade. Sending is best effort: a batch that finds
 // its peer's queue full, a stream that breaks, or a receiver's inbox full
 // drops what it carries, and the protocol re-sends what it needs answered
-// (every message is idempotent). There is no authentication: the endpoint
-// is for the servers of one cluster on a network they trust, as the RPC
-// port is today.
+// (every message is idempotent).
+//
+// Only members may speak: the endpoint shares the port clients are given,
+// and a forged ACK or RELEASE could let a write commit before a holder
+// holds, or end a hold early. Every request carries a credential made
+// with the cluster secret (internal/clusterauth: an HMAC over the method,
+// the path, a timestamp and the body): a stream's upgrade request (no
+// body; the frames then follow on the connection it authenticated), and
+// each plain POST over its batch. A request without one, or with another,
+// is answered 401 or 403 and counted in requests_refused_total, its
+// messages never read.
 //
 // A stream costs a write and a read per burst of batches where a POST
 // cost a whole HTTP exchange each: with a POST per batch the transport
@@ -58,6 +67,9 @@ func (l *Loop) Handler() http.Handler {
 			return
 		}
 		if r.Header.Get("Upgrade") == upgradeProto {
+			if !l.authorized(w, r, nil) {
+				return
+			}
 			l.receiveStream(w)
 			return
 		}
@@ -66,12 +78,41 @@ func (l *Loop) Handler() http.Handler {
 			http.Error(w, "bad body", http.StatusBadRequest)
 			return
 		}
+		if !l.authorized(w, r, b) {
+			return
+		}
 		if err := l.deliverBatch(b); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
+}
+
+// authorized verifies r's member credential over body; a request that is
+// not a member's is answered (401 without a credential, 403 with a bad
+// one), counted, and false returned.
+func (l *Loop) authorized(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	err := l.cfg.Auth.Verify(r, body)
+	if err == nil {
+		return true
+	}
+	reason, code := "invalid", http.StatusForbidden
+	switch {
+	case errors.Is(err, clusterauth.ErrMissing):
+		reason, code = "missing", http.StatusUnauthorized
+	case errors.Is(err, clusterauth.ErrExpired):
+		reason = "expired"
+	}
+	l.m.refused.WithLabelValues(reason).Inc()
+	// Logged once a second at most: whoever sends them chooses how many.
+	if now := time.Now().UnixNano(); now-l.refusedLogged.Load() >= int64(time.Second) {
+		l.refusedLogged.Store(now)
+		l.log.Warn("coherence: refused a request that is not a member's (logged once a second at most; requests_refused_total counts them)",
+			"remote", r.RemoteAddr, "err", err)
+	}
+	http.Error(w, err.Error(), code)
+	return false
 }
 
 // deliverBatch decodes a batch and hands it to the loop, or drops it when
@@ -284,6 +325,7 @@ func (l *Loop) dial(ctx context.Context, url string) (io.WriteCloser, error) {
 	}
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", upgradeProto)
+	l.cfg.Auth.Sign(req, nil)
 	resp, err := l.stream.Do(req)
 	if err != nil {
 		return nil, err
@@ -312,6 +354,7 @@ func (l *Loop) post(ctx context.Context, url string, body []byte) error {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
+	l.cfg.Auth.Sign(req, body)
 	resp, err := l.cfg.Client.Do(req)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"github.com/nimbus-fs/nimbus/cache"
 	"github.com/nimbus-fs/nimbus/coherence"
 	"github.com/nimbus-fs/nimbus/coordinator"
+	"github.com/nimbus-fs/nimbus/internal/clusterauth"
 	"github.com/nimbus-fs/nimbus/store/pebblestore"
 )
 
@@ -32,7 +34,7 @@ func newLoop(t *testing.T) *Loop {
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig()
-	cfg.Cache, cfg.Store = c, st
+	cfg.Cache, cfg.Store, cfg.Auth = c, st, testKey(t)
 	l, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -198,4 +200,75 @@ func sendErrors(l *Loop) float64 {
 		return 0
 	}
 	return m.GetCounter().GetValue()
+}
+
+// TestHandlerRefusesNonMembers: a batch or a stream without a member's
+// credential, or with another cluster's, is answered 401 or 403, counted
+// as refused, and never reaches the loop; a signed one does.
+func TestHandlerRefusesNonMembers(t *testing.T) {
+	b := newLoop(t)
+	srv := httptest.NewServer(b.Handler())
+	t.Cleanup(srv.Close)
+	other, err := clusterauth.New(bytes.Repeat([]byte{8}, clusterauth.SecretSize), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := appendBatch(nil, inv(1))
+	for _, tc := range []struct {
+		key    *clusterauth.Key
+		stream bool
+		want   int
+	}{{nil, false, http.StatusUnauthorized}, {other, false, http.StatusForbidden}, {nil, true, http.StatusUnauthorized}, {other, true, http.StatusForbidden}} {
+		var rd io.Reader = bytes.NewReader(body)
+		if tc.stream {
+			rd = nil
+		}
+		req, err := http.NewRequest(http.MethodPost, srv.URL+Path, rd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.stream {
+			req.Header.Set("Connection", "Upgrade")
+			req.Header.Set("Upgrade", upgradeProto)
+		}
+		if tc.key != nil {
+			if tc.stream {
+				tc.key.Sign(req, nil)
+			} else {
+				tc.key.Sign(req, body)
+			}
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("stream %v, signed by another cluster %v: %s, want %d", tc.stream, tc.key != nil, resp.Status, tc.want)
+		}
+	}
+	var m dto.Metric
+	var refused float64
+	for _, reason := range []string{"missing", "invalid"} {
+		if err := b.m.refused.WithLabelValues(reason).Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		refused += m.GetCounter().GetValue()
+	}
+	if refused != 4 {
+		t.Errorf("%v requests counted as refused, want 4", refused)
+	}
+	select {
+	case ms := <-b.inbox:
+		t.Fatalf("a refused batch reached the loop: %v", ms)
+	default:
+	}
+	// A member's batch goes through.
+	a := newLoop(t)
+	if err := a.post(t.Context(), srv.URL+Path, body); err != nil {
+		t.Fatalf("a member's POST: %v", err)
+	}
+	if ms := <-b.inbox; len(ms) != 1 || ms[0].Op.Seq != 1 {
+		t.Fatalf("delivered %v, want the INV", ms)
+	}
 }

@@ -101,7 +101,7 @@ func (s *world) onRequest(e event) {
 	sl.node.Tick(now)
 	if op.Kind == Read {
 		s.stats.Reads++
-		if sl.node.Serving(now) {
+		if !sl.noCache && sl.node.Serving(now) {
 			names := s.names(op.Rows)
 			got := sl.cache.Resolve(names, nil)
 			if len(got) == len(names)+1 {
@@ -116,7 +116,7 @@ func (s *world) onRequest(e event) {
 		}
 		s.stats.Fills++
 		s.reqSeq++
-		r := &rreq{op: e.n, rows: op.Rows, canFill: sl.node.Serving(now)}
+		r := &rreq{op: e.n, rows: op.Rows, canFill: !sl.noCache && sl.node.Serving(now)}
 		r.tok = sl.cache.Begin()
 		sl.reads[s.reqSeq] = r
 		s.toStore(sl, &storeMsg{kind: smRead, id: s.reqSeq, rows: op.Rows})

@@ -11,8 +11,12 @@ type Config struct {
 	Seed        uint64
 	Instances   int // NameNode instances (slots: an instance restarts into its slot)
 	Deployments int // instance i serves deployment i mod Deployments
-	Clients     int
-	Ops         int // client operations to issue
+	// Uncached is how many instances (the first ones) have no cache: they
+	// read every row from the store and say so in the membership
+	// (coherence.Member.NoCache), and write like the others.
+	Uncached int
+	Clients  int
+	Ops      int // client operations to issue
 
 	Dirs, Files int // the namespace: Dirs directories under "/", Files files in each
 
@@ -32,6 +36,9 @@ type Config struct {
 	DisableInvalidation bool
 	DisableFillCheck    bool
 	DisableFencing      bool
+	// DisableUncachedInvalidation: the Uncached instances' writes send no
+	// INV (as if they took no part in coherence).
+	DisableUncachedInvalidation bool
 
 	// Trace, if set, receives a line per protocol step (for replaying a
 	// failure; slow).
@@ -39,10 +46,11 @@ type Config struct {
 }
 
 // DefaultConfig returns the configuration TestSimulate runs per seed:
-// 5 instances in 2 deployments, 8 clients, 15 rows, every fault on.
+// 5 instances in 2 deployments, one of them without a cache, 8 clients,
+// 15 rows, every fault on.
 func DefaultConfig(seed uint64) Config {
 	return Config{
-		Seed: seed, Instances: 5, Deployments: 2, Clients: 8, Ops: 20000,
+		Seed: seed, Instances: 5, Deployments: 2, Uncached: 1, Clients: 8, Ops: 20000,
 		Dirs: 3, Files: 4, WritesPerMille: 400, Faults: true,
 		TTL: 500 * time.Millisecond, Drift: 0.01,
 	}
@@ -53,6 +61,8 @@ func (c *Config) Validate() error {
 	switch {
 	case c.Instances < 1 || c.Deployments < 1 || c.Deployments > c.Instances:
 		return fmt.Errorf("sim: %d instances in %d deployments", c.Instances, c.Deployments)
+	case c.Uncached < 0 || c.Uncached > c.Instances:
+		return fmt.Errorf("sim: %d uncached of %d instances", c.Uncached, c.Instances)
 	case c.Clients < 1 || c.Ops < 0:
 		return fmt.Errorf("sim: %d clients, %d ops", c.Clients, c.Ops)
 	case c.WritesPerMille < 0 || c.WritesPerMille > 1000:

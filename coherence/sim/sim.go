@@ -77,7 +77,7 @@ func Run(cfg Config) (*Result, error) {
 		s.fileNames = append(s.fileNames, fmt.Sprintf("f%d", f))
 	}
 	for i := 0; i < cfg.Instances; i++ {
-		sl := &slot{idx: i, dep: i % cfg.Deployments, clockOff: s.rng.Int64N(int64(time.Second))}
+		sl := &slot{idx: i, dep: i % cfg.Deployments, noCache: i < cfg.Uncached, clockOff: s.rng.Int64N(int64(time.Second))}
 		if cfg.Drift > 0 {
 			b := int64(cfg.Drift * 1e6)
 			sl.ppm = s.rng.Int64N(2*b-1) - (b - 1)

@@ -161,6 +161,12 @@ func TestSimulateFailsWithoutInvalidation(t *testing.T) {
 	mustFail(t, func(c *Config) { c.DisableInvalidation = true })
 }
 
+// An instance without a cache whose writes invalidate nobody (a server
+// that takes no part in coherence) leaves the others' caches stale.
+func TestSimulateFailsWithoutUncachedInvalidation(t *testing.T) {
+	mustFail(t, func(c *Config) { c.DisableUncachedInvalidation = true })
+}
+
 func TestSimulateFailsWithoutFillCheck(t *testing.T) {
 	mustFail(t, func(c *Config) { c.DisableFillCheck = true })
 }

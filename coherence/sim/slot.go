@@ -12,6 +12,7 @@ import (
 // and the incarnation running there now.
 type slot struct {
 	idx, dep int
+	noCache  bool // Config.Uncached: reads go to the store, fills install nothing
 	clockOff int64
 	ppm      int64 // clock rate error, parts per million
 	partEnd  int64 // cut off from coordinator and peers until then; its store link stalls
@@ -73,7 +74,8 @@ func (s *world) newIncarnation(sl *slot) {
 	}
 	n, err := coherence.New(coherence.Config{
 		ID: sl.id, Deployment: sl.dep, Cache: c, Owner: s.owner, Retry: retry,
-		DisableInvalidation: s.cfg.DisableInvalidation, DisableFencing: s.cfg.DisableFencing,
+		DisableInvalidation: s.cfg.DisableInvalidation || (sl.noCache && s.cfg.DisableUncachedInvalidation),
+		DisableFencing:      s.cfg.DisableFencing,
 	})
 	if err != nil {
 		panic(err)

@@ -144,10 +144,11 @@ type coord struct {
 }
 
 type member struct {
-	id     coherence.NodeID
-	slot   int
-	dep    int
-	expiry int64
+	id      coherence.NodeID
+	slot    int
+	dep     int
+	noCache bool
+	expiry  int64
 }
 
 func (c *coord) find(id coherence.NodeID) int {
@@ -173,7 +174,7 @@ func (s *world) onCoordReq(e event) {
 			s.after(s.delay(), event{kind: evCoordResp, slot: e.slot, inc: e.inc, ok: false})
 			return
 		}
-		s.co.members = append(s.co.members, member{id: sl.id, slot: sl.idx, dep: sl.dep})
+		s.co.members = append(s.co.members, member{id: sl.id, slot: sl.idx, dep: sl.dep, noCache: sl.noCache})
 		slices.SortFunc(s.co.members, func(a, b member) int {
 			if a.dep != b.dep {
 				return a.dep - b.dep
@@ -257,7 +258,7 @@ func (s *world) broadcast() {
 	s.co.version++
 	v := &coherence.View{Version: s.co.version, Members: make([]coherence.Member, len(s.co.members))}
 	for i, m := range s.co.members {
-		v.Members[i] = coherence.Member{ID: m.id, Deployment: m.dep}
+		v.Members[i] = coherence.Member{ID: m.id, Deployment: m.dep, NoCache: m.noCache}
 	}
 	// Every running instance watches the membership (a watch is not tied
 	// to a lease): one that was dropped learns it from the view.
