@@ -56,9 +56,9 @@ type recState struct {
 	buf  [48]byte
 	name string // the operation's name, kept in the record
 	path string // the operation's path, for errors
-	// resubmitted: the client sent the request before (meta.Request):
-	// only then can a record exist, and only then is it read.
-	resubmitted bool
+	// received is when the edge received this submission (meta.Request),
+	// zero when unknown: a submission older than staleAfter is not started.
+	received time.Time
 	// dup is the record found, when the write was applied already.
 	dup *store.RequestRecord
 	// inDoubt: the last attempt's commit, which carried the record, has an
@@ -87,7 +87,7 @@ func (e *Engine) runOnce(ctx context.Context, opName, path string, u meta.User, 
 	if !ok {
 		return nil, e.run(ctx, opName, path, u, fn)
 	}
-	rec := &recState{name: opName, path: path, resubmitted: r.Resubmitted}
+	rec := &recState{name: opName, path: path, received: r.Received}
 	rec.key = store.AppendRequestKey(rec.buf[:0], r.ID, r.Client)
 	err := e.runOp(ctx, opName, path, u, rec, fn)
 	if rec.dup != nil {
@@ -108,15 +108,28 @@ func (e *Engine) runOnceStatus(ctx context.Context, opName, path string, u meta.
 }
 
 // recordReq is the request for the record's key of an attempt of a
-// recorded write: its lock, exclusive, and for a resubmission (or an
-// attempt after a commit in doubt) its value. A first submission cannot
-// have a record: it takes the lock only (store.ReadReq.LockOnly: on Pebble
-// no read at all), which still makes a resubmission that arrives meanwhile
-// wait for it.
+// recorded write: its lock, exclusive, and its value, on every attempt of
+// a first submission as of a resubmission. A first submission's copy can
+// reach the engine after the client gave up on it and its resubmission
+// committed (a frame that waited in a server for a request slot while its
+// connection broke, or an attempt retried after a conflict): unread, the
+// record would not stop it from applying the write a second time, after
+// the client's later writes. Only this request's transactions write the
+// key, each under this lock (store.ReadReq.OwnLock): the value read is
+// final, and PostgreSQL reads a missing record once, in the lock's own
+// statement.
 func (t *tx) recordReq() store.ReadReq {
-	rec := t.op.rec
-	return store.ReadReq{Key: rec.key, Mode: store.Exclusive, LockOnly: !rec.resubmitted && !rec.inDoubt}
+	return store.ReadReq{Key: t.op.rec.key, Mode: store.Exclusive, OwnLock: true}
 }
+
+// staleAfter is how old a submission (from its receipt by the edge) may be
+// when it finds no record and starts the write: half the record's TTL. A
+// record written by another submission of the same call (sent after this
+// one was received) is kept at least the TTL after it committed, by the
+// clock of whichever NameNode sweeps: past half of it, a missing record
+// could be one that expired (with clocks skewed by up to half the TTL),
+// and the write would be applied twice.
+func (e *Engine) staleAfter() time.Duration { return e.cfg.RequestTTL / 2 }
 
 // The record's request goes first in the attempt's first locked batch read
 // (resolve's): one batch, one round trip on PostgreSQL. First, not in key
@@ -147,8 +160,21 @@ func (t *tx) checkRecord(ctx context.Context) error {
 func (t *tx) recordRead(v []byte) error {
 	t.recPending = false
 	rec := t.op.rec
-	if t.recordReq().LockOnly {
-		return nil
+	if v == nil && t.op.own == 0 && !rec.received.IsZero() {
+		// About to start the write. Not needed once the operation holds
+		// its subtree flag (its later transactions): no other submission
+		// of the call can commit while the flag is held.
+		if age := time.Since(rec.received); age > t.e.staleAfter() {
+			t.e.metrics.requestsStale.Inc()
+			if rec.inDoubt {
+				return meta.Errorf(rec.name, rec.path, meta.ErrOutcomeUnknown,
+					"the store lost the answer to the commit, and the request, received %v ago, is past half the request TTL (%v): its record cannot tell any more",
+					age.Round(time.Millisecond), t.e.cfg.RequestTTL)
+			}
+			return meta.Errorf(rec.name, rec.path, meta.ErrBusy,
+				"not started: the request was received %v ago, more than half the request TTL (%v), and a record of it written since may have expired; nothing was changed, the client may send it again",
+				age.Round(time.Millisecond), t.e.cfg.RequestTTL)
+		}
 	}
 	if rec.inDoubt {
 		if v != nil {

@@ -39,6 +39,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	br.Reset(body)
 	bp := getBuf()
 	frame, err := ReadFrame(br, (*bp)[:0], max)
+	received := time.Now()
 	br.Reset(nil)
 	readerPool.Put(br)
 	_ = rc.SetReadDeadline(time.Time{})
@@ -61,7 +62,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ob := getBuf()
-	out, ok := s.handle(r.Context(), frame, (*ob)[:0], true)
+	out, ok := s.handle(r.Context(), frame, (*ob)[:0], true, received)
 	<-s.sem
 	if cap(frame) <= cap(*bp) {
 		putBuf(bp)
