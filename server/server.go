@@ -331,6 +331,10 @@ func New(cfg Config) (_ *Server, err error) {
 		st.Close()
 		return nil, err
 	}
+	if err := checkRequestTTL(context.Background(), st, cfg.Namespace.RequestTTL); err != nil {
+		st.Close()
+		return nil, err
+	}
 	s.phase("deployments")
 	bc := local.DefaultConfig()
 	bc.Logger = s.log.With("component", "blocks")
