@@ -13,17 +13,22 @@ import (
 //
 // A write that arrives with a request id (meta.Request in its context: the
 // RPC server puts the client's name and the request's id there) is run by
-// runOnce. Every attempt of it locks its record's key ('r' id client, store/
-// request.go) exclusive before anything else (first in its first lock
-// batch), and, when the client marks the request resubmitted (only then
-// can a record exist), reads it:
+// runOnce. Every attempt of it, a first submission's as a resubmission's,
+// locks its record's key ('r' id client, store/request.go) exclusive before
+// anything else (first in its first lock batch) and reads it:
 //
-//   - found: the write was applied already, by an earlier submission of the
+//   - found: the write was applied already, by another submission of the
 //     same request to this or another NameNode on the store. The attempt
 //     changes nothing and the operation answers what the record says.
-//   - missing (or not read): the attempt runs the operation, and if it
-//     commits a change, the record goes into the same transaction. So the
-//     record exists exactly when the write's effect does.
+//   - missing: the attempt runs the operation, and if it commits a change,
+//     the record goes into the same transaction. So the record exists
+//     exactly when the write's effect does.
+//
+// A first submission is read too: its copy can arrive after the client gave
+// up on it and its resubmission committed (a frame that waited in a server
+// for a request slot while its connection broke), and must then change
+// nothing. A submission received more than half the TTL ago that finds no
+// record is not started (staleAfter): the record could have expired.
 //
 // The record's lock is taken first, before any inode's, and only
 // transactions of the same request (and the sweep, which holds no other
@@ -59,6 +64,11 @@ type recState struct {
 	// received is when the edge received this submission (meta.Request),
 	// zero when unknown: a submission older than staleAfter is not started.
 	received time.Time
+	// marks: the store's marks of resubmitted requests' record keys
+	// (store.KeyMarker), nil on a store without them. resubmitted: this
+	// submission is one.
+	marks       *store.KeyMarks
+	resubmitted bool
 	// dup is the record found, when the write was applied already.
 	dup *store.RequestRecord
 	// inDoubt: the last attempt's commit, which carried the record, has an
@@ -87,8 +97,13 @@ func (e *Engine) runOnce(ctx context.Context, opName, path string, u meta.User, 
 	if !ok {
 		return nil, e.run(ctx, opName, path, u, fn)
 	}
-	rec := &recState{name: opName, path: path, received: r.Received}
+	rec := &recState{name: opName, path: path, received: r.Received, marks: e.marks, resubmitted: r.Resubmitted}
 	rec.key = store.AppendRequestKey(rec.buf[:0], r.ID, r.Client)
+	if rec.marks != nil && r.Resubmitted {
+		// Before its first lock: a first submission that takes the lock
+		// after this one held it sees the mark (recordRead).
+		rec.marks.Mark(rec.key, time.Now(), e.cfg.RequestTTL)
+	}
 	err := e.runOp(ctx, opName, path, u, rec, fn)
 	if rec.dup != nil {
 		return rec.dup, nil
@@ -118,8 +133,17 @@ func (e *Engine) runOnceStatus(ctx context.Context, opName, path string, u meta.
 // key, each under this lock (store.ReadReq.OwnLock): the value read is
 // final, and PostgreSQL reads a missing record once, in the lock's own
 // statement.
+//
+// On a single-process store (store.KeyMarker: the embedded Pebble) a first
+// submission takes the lock without the read (LockOnly: the point read of a
+// missing key, a memtable seek, is most of what the record costs there),
+// and reads only when the key is marked once the lock is held: every
+// resubmission marks its record's key before it takes the lock, so one that
+// wrote the record marked it before this attempt got the lock.
 func (t *tx) recordReq() store.ReadReq {
-	return store.ReadReq{Key: t.op.rec.key, Mode: store.Exclusive, OwnLock: true}
+	rec := t.op.rec
+	return store.ReadReq{Key: rec.key, Mode: store.Exclusive, OwnLock: true,
+		LockOnly: rec.marks != nil && !rec.resubmitted && !rec.inDoubt}
 }
 
 // staleAfter is how old a submission (from its receipt by the edge) may be
@@ -147,7 +171,7 @@ func (t *tx) checkRecord(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return t.recordRead(vals[0])
+	return t.recordRead(ctx, vals[0])
 }
 
 // recordRead judges the record's value as the attempt read it under its
@@ -157,9 +181,22 @@ func (t *tx) checkRecord(ctx context.Context) error {
 // what that attempt would have done after its commit is done now); none
 // read under the lock, which waited for that transaction's end, says that
 // it did not.
-func (t *tx) recordRead(v []byte) error {
+func (t *tx) recordRead(ctx context.Context, v []byte) error {
 	t.recPending = false
 	rec := t.op.rec
+	if req := t.recordReq(); req.LockOnly {
+		// Locked, not read: read now if a resubmission marked the key.
+		if !rec.marks.Marked(rec.key) {
+			v = nil
+		} else {
+			req.LockOnly = false
+			vals, err := t.st.Read(ctx, []store.ReadReq{req})
+			if err != nil {
+				return err
+			}
+			v = vals[0]
+		}
+	}
 	if v == nil && t.op.own == 0 && !rec.received.IsZero() {
 		// About to start the write. Not needed once the operation holds
 		// its subtree flag (its later transactions): no other submission
