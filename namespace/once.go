@@ -69,8 +69,11 @@ type recState struct {
 	// submission is one.
 	marks       *store.KeyMarks
 	resubmitted bool
-	// dup is the record found, when the write was applied already.
-	dup *store.RequestRecord
+	// dup is the record found, when the write was applied already (or
+	// failed: dup.Err). answered: the error the operation ends with came
+	// from a record.
+	dup      *store.RequestRecord
+	answered bool
 	// inDoubt: the last attempt's commit, which carried the record, has an
 	// unknown outcome; after holds what that attempt would have run once
 	// committed, run if the next attempt finds the record.
@@ -105,10 +108,93 @@ func (e *Engine) runOnce(ctx context.Context, opName, path string, u meta.User, 
 		rec.marks.Mark(rec.key, time.Now(), e.cfg.RequestTTL)
 	}
 	err := e.runOp(ctx, opName, path, u, rec, fn)
+	if rec.dup == nil && err != nil && !rec.answered && recordable(err) {
+		e.recordFailure(ctx, rec, err)
+	}
 	if rec.dup != nil {
+		if rec.dup.Err != nil {
+			return nil, rec.dup.Err
+		}
 		return rec.dup, nil
 	}
 	return nil, err
+}
+
+// recordable reports whether err is the answer of a write that failed
+// without changing anything, to be kept in its record (recordFailure):
+// a failure about the namespace or the call. Not busy or wrong owner (not
+// done: the client may send it again), nor an outcome unknown, an internal
+// error, or a context or store error.
+func recordable(err error) bool {
+	switch meta.KindOf(err) {
+	case meta.KindNotFound, meta.KindExists, meta.KindNotDir, meta.KindIsDir, meta.KindNotEmpty,
+		meta.KindPermission, meta.KindInvalidPath, meta.KindQuota, meta.KindInvalidArgument,
+		meta.KindLease, meta.KindTooLarge, meta.KindUnresolvedLink, meta.KindUnsupported:
+		return true
+	}
+	return false
+}
+
+// recordFailure writes the record of a write that failed, in a transaction
+// of its own, so that a copy of the same request that runs later (a first
+// submission that waited in a server past its resubmission) answers the
+// failure instead of succeeding after the client was told it failed: a
+// delete that found nothing must not delete what was created since. A
+// record found there (another copy committed meanwhile) is answered
+// instead, in rec.dup. Best effort: if the store fails, the failure
+// answers unrecorded.
+func (e *Engine) recordFailure(ctx context.Context, rec *recState, err error) {
+	kind := meta.KindOf(err)
+	var oe *meta.OpError
+	if !errors.As(err, &oe) {
+		oe = &meta.OpError{Op: rec.name, Path: rec.path}
+	}
+	// Not cut short by a caller that went away: the copy it may have left
+	// behind is what the record is for.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	werr := func() error {
+		txn, err := e.st.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer txn.Rollback()
+		vals, err := txn.Read(ctx, []store.ReadReq{{Key: rec.key, Mode: store.Exclusive, OwnLock: true}})
+		if err != nil {
+			return err
+		}
+		if v := vals[0]; v != nil {
+			var r store.RequestRecord
+			if err := store.DecodeRequest(rec.key, v, &r); err != nil {
+				return err
+			}
+			if r.Op == rec.name {
+				e.answerFrom(rec, &r)
+			}
+			return nil
+		}
+		r := store.RequestRecord{At: e.cfg.Now().UnixMilli(), Op: rec.name,
+			Err: &meta.OpError{Op: rec.name, Path: oe.Path, Err: meta.Sentinel(kind), Detail: oe.Detail}}
+		if r.Err.Path == rec.path {
+			r.Err.Path = ""
+		}
+		txn.Put(rec.key, store.EncodeRequest(nil, &r))
+		return txn.Commit(ctx)
+	}()
+	if werr != nil {
+		e.log.Warn("recording a failed write", "op", rec.name, "path", rec.path, "err", werr)
+	}
+}
+
+// answerFrom makes rec answer from the record r of its request.
+func (e *Engine) answerFrom(rec *recState, r *store.RequestRecord) {
+	if r.Status != nil && r.Status.Path == "" {
+		r.Status.Path = rec.path
+	}
+	if r.Err != nil && r.Err.Path == "" {
+		r.Err.Path = rec.path
+	}
+	rec.dup = r
 }
 
 // runOnceStatus is runOnce for an operation that answers a FileStatus: fn sets
@@ -233,10 +319,15 @@ func (t *tx) recordRead(ctx context.Context, v []byte) error {
 		return meta.Errorf(rec.name, rec.path, meta.ErrInvalidArgument,
 			"request id %#x of client %q was used already by a %s: a resubmission must repeat the same call", id, client, r.Op)
 	}
-	if r.Status != nil && r.Status.Path == "" {
-		r.Status.Path = rec.path
+	if r.Err != nil {
+		// A failure recorded by another copy: answered as it was.
+		if r.Err.Path == "" {
+			r.Err.Path = rec.path
+		}
+		rec.answered = true
+		return r.Err
 	}
-	rec.dup = &r
+	t.e.answerFrom(rec, &r)
 	return errAnswered
 }
 

@@ -543,3 +543,33 @@ func TestStaleSubmissionNotStarted(t *testing.T) {
 	fresh := meta.WithRequest(context.Background(), meta.Request{Client: "nimbus-test", ID: 3, Received: time.Now()})
 	must(t, e.Mkdirs(fresh, root, "/new", 0))
 }
+
+// TestLateCopyOfFailedWrite: a write that failed is recorded too, so a
+// copy of it that runs later answers the same failure instead of
+// succeeding after the client was told it failed: a delete that found no
+// /x must not delete the /x created since, nor a create that found /f
+// create it again once it is gone.
+func TestLateCopyOfFailedWrite(t *testing.T) {
+	a, b, _ := twoEngines(t)
+	ctx := context.Background()
+	wantKind(t, b.Delete(resub(7), root, "/x", false), meta.ErrNotFound)
+	must(t, b.Mkdirs(reqCtx(8), root, "/x", 0))
+	wantKind(t, a.Delete(reqCtx(7), root, "/x", false), meta.ErrNotFound) // late: the record answers
+	if _, err := b.Stat(ctx, root, "/x"); err != nil {
+		t.Fatalf("/x after a late copy of a delete that had failed: %v", err)
+	}
+
+	writeFile(t, b, root, "/f", nil)
+	_, err := b.Create(resub(9), root, "/f", meta.CreateOptions{Client: "c2"})
+	wantKind(t, err, meta.ErrExists)
+	must(t, b.Delete(reqCtx(10), root, "/f", false))
+	_, err = a.Create(reqCtx(9), root, "/f", meta.CreateOptions{Client: "c2"})
+	wantKind(t, err, meta.ErrExists)
+	if _, err := b.Stat(ctx, root, "/f"); !errors.Is(err, meta.ErrNotFound) {
+		t.Fatalf("/f after a late copy of a create that had failed: %v, want not found", err)
+	}
+	// A busy answer is not recorded: the client may send it again.
+	if recordable(meta.Errorf("mkdirs", "/y", meta.ErrBusy, "")) {
+		t.Error("busy is recorded")
+	}
+}

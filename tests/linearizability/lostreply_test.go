@@ -192,6 +192,11 @@ func lostReplyRun(t *testing.T, ss []uint64, args ...string) (ok, bad, lost, hel
 			ok++
 		} else {
 			bad++
+			if bad == 1 {
+				t.Logf("seed %d: history of %d operations is %s (the first such seed)\n%s", seed, len(h), res.Verdict, describe(h))
+			} else {
+				t.Logf("seed %d: history of %d operations is %s", seed, len(h), res.Verdict)
+			}
 		}
 	}
 	return ok, bad, lost, held
