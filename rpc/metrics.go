@@ -78,7 +78,7 @@ func newMetrics(reg prometheus.Registerer, held func() float64) *metrics {
 		}, []string{"reason"}),
 		staleRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "nimbus", Subsystem: "rpc", Name: "stale_requests_refused_total",
-			Help: "Requests read from a connection that ended while they waited for a request slot, and not started.",
+			Help: "Requests whose connection (or HTTP call) ended while they waited for a request slot: not started.",
 		}),
 		heldBytes: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "nimbus", Subsystem: "rpc", Name: "held_bytes",

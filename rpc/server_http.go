@@ -61,6 +61,13 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		return
 	}
+	if r.Context().Err() != nil {
+		// The caller went away while the call waited for a slot: not
+		// started, as on a connection (serverConn.takeSlot).
+		<-s.sem
+		s.met.staleRefused.Inc()
+		return
+	}
 	ob := getBuf()
 	out, ok := s.handle(r.Context(), frame, (*ob)[:0], true, received)
 	<-s.sem
