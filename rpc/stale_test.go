@@ -222,11 +222,14 @@ func TestDelayedFirstSubmissionAfterResubmission(t *testing.T) {
 // than half the request TTL is answered busy, not applied: a record of
 // another submission of it might have expired meanwhile.
 func TestStaleSubmissionRefused(t *testing.T) {
-	const ttl = 200 * time.Millisecond
+	const ttl = 100 * time.Millisecond
 	ts := startTwo(t, ttl)
 	ts.busyA(t)
 	nc, br := sendRaw(t, ts.a, mkdir(8, "/late"))
-	time.Sleep(ttl) // more than half the TTL: the frame is read once it arrives, before this
+	// A's reader reads the frame as it arrives and then waits for the
+	// slot; the request's age counts from that read. Ten times the half
+	// TTL later it is stale however late the reader got to it.
+	time.Sleep(10 * ttl / 2)
 	ts.releaseA()
 	resp := readResponse(t, nc, br)
 	err := rpc.ErrorFromProto(resp.GetError())
