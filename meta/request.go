@@ -1,6 +1,9 @@
 package meta
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Request names one call of a client: the same on every resubmission of
 // that call, different for every other call. The RPC carries it on every
@@ -16,6 +19,12 @@ type Request struct {
 	// then: a first submission has none (unless the client reused an id,
 	// which the contract forbids), and skips the look-up.
 	Resubmitted bool
+	// Received is when the edge received this submission of the call
+	// (the RPC server: when it read the request's frame), or zero when
+	// unknown. A file system that keeps records for a bounded time
+	// refuses to start a submission that waited so long that the record
+	// of another submission of the same call may have expired meanwhile.
+	Received time.Time
 }
 
 // IsZero reports whether r names no call.

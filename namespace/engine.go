@@ -52,6 +52,9 @@ type Engine struct {
 	alone bool
 	// members: the other engines on a shared store (members.go); nil alone.
 	members *members
+	// marks: the store's marks of resubmitted requests (store.KeyMarker,
+	// once.go), nil when it keeps none.
+	marks *store.KeyMarks
 	// liveness: the second source of the others' liveness (members.go).
 	liveness atomic.Pointer[Liveness]
 	groups   struct {
@@ -112,6 +115,9 @@ func New(st store.Store, cfg Config) (*Engine, error) {
 		e.instance = rand.Uint64()
 	}
 	_, e.alone = st.(store.SingleProcess)
+	if km, ok := st.(store.KeyMarker); ok {
+		e.marks = km.KeyMarks()
+	}
 	if cfg.CheckOnly {
 		// Not a NameNode of the cluster: no instance row, no heartbeat.
 		e.alone = true

@@ -37,6 +37,7 @@ type metrics struct {
 	// Request records (once.go).
 	requestsAnswered *prometheus.CounterVec // op
 	requestsInDoubt  prometheus.Counter
+	requestsStale    prometheus.Counter
 	requestsKept     prometheus.Gauge
 	requestsExpired  prometheus.Counter
 
@@ -98,6 +99,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "nimbus", Subsystem: "namespace", Name: "request_commits_in_doubt_total",
 			Help: "Commits of recorded writes whose answer the store lost (commit outcome unknown), settled by reading the record again.",
 		}),
+		requestsStale: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "namespace", Name: "request_stale_total",
+			Help: "Recorded writes not started because their request was received more than half the request TTL ago (answered busy).",
+		}),
 		requestsKept: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "nimbus", Subsystem: "namespace", Name: "request_records",
 			Help: "Request records in the store younger than the TTL, as the last sweep counted them.",
@@ -118,7 +123,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.ops, m.latency, m.retries, m.hintHits, m.hintMisses, m.recovered, m.monitorLeader, m.subtreePhase, m.subtreeDone, m.quiesceSeconds,
-			m.requestsAnswered, m.requestsInDoubt, m.requestsKept, m.requestsExpired, m.invTargets, m.invTargetKinds)
+			m.requestsAnswered, m.requestsInDoubt, m.requestsStale, m.requestsKept, m.requestsExpired, m.invTargets, m.invTargetKinds)
 	}
 	return m
 }

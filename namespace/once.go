@@ -13,17 +13,22 @@ import (
 //
 // A write that arrives with a request id (meta.Request in its context: the
 // RPC server puts the client's name and the request's id there) is run by
-// runOnce. Every attempt of it locks its record's key ('r' id client, store/
-// request.go) exclusive before anything else (first in its first lock
-// batch), and, when the client marks the request resubmitted (only then
-// can a record exist), reads it:
+// runOnce. Every attempt of it, a first submission's as a resubmission's,
+// locks its record's key ('r' id client, store/request.go) exclusive before
+// anything else (first in its first lock batch) and reads it:
 //
-//   - found: the write was applied already, by an earlier submission of the
+//   - found: the write was applied already, by another submission of the
 //     same request to this or another NameNode on the store. The attempt
 //     changes nothing and the operation answers what the record says.
-//   - missing (or not read): the attempt runs the operation, and if it
-//     commits a change, the record goes into the same transaction. So the
-//     record exists exactly when the write's effect does.
+//   - missing: the attempt runs the operation, and if it commits a change,
+//     the record goes into the same transaction. So the record exists
+//     exactly when the write's effect does.
+//
+// A first submission is read too: its copy can arrive after the client gave
+// up on it and its resubmission committed (a frame that waited in a server
+// for a request slot while its connection broke), and must then change
+// nothing. A submission received more than half the TTL ago that finds no
+// record is not started (staleAfter): the record could have expired.
 //
 // The record's lock is taken first, before any inode's, and only
 // transactions of the same request (and the sweep, which holds no other
@@ -56,11 +61,19 @@ type recState struct {
 	buf  [48]byte
 	name string // the operation's name, kept in the record
 	path string // the operation's path, for errors
-	// resubmitted: the client sent the request before (meta.Request):
-	// only then can a record exist, and only then is it read.
+	// received is when the edge received this submission (meta.Request),
+	// zero when unknown: a submission older than staleAfter is not started.
+	received time.Time
+	// marks: the store's marks of resubmitted requests' record keys
+	// (store.KeyMarker), nil on a store without them. resubmitted: this
+	// submission is one.
+	marks       *store.KeyMarks
 	resubmitted bool
-	// dup is the record found, when the write was applied already.
-	dup *store.RequestRecord
+	// dup is the record found, when the write was applied already (or
+	// failed: dup.Err). answered: the error the operation ends with came
+	// from a record.
+	dup      *store.RequestRecord
+	answered bool
 	// inDoubt: the last attempt's commit, which carried the record, has an
 	// unknown outcome; after holds what that attempt would have run once
 	// committed, run if the next attempt finds the record.
@@ -87,13 +100,101 @@ func (e *Engine) runOnce(ctx context.Context, opName, path string, u meta.User, 
 	if !ok {
 		return nil, e.run(ctx, opName, path, u, fn)
 	}
-	rec := &recState{name: opName, path: path, resubmitted: r.Resubmitted}
+	rec := &recState{name: opName, path: path, received: r.Received, marks: e.marks, resubmitted: r.Resubmitted}
 	rec.key = store.AppendRequestKey(rec.buf[:0], r.ID, r.Client)
+	if rec.marks != nil && r.Resubmitted {
+		// Before its first lock: a first submission that takes the lock
+		// after this one held it sees the mark (recordRead).
+		rec.marks.Mark(rec.key, time.Now(), e.cfg.RequestTTL)
+	}
 	err := e.runOp(ctx, opName, path, u, rec, fn)
+	if rec.dup == nil && err != nil && !rec.answered && recordable(err) {
+		e.recordFailure(ctx, rec, err)
+	}
 	if rec.dup != nil {
+		if rec.dup.Err != nil {
+			return nil, rec.dup.Err
+		}
 		return rec.dup, nil
 	}
 	return nil, err
+}
+
+// recordable reports whether err is the answer of a write that failed
+// without changing anything, to be kept in its record (recordFailure):
+// a failure about the namespace or the call. Not busy or wrong owner (not
+// done: the client may send it again), nor an outcome unknown, an internal
+// error, or a context or store error.
+func recordable(err error) bool {
+	switch meta.KindOf(err) {
+	case meta.KindNotFound, meta.KindExists, meta.KindNotDir, meta.KindIsDir, meta.KindNotEmpty,
+		meta.KindPermission, meta.KindInvalidPath, meta.KindQuota, meta.KindInvalidArgument,
+		meta.KindLease, meta.KindTooLarge, meta.KindUnresolvedLink, meta.KindUnsupported:
+		return true
+	}
+	return false
+}
+
+// recordFailure writes the record of a write that failed, in a transaction
+// of its own, so that a copy of the same request that runs later (a first
+// submission that waited in a server past its resubmission) answers the
+// failure instead of succeeding after the client was told it failed: a
+// delete that found nothing must not delete what was created since. A
+// record found there (another copy committed meanwhile) is answered
+// instead, in rec.dup. Best effort: if the store fails, the failure
+// answers unrecorded.
+func (e *Engine) recordFailure(ctx context.Context, rec *recState, err error) {
+	kind := meta.KindOf(err)
+	var oe *meta.OpError
+	if !errors.As(err, &oe) {
+		oe = &meta.OpError{Op: rec.name, Path: rec.path}
+	}
+	// Not cut short by a caller that went away: the copy it may have left
+	// behind is what the record is for.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	werr := func() error {
+		txn, err := e.st.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer txn.Rollback()
+		vals, err := txn.Read(ctx, []store.ReadReq{{Key: rec.key, Mode: store.Exclusive, OwnLock: true}})
+		if err != nil {
+			return err
+		}
+		if v := vals[0]; v != nil {
+			var r store.RequestRecord
+			if err := store.DecodeRequest(rec.key, v, &r); err != nil {
+				return err
+			}
+			if r.Op == rec.name {
+				e.answerFrom(rec, &r)
+			}
+			return nil
+		}
+		r := store.RequestRecord{At: e.cfg.Now().UnixMilli(), Op: rec.name,
+			Err: &meta.OpError{Op: rec.name, Path: oe.Path, Err: meta.Sentinel(kind), Detail: oe.Detail}}
+		if r.Err.Path == rec.path {
+			r.Err.Path = ""
+		}
+		txn.Put(rec.key, store.EncodeRequest(nil, &r))
+		return txn.Commit(ctx)
+	}()
+	if werr != nil {
+		e.log.Warn("recording a failed write", "op", rec.name, "path", rec.path, "err", werr)
+	}
+}
+
+// answerFrom makes rec answer from the record r of its request.
+func (e *Engine) answerFrom(rec *recState, r *store.RequestRecord) {
+	if r.Status != nil && r.Status.Path == "" {
+		r.Status.Path = rec.path
+	}
+	if r.Err != nil && r.Err.Path == "" {
+		r.Err.Path = rec.path
+	}
+	rec.dup = r
 }
 
 // runOnceStatus is runOnce for an operation that answers a FileStatus: fn sets
@@ -108,15 +209,37 @@ func (e *Engine) runOnceStatus(ctx context.Context, opName, path string, u meta.
 }
 
 // recordReq is the request for the record's key of an attempt of a
-// recorded write: its lock, exclusive, and for a resubmission (or an
-// attempt after a commit in doubt) its value. A first submission cannot
-// have a record: it takes the lock only (store.ReadReq.LockOnly: on Pebble
-// no read at all), which still makes a resubmission that arrives meanwhile
-// wait for it.
+// recorded write: its lock, exclusive, and its value, on every attempt of
+// a first submission as of a resubmission. A first submission's copy can
+// reach the engine after the client gave up on it and its resubmission
+// committed (a frame that waited in a server for a request slot while its
+// connection broke, or an attempt retried after a conflict): unread, the
+// record would not stop it from applying the write a second time, after
+// the client's later writes. Only this request's transactions write the
+// key, each under this lock (store.ReadReq.OwnLock): the value read is
+// final, and PostgreSQL reads a missing record once, in the lock's own
+// statement.
+//
+// On a single-process store (store.KeyMarker: the embedded Pebble) a first
+// submission takes the lock without the read (LockOnly: the point read of a
+// missing key, a memtable seek, is most of what the record costs there),
+// and reads only when the key is marked once the lock is held: every
+// resubmission marks its record's key before it takes the lock, so one that
+// wrote the record marked it before this attempt got the lock.
 func (t *tx) recordReq() store.ReadReq {
 	rec := t.op.rec
-	return store.ReadReq{Key: rec.key, Mode: store.Exclusive, LockOnly: !rec.resubmitted && !rec.inDoubt}
+	return store.ReadReq{Key: rec.key, Mode: store.Exclusive, OwnLock: true,
+		LockOnly: rec.marks != nil && !rec.resubmitted && !rec.inDoubt}
 }
+
+// staleAfter is how old a submission (from its receipt by the edge) may be
+// when it finds no record and starts the write: half the record's TTL. A
+// record written by another submission of the same call (sent after this
+// one was received) is kept at least the TTL after it committed, by the
+// clock of whichever NameNode sweeps: past half of it, a missing record
+// could be one that expired (with clocks skewed by up to half the TTL),
+// and the write would be applied twice.
+func (e *Engine) staleAfter() time.Duration { return e.cfg.RequestTTL / 2 }
 
 // The record's request goes first in the attempt's first locked batch read
 // (resolve's): one batch, one round trip on PostgreSQL. First, not in key
@@ -134,7 +257,7 @@ func (t *tx) checkRecord(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return t.recordRead(vals[0])
+	return t.recordRead(ctx, vals[0])
 }
 
 // recordRead judges the record's value as the attempt read it under its
@@ -144,11 +267,37 @@ func (t *tx) checkRecord(ctx context.Context) error {
 // what that attempt would have done after its commit is done now); none
 // read under the lock, which waited for that transaction's end, says that
 // it did not.
-func (t *tx) recordRead(v []byte) error {
+func (t *tx) recordRead(ctx context.Context, v []byte) error {
 	t.recPending = false
 	rec := t.op.rec
-	if t.recordReq().LockOnly {
-		return nil
+	if req := t.recordReq(); req.LockOnly {
+		// Locked, not read: read now if a resubmission marked the key.
+		if !rec.marks.Marked(rec.key) {
+			v = nil
+		} else {
+			req.LockOnly = false
+			vals, err := t.st.Read(ctx, []store.ReadReq{req})
+			if err != nil {
+				return err
+			}
+			v = vals[0]
+		}
+	}
+	if v == nil && t.op.own == 0 && !rec.received.IsZero() {
+		// About to start the write. Not needed once the operation holds
+		// its subtree flag (its later transactions): no other submission
+		// of the call can commit while the flag is held.
+		if age := time.Since(rec.received); age > t.e.staleAfter() {
+			t.e.metrics.requestsStale.Inc()
+			if rec.inDoubt {
+				return meta.Errorf(rec.name, rec.path, meta.ErrOutcomeUnknown,
+					"the store lost the answer to the commit, and the request, received %v ago, is past half the request TTL (%v): its record cannot tell any more",
+					age.Round(time.Millisecond), t.e.cfg.RequestTTL)
+			}
+			return meta.Errorf(rec.name, rec.path, meta.ErrBusy,
+				"not started: the request was received %v ago, more than half the request TTL (%v), and a record of it written since may have expired; nothing was changed, the client may send it again",
+				age.Round(time.Millisecond), t.e.cfg.RequestTTL)
+		}
 	}
 	if rec.inDoubt {
 		if v != nil {
@@ -170,10 +319,15 @@ func (t *tx) recordRead(v []byte) error {
 		return meta.Errorf(rec.name, rec.path, meta.ErrInvalidArgument,
 			"request id %#x of client %q was used already by a %s: a resubmission must repeat the same call", id, client, r.Op)
 	}
-	if r.Status != nil && r.Status.Path == "" {
-		r.Status.Path = rec.path
+	if r.Err != nil {
+		// A failure recorded by another copy: answered as it was.
+		if r.Err.Path == "" {
+			r.Err.Path = rec.path
+		}
+		rec.answered = true
+		return r.Err
 	}
-	rec.dup = &r
+	t.e.answerFrom(rec, &r)
 	return errAnswered
 }
 

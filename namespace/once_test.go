@@ -452,3 +452,124 @@ func TestResumedDeleteWritesRecord(t *testing.T) {
 	wantKind(t, e.Delete(resub(78), root, "/q/top", true), meta.ErrNotFound)
 	fsckClean(t, e)
 }
+
+// TestFirstSubmissionAfterResubmission: a first submission that reaches
+// an engine only after its resubmission was applied by another engine on
+// the store, and after the client's next write, answers from the record
+// and changes nothing (a connection that broke while its frame waited in
+// a server: rpc.TestDelayedFirstSubmissionAfterResubmission). Without the
+// read, the stale delete, overwrite or rename would undo the later write.
+func TestFirstSubmissionAfterResubmission(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		prep  func(e *Engine)                            // before the first submission
+		call  func(ctx context.Context, e *Engine) error // the write, sent twice
+		later func(e *Engine)                            // the client's next write, after the resubmission
+		check func(e *Engine) error                      // what the later write left
+	}{{
+		name:  "delete",
+		prep:  func(e *Engine) { must(t, e.Mkdirs(reqCtx(100), root, "/x", 0)) },
+		call:  func(ctx context.Context, e *Engine) error { return e.Delete(ctx, root, "/x", false) },
+		later: func(e *Engine) { must(t, e.Mkdirs(reqCtx(101), root, "/x", 0)) },
+		check: func(e *Engine) error { _, err := e.Stat(context.Background(), root, "/x"); return err },
+	}, {
+		name: "create overwrite",
+		call: func(ctx context.Context, e *Engine) error {
+			_, err := e.Create(ctx, root, "/f", meta.CreateOptions{Client: "c1", Overwrite: true})
+			return err
+		},
+		later: func(e *Engine) {
+			_, err := e.Complete(context.Background(), root, "/f", "c1")
+			must(t, err)
+			writeFile(t, e, root, "/f", []byte("later"))
+		},
+		check: func(e *Engine) error {
+			st, err := e.Stat(context.Background(), root, "/f")
+			if err == nil && st.Length != 5 {
+				err = fmt.Errorf("/f has %d bytes, want the later write's 5", st.Length)
+			}
+			return err
+		},
+	}, {
+		name: "rename over",
+		prep: func(e *Engine) {
+			writeFile(t, e, root, "/a", []byte("a"))
+			writeFile(t, e, root, "/b", []byte("bb"))
+		},
+		call: func(ctx context.Context, e *Engine) error {
+			return e.Rename(ctx, root, "/a", "/b", meta.RenameOptions{Overwrite: true})
+		},
+		later: func(e *Engine) { writeFile(t, e, root, "/a", []byte("later")) },
+		check: func(e *Engine) error {
+			st, err := e.Stat(context.Background(), root, "/a")
+			if err == nil && st.Length != 5 {
+				err = fmt.Errorf("/a has %d bytes, want the later write's 5", st.Length)
+			}
+			return err
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b, _ := twoEngines(t)
+			if tc.prep != nil {
+				tc.prep(b)
+			}
+			must(t, tc.call(resub(7), b)) // the resubmission, applied by b
+			tc.later(b)
+			must(t, tc.call(reqCtx(7), a)) // the first submission, late: the record answers
+			if err := tc.check(b); err != nil {
+				t.Fatalf("after the late first submission: %v", err)
+			}
+			fsckClean(t, a)
+		})
+	}
+}
+
+// TestStaleSubmissionNotStarted: a submission received more than half the
+// request TTL ago that finds no record is refused busy and changes
+// nothing; one that finds its record still answers from it.
+func TestStaleSubmissionNotStarted(t *testing.T) {
+	e := onceEngine(t, func(c *Config) { c.RequestTTL = time.Minute })
+	old := func(id uint64, resubmitted bool) context.Context {
+		return meta.WithRequest(context.Background(), meta.Request{Client: "nimbus-test", ID: id,
+			Resubmitted: resubmitted, Received: time.Now().Add(-31 * time.Second)})
+	}
+	err := e.Mkdirs(old(1, false), root, "/late", 0)
+	wantKind(t, err, meta.ErrBusy)
+	if _, serr := e.Stat(context.Background(), root, "/late"); !errors.Is(serr, meta.ErrNotFound) {
+		t.Fatalf("after the refused mkdirs (%v), stat: %v", err, serr)
+	}
+	must(t, e.Mkdirs(reqCtx(2), root, "/d", 0))
+	must(t, e.Mkdirs(old(2, true), root, "/d", 0)) // recorded: answered
+	fresh := meta.WithRequest(context.Background(), meta.Request{Client: "nimbus-test", ID: 3, Received: time.Now()})
+	must(t, e.Mkdirs(fresh, root, "/new", 0))
+}
+
+// TestLateCopyOfFailedWrite: a write that failed is recorded too, so a
+// copy of it that runs later answers the same failure instead of
+// succeeding after the client was told it failed: a delete that found no
+// /x must not delete the /x created since, nor a create that found /f
+// create it again once it is gone.
+func TestLateCopyOfFailedWrite(t *testing.T) {
+	a, b, _ := twoEngines(t)
+	ctx := context.Background()
+	wantKind(t, b.Delete(resub(7), root, "/x", false), meta.ErrNotFound)
+	must(t, b.Mkdirs(reqCtx(8), root, "/x", 0))
+	wantKind(t, a.Delete(reqCtx(7), root, "/x", false), meta.ErrNotFound) // late: the record answers
+	if _, err := b.Stat(ctx, root, "/x"); err != nil {
+		t.Fatalf("/x after a late copy of a delete that had failed: %v", err)
+	}
+
+	writeFile(t, b, root, "/f", nil)
+	_, err := b.Create(resub(9), root, "/f", meta.CreateOptions{Client: "c2"})
+	wantKind(t, err, meta.ErrExists)
+	must(t, b.Delete(reqCtx(10), root, "/f", false))
+	_, err = a.Create(reqCtx(9), root, "/f", meta.CreateOptions{Client: "c2"})
+	wantKind(t, err, meta.ErrExists)
+	if _, err := b.Stat(ctx, root, "/f"); !errors.Is(err, meta.ErrNotFound) {
+		t.Fatalf("/f after a late copy of a create that had failed: %v, want not found", err)
+	}
+	// A busy answer is not recorded: the client may send it again.
+	if recordable(meta.Errorf("mkdirs", "/y", meta.ErrBusy, "")) {
+		t.Error("busy is recorded")
+	}
+}

@@ -459,7 +459,7 @@ func (t *tx) resolve(ctx context.Context, wants ...want) ([]*resolved, error) {
 		return nil, err
 	}
 	if rec {
-		if err := t.recordRead(vals[0]); err != nil {
+		if err := t.recordRead(ctx, vals[0]); err != nil {
 			return nil, err
 		}
 		vals = vals[1:]

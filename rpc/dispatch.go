@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"time"
 
 	"github.com/nimbus-fs/nimbus/api"
 	"github.com/nimbus-fs/nimbus/meta"
@@ -10,7 +11,7 @@ import (
 // dispatch executes one decoded request against the file system and returns
 // the response (never nil). It is the only place that knows which meta method
 // serves which request body.
-func (s *Server) dispatch(ctx context.Context, req *api.Request, m Method, path string) *api.Response {
+func (s *Server) dispatch(ctx context.Context, req *api.Request, m Method, path string, received time.Time) *api.Response {
 	resp := &api.Response{RequestId: req.GetRequestId()}
 	u := meta.User{Name: req.GetUser()}
 	if !m.ReadOnly() {
@@ -18,7 +19,8 @@ func (s *Server) dispatch(ctx context.Context, req *api.Request, m Method, path 
 		// it applied and answers a resubmission from the record
 		// (namespace/once.go): the engine sees it in the context, never
 		// the wire type.
-		ctx = meta.WithRequest(ctx, meta.Request{Client: req.GetClientName(), ID: req.GetRequestId(), Resubmitted: req.GetResubmitted()})
+		ctx = meta.WithRequest(ctx, meta.Request{Client: req.GetClientName(), ID: req.GetRequestId(),
+			Resubmitted: req.GetResubmitted(), Received: received})
 	}
 	fs := s.fs
 	var err error

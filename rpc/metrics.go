@@ -24,6 +24,9 @@ type metrics struct {
 	backpressure prometheus.Counter
 	closed       *prometheus.CounterVec
 	heldBytes    prometheus.GaugeFunc
+	// staleRefused counts requests not started because their connection
+	// ended while they waited for a slot (serverConn.takeSlot).
+	staleRefused prometheus.Counter
 	// callbacks counts connect-back attempts by outcome (dialled,
 	// unreachable, refused, accepted).
 	callbacks *prometheus.CounterVec
@@ -73,6 +76,10 @@ func newMetrics(reg prometheus.Registerer, held func() float64) *metrics {
 			Namespace: "nimbus", Subsystem: "rpc", Name: "connections_closed_total",
 			Help: "Connections the server closed on its own, by reason (frame_timeout, idle_timeout, protocol_error).",
 		}, []string{"reason"}),
+		staleRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nimbus", Subsystem: "rpc", Name: "stale_requests_refused_total",
+			Help: "Requests whose connection (or HTTP call) ended while they waited for a request slot: not started.",
+		}),
 		heldBytes: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "nimbus", Subsystem: "rpc", Name: "held_bytes",
 			Help: "Bytes of requests read and not yet answered plus answers not yet written, across connections.",
@@ -87,7 +94,7 @@ func newMetrics(reg prometheus.Registerer, held func() float64) *metrics {
 		m.obs[i] = m.latency.WithLabelValues(i.String())
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.latency, m.inflight, m.conns, m.connsTotal, m.protoErrors, m.backpressure, m.closed, m.heldBytes, m.callbacks)
+		reg.MustRegister(m.requests, m.latency, m.inflight, m.conns, m.connsTotal, m.protoErrors, m.backpressure, m.closed, m.heldBytes, m.staleRefused, m.callbacks)
 	}
 	return m
 }

@@ -340,7 +340,7 @@ func (s *Server) shuttingDown() bool {
 // error response with request id 0 and ok=false. invocation says the frame
 // came as an HTTP invocation (CallPath), not on a connection: the meter
 // bills the two differently on a platform instance.
-func (s *Server) handle(ctx context.Context, frame []byte, out []byte, invocation bool) (_ []byte, ok bool) {
+func (s *Server) handle(ctx context.Context, frame []byte, out []byte, invocation bool, received time.Time) (_ []byte, ok bool) {
 	req := &api.Request{}
 	if err := unmarshal(frame, req); err != nil {
 		s.met.protoErrors.Inc()
@@ -388,7 +388,7 @@ func (s *Server) handle(ctx context.Context, frame []byte, out []byte, invocatio
 			}
 			resp = &api.Response{RequestId: req.GetRequestId(), Error: e}
 		} else {
-			resp = s.dispatch(ctx, req, m, path)
+			resp = s.dispatch(ctx, req, m, path, received)
 			if deferred == nil || !deferred.wrong {
 				// A read refused by its deferred check did not run: it
 				// was admitted, but is not counted as served.
@@ -396,7 +396,7 @@ func (s *Server) handle(ctx context.Context, frame []byte, out []byte, invocatio
 			}
 		}
 	} else {
-		resp = s.dispatch(ctx, req, m, path)
+		resp = s.dispatch(ctx, req, m, path, received)
 	}
 	if deferred != nil && deferred.wrong {
 		resp = wrongOwner(req, m, path, deferred.owner, deferred.rm)

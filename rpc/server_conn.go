@@ -152,12 +152,11 @@ func (c *serverConn) readLoop() {
 			c.readFailed(err, true)
 			return
 		}
+		received := time.Now()
 		if cap(frame) > cap(*bp) {
 			*bp = frame // ReadFrame grew the buffer; keep the bigger one
 		}
-		select {
-		case c.s.sem <- struct{}{}:
-		case <-c.ctx.Done():
+		if !c.takeSlot() {
 			putBuf(bp)
 			return
 		}
@@ -171,11 +170,44 @@ func (c *serverConn) readLoop() {
 			// thread (a futex call and, on an idle core, an interrupt),
 			// which costs more than a stat; requests that arrive meanwhile
 			// wait in the socket for a few microseconds.
-			c.run(bp, len(frame), est)
+			c.run(bp, len(frame), est, received)
 			continue
 		}
-		c.s.submit(job{c, bp, len(frame), est})
+		c.s.submit(job{c, bp, len(frame), est, received})
 	}
+}
+
+// takeSlot takes a request slot (the server's semaphore) for the frame
+// the reader has just read, and reports whether the request may start. A
+// reader that waits for a slot reads nothing meanwhile, so it does not see
+// its connection end: the client may have seen it break, sent the request
+// again to this or another server, and had it applied, and a stale copy
+// started now could undo a later write (a delete after the re-create it
+// preceded). So after a wait, a request whose connection has ended
+// (its context cancelled, or the peer's side closed: peerClosed) does not
+// start; the reader ends as it would at the end of the stream, cancelling
+// the connection's requests in flight. The engine's own guard (the
+// request record read by every attempt, namespace/once.go) does not
+// depend on this; this keeps a dead connection's queued requests from
+// running at all where the server can know.
+func (c *serverConn) takeSlot() bool {
+	select {
+	case c.s.sem <- struct{}{}:
+		return true // no wait: the reader has just read from the connection
+	default:
+	}
+	select {
+	case c.s.sem <- struct{}{}:
+	case <-c.ctx.Done():
+		return false
+	}
+	if c.ctx.Err() == nil && !peerClosed(c.nc) {
+		return true
+	}
+	<-c.s.sem
+	c.s.met.staleRefused.Inc()
+	c.s.log.Debug("rpc: connection ended while its request waited for a slot: not started", "remote", c.nc.RemoteAddr().String())
+	return false
 }
 
 // errStopping ends the reader when stopReading raced with its own deadline.
@@ -267,10 +299,11 @@ func (c *serverConn) readFailed(err error, started bool) {
 
 // job is one request frame waiting for a worker.
 type job struct {
-	c   *serverConn
-	bp  *[]byte
-	n   int
-	est int // the bytes admitted for it (budget.admit)
+	c        *serverConn
+	bp       *[]byte
+	n        int
+	est      int       // the bytes admitted for it (budget.admit)
+	received time.Time // when its frame was read
 }
 
 // submit hands j to an idle worker, or starts a new one. Workers live on
@@ -293,7 +326,7 @@ func (s *Server) worker(j job) {
 	idle := time.NewTimer(workerIdle)
 	defer idle.Stop()
 	for {
-		j.c.run(j.bp, j.n, j.est)
+		j.c.run(j.bp, j.n, j.est, j.received)
 		idle.Reset(workerIdle)
 		select {
 		case j = <-s.work:
@@ -308,12 +341,12 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// run executes one request whose frame is (*bp)[:n] and for which est bytes
-// were admitted.
-func (c *serverConn) run(bp *[]byte, n, est int) {
+// run executes one request whose frame is (*bp)[:n], read at received, and
+// for which est bytes were admitted.
+func (c *serverConn) run(bp *[]byte, n, est int, received time.Time) {
 	defer c.wg.Done()
 	ob := getBuf()
-	out, ok := c.s.handle(c.ctx, (*bp)[:n], (*ob)[:0], false)
+	out, ok := c.s.handle(c.ctx, (*bp)[:n], (*ob)[:0], false, received)
 	putBuf(bp)
 	<-c.s.sem
 	*ob = out

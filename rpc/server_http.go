@@ -39,6 +39,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	br.Reset(body)
 	bp := getBuf()
 	frame, err := ReadFrame(br, (*bp)[:0], max)
+	received := time.Now()
 	br.Reset(nil)
 	readerPool.Put(br)
 	_ = rc.SetReadDeadline(time.Time{})
@@ -60,8 +61,15 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		return
 	}
+	if r.Context().Err() != nil {
+		// The caller went away while the call waited for a slot: not
+		// started, as on a connection (serverConn.takeSlot).
+		<-s.sem
+		s.met.staleRefused.Inc()
+		return
+	}
 	ob := getBuf()
-	out, ok := s.handle(r.Context(), frame, (*ob)[:0], true)
+	out, ok := s.handle(r.Context(), frame, (*ob)[:0], true, received)
 	<-s.sem
 	if cap(frame) <= cap(*bp) {
 		putBuf(bp)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 )
 
 // TestDeployments: the server joins as a member of its deployment; the
@@ -51,5 +52,41 @@ func TestDeployments(t *testing.T) {
 	bad.Deployment, bad.Deployments = 3, 3
 	if err := bad.Validate(); err == nil {
 		t.Error("Validate accepts deployment 3 of 3")
+	}
+}
+
+// TestRequestTTLAgreed: the first server on a store records its request
+// TTL, and a server started on it with another (a shorter one, or 0,
+// which reads no records) refuses to start: its records would not be
+// there for the others' resubmissions.
+func TestRequestTTLAgreed(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	cfg.Namespace.RequestTTL = 5 * time.Minute
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, ttl := range []time.Duration{time.Minute, 0} {
+		other := cfg
+		other.Namespace.RequestTTL = ttl
+		if s, err := New(other); !errors.Is(err, ErrRequestTTL) {
+			if err == nil {
+				s.Stop(ctx)
+			}
+			t.Fatalf("New with --request-ttl %v on a store of 5m: %v, want ErrRequestTTL", ttl, err)
+		} else {
+			t.Log(err)
+		}
+	}
+	s, err = New(cfg)
+	if err != nil {
+		t.Fatalf("New with the store's TTL: %v", err)
+	}
+	if err := s.Stop(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

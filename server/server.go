@@ -342,6 +342,10 @@ func NewContext(ctx context.Context, cfg Config) (_ *Server, err error) {
 		st.Close()
 		return nil, err
 	}
+	if err := checkRequestTTL(context.Background(), st, cfg.Namespace.RequestTTL); err != nil {
+		st.Close()
+		return nil, err
+	}
 	s.phase("deployments")
 	// The cluster secret: what the servers on this store sign and check
 	// their traffic to each other with (coherence messages), made by the

@@ -36,6 +36,12 @@ type RequestRecord struct {
 	// complete), or nil when it answers only success. The engine leaves
 	// its Path empty when it is the operation's path.
 	Status *meta.FileStatus
+	// Err is the error the write failed with, nil when it succeeded: a
+	// failure is recorded too (namespace/once.go), so that a late copy of
+	// the write answers it rather than succeeding after the client was
+	// told it failed. Its Op is the record's Op, and its Path "" when it
+	// is the operation's. Status is nil then.
+	Err *meta.OpError
 }
 
 const requestFormatV1 = 1
@@ -77,6 +83,12 @@ func EncodeRequest(dst []byte, r *RequestRecord) []byte {
 	dst = append(dst, requestFormatV1)
 	dst = binary.AppendVarint(dst, r.At)
 	dst = appendString(dst, r.Op)
+	if e := r.Err; e != nil {
+		dst = append(dst, 2)
+		dst = binary.AppendUvarint(dst, uint64(meta.KindOf(e.Err)))
+		dst = appendString(dst, e.Path)
+		return appendString(dst, e.Detail)
+	}
 	if r.Status == nil {
 		return append(dst, 0)
 	}
@@ -129,9 +141,16 @@ func DecodeRequest(key, value []byte, r *RequestRecord) error {
 	}
 	r.At = d.varint()
 	r.Op = d.string()
-	r.Status = nil
+	r.Status, r.Err = nil, nil
 	switch has := d.byte(); {
 	case d.err != nil:
+	case has == 2:
+		k := meta.Kind(d.uvarint())
+		e := &meta.OpError{Op: r.Op, Path: d.string(), Detail: d.string()}
+		if e.Err = meta.Sentinel(k); e.Err == nil && d.err == nil {
+			d.err = fmt.Errorf("unknown error kind %d", k)
+		}
+		r.Err = e
 	case has == 1:
 		s := &meta.FileStatus{}
 		s.Path = d.string()

@@ -46,6 +46,14 @@ type ReadReq struct {
 	// that a first submission has no record, does not pay for a read
 	// (namespace/once.go).
 	LockOnly bool
+	// OwnLock: every transaction that writes the key takes this key's
+	// lock (Shared or Exclusive) before it writes it, so the value read
+	// under the lock is final, a missing key's included. An
+	// implementation that reads a batch's missing keys again once its
+	// later locks are granted (pgstore: an inserter may hold another
+	// key's lock instead) need not read this one again. A request record
+	// is such a key (namespace/once.go).
+	OwnLock bool
 	// Guard: the lock (Mode Shared or Exclusive) is on the key's name, not
 	// on its row, and the value is read once it is held (the latest
 	// committed). For rows that every write locks shared, a cluster-wide

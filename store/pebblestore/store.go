@@ -28,6 +28,7 @@ type Store struct {
 	dir     string
 	db      *pebble.DB
 	locks   *lockmgr.Manager
+	marks   store.KeyMarks // KeyMarks (process.go)
 	log     *slog.Logger
 	opts    Options
 	metrics *metrics

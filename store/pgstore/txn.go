@@ -280,7 +280,9 @@ func (t *txn) rereadMissing(ctx context.Context, runs []run, reqs []store.ReadRe
 			continue
 		}
 		for i := r.from; i < r.to; i++ {
-			if vals[i] == nil && !reqs[i].LockOnly { // a LockOnly value is unspecified
+			// A LockOnly value is unspecified; an OwnLock value read
+			// under its own lock is final.
+			if vals[i] == nil && !reqs[i].LockOnly && !reqs[i].OwnLock {
 				again = append(again, store.ReadReq{Key: reqs[i].Key, Mode: r.mode, NoWait: true})
 				at = append(at, i)
 			}
