@@ -58,8 +58,8 @@ type Local struct {
 		// invocations fail at once with it and starts wait.
 		broken  error
 		retryAt time.Time
-		started  bool
-		closed   bool
+		started bool
+		closed  bool
 		// totals for /status/cluster
 		invocations, coldStarts int64
 		// retired is the usage of the instances stopped so far, read from
