@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -74,7 +75,8 @@ func remoteException(resp *http.Response, body string) bool {
 // "--deployments differs from the cluster's", status 78). An invocation
 // fails at once with that error (500, not a 503 after the invoke
 // timeout), /readyz says not ready with it, the next invocation fails at
-// once too, and no instance directory is left on disk. (--min-instances 0:
+// once too, `nimbus fs ls /` fails with it, and no instance directory is
+// left on disk. (--min-instances 0:
 // every start is an invocation's, over when its call returns.)
 func TestGatewayDeploymentsMismatch(t *testing.T) {
 	db := pgtest.DB(t)
@@ -92,6 +94,13 @@ func TestGatewayDeploymentsMismatch(t *testing.T) {
 		if !errors.As(err, &se) || se.Status != http.StatusInternalServerError || !strings.Contains(se.Msg, "differs from the cluster's") {
 			t.Fatalf("deployment %d: %v, want 500 with the instance's error", dep, err)
 		}
+	}
+	// `nimbus fs` (a hybrid client of the gateway) fails with the error
+	// rather than waiting.
+	ls := exec.CommandContext(ctx, binary, "fs", "ls", "/")
+	ls.Env = append(os.Environ(), "NIMBUS_ADDR="+gw.URL(), "NIMBUS_USER=root")
+	if out, err := ls.CombinedOutput(); err == nil || !strings.Contains(string(out), "differs from the cluster's") {
+		t.Fatalf("nimbus fs ls /: %v\n%s\nwant a failure with the instances' error", err, out)
 	}
 	code, body := testproc.Get(t, gw.URL()+"/readyz")
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "differs from the cluster's") {
