@@ -76,8 +76,8 @@ func remoteException(resp *http.Response, body string) bool {
 // fails at once with that error (500, not a 503 after the invoke
 // timeout), /readyz says not ready with it, the next invocation fails at
 // once too, `nimbus fs ls /` fails with it, and no instance directory is
-// left on disk. (--min-instances 0:
-// every start is an invocation's, over when its call returns.)
+// left on disk. (--min-instances 0: every start is an invocation's, over
+// when its call returns.)
 func TestGatewayDeploymentsMismatch(t *testing.T) {
 	db := pgtest.DB(t)
 	srv := testproc.Start(t, binary, "", "", "--superuser", "root", "--store", db)
