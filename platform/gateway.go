@@ -13,13 +13,18 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"path"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nimbus-fs/nimbus/rpc"
+	"github.com/nimbus-fs/nimbus/webhdfs"
 )
 
 // The gateway is the local platform's front door, what an API gateway or
@@ -33,9 +38,15 @@ import (
 //	Nimbus-*                      request: passed through to the instance (Nimbus-Callback pinned to the client's host: pinCallback)
 //	Nimbus-Instance: ID BASEURL   response: the instance that answered
 //
-// Statuses of its own: 400 for a bad Nimbus-Deployment; 503 with
-// Retry-After when the platform is busy (queue full, caps reached, no
-// instance within GatewayOptions.InvokeTimeout); 502 when the instance
+// Statuses of its own: 400 for a bad Nimbus-Deployment or a request body
+// that stalled (GatewayOptions.FrameTimeout, UploadIdleTimeout); 413 for
+// a request frame over GatewayOptions.MaxBody; 503 with Retry-After when
+// the platform is busy (queue full, caps reached, no instance within
+// GatewayOptions.InvokeTimeout, the bodies in flight at
+// GatewayOptions.BodyBudget) or when the request could not be sent to an
+// instance (a failed dial: nothing was sent, so it may be retried); 500
+// when instances cannot start for a cause retrying will not change
+// (ErrPermanent, with the instance's own error); 502 when the instance
 // failed mid-call (its outcome is unknown: the request may or may not
 // have been executed, as after a lost reply).
 const (
@@ -52,8 +63,25 @@ type GatewayOptions struct {
 	// InvokeTimeout bounds the wait for an instance (a cold start, a
 	// queue); past it the request is answered 503. 0: 30 s.
 	InvokeTimeout time.Duration
-	// MaxBody bounds a /rpc/call body (one request frame). 0: 64 MiB.
+	// MaxBody bounds a /rpc/call body (one request frame); past it the
+	// gateway answers 413 itself. It matches the instances' frame limit
+	// (a larger frame would only be refused by them). 0: the RPC's
+	// default frame limit plus its length prefix.
 	MaxBody int64
+	// FrameTimeout bounds the reading of a /rpc/call body, from the
+	// headers to its last byte: a client that stalls halfway is answered
+	// 400 and its connection closed. 0: rpc.DefaultFrameTimeout.
+	FrameTimeout time.Duration
+	// UploadIdleTimeout bounds each read of a WebHDFS request body the
+	// gateway forwards (CREATE, APPEND): a client that sends nothing for
+	// that long is answered 400 and the instance's upload fails, as the
+	// server's own (webhdfs.Config.BodyIdleTimeout). 0: 30 s.
+	UploadIdleTimeout time.Duration
+	// BodyBudget bounds the bytes of /rpc/call bodies held at once, from
+	// their reading to the instance's answer; a request that would pass
+	// it is answered 503 with Retry-After before its body is read. 0:
+	// rpc.DefaultMaxServerBytes.
+	BodyBudget int64
 	// Metrics serves /metrics (the gateway's own registry); nil: 404.
 	Metrics http.Handler
 	// StatusTimeout bounds each instance's answer when /status/cluster
@@ -82,6 +110,8 @@ type Gateway struct {
 	mux  *http.ServeMux
 	met  *gatewayMetrics
 	page *gatewayPage // the status page (statuspage.go)
+	// held is the bytes of /rpc/call bodies reserved against BodyBudget.
+	held atomic.Int64
 }
 
 // NewGateway returns the gateway of l; it fails only to register its
@@ -91,7 +121,16 @@ func NewGateway(l *Local, opts GatewayOptions) (*Gateway, error) {
 		opts.InvokeTimeout = 30 * time.Second
 	}
 	if opts.MaxBody <= 0 {
-		opts.MaxBody = 64 << 20
+		opts.MaxBody = rpc.DefaultMaxFrameSize + 16
+	}
+	if opts.FrameTimeout <= 0 {
+		opts.FrameTimeout = rpc.DefaultFrameTimeout
+	}
+	if opts.UploadIdleTimeout <= 0 {
+		opts.UploadIdleTimeout = 30 * time.Second
+	}
+	if opts.BodyBudget <= 0 {
+		opts.BodyBudget = rpc.DefaultMaxServerBytes
 	}
 	if opts.Prices == (Prices{}) {
 		opts.Prices = DefaultPrices()
@@ -108,11 +147,12 @@ func NewGateway(l *Local, opts GatewayOptions) (*Gateway, error) {
 		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 256
 		hc = &http.Client{Transport: tr}
 	}
-	met, err := newGatewayMetrics(opts.Registerer)
+	g := &Gateway{l: l, opts: opts, hc: hc, mux: http.NewServeMux()}
+	met, err := newGatewayMetrics(opts.Registerer, func() float64 { return float64(g.held.Load()) }, float64(opts.BodyBudget))
 	if err != nil {
 		return nil, err
 	}
-	g := &Gateway{l: l, opts: opts, hc: hc, mux: http.NewServeMux(), met: met}
+	g.met = met
 	g.mux.HandleFunc("POST /rpc/call", g.call)
 	g.mux.HandleFunc("/rpc/", g.noConn)
 	g.mux.HandleFunc("/webhdfs/v1/", g.webhdfs)
@@ -164,6 +204,11 @@ func (g *Gateway) invoke(w http.ResponseWriter, r *http.Request, kind string, de
 	switch {
 	case r.Context().Err() != nil:
 		// The client went away: nobody to answer.
+	case errors.Is(err, ErrPermanent):
+		// Fails at once, with the instances' own error: waiting and
+		// retrying would not help.
+		g.met.requests.WithLabelValues(kind, outcomeUnavailable).Inc()
+		http.Error(w, err.Error(), http.StatusInternalServerError)
 	case errors.Is(err, ErrBusy), errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrClosed):
 		g.met.requests.WithLabelValues(kind, outcomeBusy).Inc()
 		w.Header().Set("Retry-After", "1")
@@ -189,17 +234,11 @@ func (g *Gateway) call(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer g.met.observe("call", dep, start)
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.opts.MaxBody))
-	if err != nil {
-		g.met.requests.WithLabelValues("call", outcomeRefused).Inc()
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			http.Error(w, "platform: request frame too large", http.StatusRequestEntityTooLarge)
-			return
-		}
-		http.Error(w, "platform: reading the request: "+err.Error(), http.StatusBadRequest)
+	body, release, ok := g.readCall(w, r)
+	if !ok {
 		return
 	}
+	defer release()
 	// A request that could not even be sent (the instance's port refused
 	// the connection: it died and the platform has not seen it go yet) was
 	// not executed, so it goes to another instance; at most three tries.
@@ -217,8 +256,12 @@ func (g *Gateway) call(w http.ResponseWriter, r *http.Request) {
 			le.Release()
 			return
 		}
-		if !notSent(err) || attempt == 3 {
-			g.failed(w, "call", le, err)
+		if !refused(err) || attempt == 3 {
+			if notSent(err) {
+				g.unsent(w, "call", le, err)
+			} else {
+				g.failed(w, "call", le, err)
+			}
 			le.Release()
 			return
 		}
@@ -250,6 +293,69 @@ func (g *Gateway) call(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(w, resp.Body)
 }
 
+// readCall reads a /rpc/call body within FrameTimeout and BodyBudget; it
+// answers r itself when it cannot (ok false). release gives the body's
+// reservation back: call it once the body is no longer needed.
+func (g *Gateway) readCall(w http.ResponseWriter, r *http.Request) (body []byte, release func(), ok bool) {
+	refuse := func(status int, msg string) ([]byte, func(), bool) {
+		if status == http.StatusServiceUnavailable {
+			g.met.requests.WithLabelValues("call", outcomeBusy).Inc()
+			w.Header().Set("Retry-After", "1")
+		} else {
+			g.met.requests.WithLabelValues("call", outcomeRefused).Inc()
+		}
+		w.Header().Set("Connection", "close") // the rest of the body is not read
+		http.Error(w, msg, status)
+		return nil, nil, false
+	}
+	n := r.ContentLength
+	if n > g.opts.MaxBody {
+		return refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("platform: request frame too large: %d bytes, over the limit of %d", n, g.opts.MaxBody))
+	}
+	// A body of unknown length reserves the largest frame until it is in.
+	reserve := n
+	if n < 0 {
+		reserve = g.opts.MaxBody
+	}
+	if g.held.Add(reserve) > g.opts.BodyBudget {
+		g.held.Add(-reserve)
+		return refuse(http.StatusServiceUnavailable, fmt.Sprintf("platform: busy: the request bodies in flight hold the gateway's budget of %d bytes", g.opts.BodyBudget))
+	}
+	release = func() { g.held.Add(-reserve) }
+	// A body that stops halfway would hold the connection and its
+	// reservation forever: the frame timeout applies, and is lifted once
+	// the body is in (net/http's background read of the connection would
+	// fail at the deadline and cancel the request's context).
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(g.opts.FrameTimeout))
+	var err error
+	if n >= 0 {
+		body = make([]byte, n)
+		_, err = io.ReadFull(r.Body, body)
+	} else {
+		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, g.opts.MaxBody))
+	}
+	if err != nil {
+		release()
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(err, &mbe):
+			return refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("platform: request frame too large: over the limit of %d bytes", g.opts.MaxBody))
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return refuse(http.StatusBadRequest, fmt.Sprintf("platform: reading the request: the frame did not arrive within %v", g.opts.FrameTimeout))
+		}
+		return refuse(http.StatusBadRequest, "platform: reading the request: "+err.Error())
+	}
+	_ = rc.SetReadDeadline(time.Time{})
+	if n < 0 {
+		// Keep what the body holds, give the rest back.
+		held := int64(cap(body))
+		g.held.Add(held - reserve)
+		reserve = held
+	}
+	return body, release, true
+}
+
 // forward sends one request frame to le's instance.
 func (g *Gateway) forward(r *http.Request, le *Lease, body []byte) (*http.Response, error) {
 	out, err := http.NewRequestWithContext(r.Context(), http.MethodPost, le.Addr()+"/rpc/call", bytes.NewReader(body))
@@ -269,10 +375,29 @@ func (g *Gateway) forward(r *http.Request, le *Lease, body []byte) (*http.Respon
 }
 
 // notSent reports whether err says the request never reached the
-// instance: its connection was refused.
+// instance: the connection to it could not be made (refused by a dead
+// instance, or the gateway's own descriptors or ports ran out). Nothing
+// of the request was written.
 func notSent(err error) bool {
 	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial" && errors.Is(err, syscall.ECONNREFUSED)
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// refused reports whether err is a connection the instance's port refused:
+// it died, and another instance may take the request.
+func refused(err error) bool {
+	return notSent(err) && errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// unsent answers 503 for a request that could not be sent to le's
+// instance: nothing of it was executed, and the client may send it again.
+func (g *Gateway) unsent(w http.ResponseWriter, kind string, le *Lease, err error) {
+	g.met.requests.WithLabelValues(kind, outcomeBusy).Inc()
+	g.opts.Logger.Warn("could not connect to an instance", "instance", le.ID(), "addr", le.Addr(), "err", err)
+	w.Header().Set(HeaderInstance, instanceHeader(le))
+	w.Header().Set("Retry-After", "1")
+	http.Error(w, fmt.Sprintf("platform: busy: could not connect to instance %d at %s (%v): the request was not sent",
+		le.ID(), le.Addr(), err), http.StatusServiceUnavailable)
 }
 
 // failed answers 502 for a request whose instance failed under it.
@@ -319,6 +444,11 @@ func (g *Gateway) webhdfs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer le.Release()
+	var body *webhdfs.IdleBody
+	if r.Body != nil && r.Body != http.NoBody {
+		body = webhdfs.NewIdleBody(w, r, g.opts.UploadIdleTimeout)
+		r.Body = body
+	}
 	target, err := url.Parse(le.Addr())
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -334,10 +464,28 @@ func (g *Gateway) webhdfs(w http.ResponseWriter, r *http.Request) {
 		ModifyResponse: func(resp *http.Response) error {
 			g.met.requests.WithLabelValues("webhdfs", outcomeForwarded).Inc()
 			resp.Header.Set(HeaderInstance, instanceHeader(le))
+			if resp.Close || (body != nil && !body.Complete()) {
+				// The instance answered before the body's end (it failed
+				// the upload): close the client's connection rather than
+				// let net/http read the rest of the body first, from a
+				// client that may have stopped sending. (Connection is
+				// hop-by-hop: the proxy dropped the instance's own.)
+				resp.Header.Set("Connection", "close")
+			}
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if r.Context().Err() == nil {
+			switch {
+			case body != nil && body.Failed():
+				// The client's body stalled or broke: the instance's
+				// upload fails with the connection the gateway drops,
+				// and the client hears why, as from a server.
+				g.met.requests.WithLabelValues("webhdfs", outcomeRefused).Inc()
+				webhdfs.WriteBodyError(w, r, err)
+			case r.Context().Err() != nil:
+			case notSent(err):
+				g.unsent(w, "webhdfs", le, err)
+			default:
 				g.failed(w, "webhdfs", le, err)
 			}
 		},
@@ -356,8 +504,13 @@ func (g *Gateway) readyz(w http.ResponseWriter, _ *http.Request) {
 	g.l.mu.Lock()
 	ok := g.l.mu.started && !g.l.mu.closed
 	g.l.mu.Unlock()
+	broken := g.l.Unavailable()
 	if !ok {
 		http.Error(w, "not ready", http.StatusServiceUnavailable)
+		return
+	}
+	if broken != nil {
+		http.Error(w, "not ready: "+broken.Error(), http.StatusServiceUnavailable)
 		return
 	}
 	fmt.Fprintln(w, "ok")

@@ -69,4 +69,18 @@ var (
 	ErrBusy = errors.New("platform: busy")
 	// ErrClosed: the platform was closed.
 	ErrClosed = errors.New("platform: closed")
+	// ErrPermanent: an instance failed to start for a cause that starting
+	// it again will not change (its configuration disagrees with the
+	// cluster's: --deployments differs from the one the store records).
+	// A Host wraps it in the error of such a start, with the instance's
+	// own message; the platform then fails invocations at once with that
+	// error and its gateway reports not ready, until a start succeeds
+	// (tried again after a backoff, up to a minute apart).
+	ErrPermanent = errors.New("platform: instances cannot start")
 )
+
+// ExitConfig is the exit status of a `nimbus namenode` that failed to start
+// for a cause that starting it again will not change (ErrPermanent): 78,
+// EX_CONFIG of BSD's sysexits.h, "something was found in an unconfigured
+// or misconfigured state". Any other failure exits with 1.
+const ExitConfig = 78

@@ -53,6 +53,11 @@ type Local struct {
 		waiting  map[InvocationID]*waiter
 		insts    map[InstanceID]*instanceRec
 		failures int // consecutive failed starts: the backoff before the next
+		// broken is the last start's error when it failed for good
+		// (ErrPermanent), nil once a start succeeds. Until retryAt,
+		// invocations fail at once with it and starts wait.
+		broken  error
+		retryAt time.Time
 		started  bool
 		closed   bool
 		// totals for /status/cluster
@@ -85,6 +90,11 @@ type LocalOptions struct {
 	// binary, the database down) is not asked again in a tight loop.
 	// 0: 100 ms.
 	StartBackoff time.Duration
+	// PermanentBackoff is the same after a start that failed for good
+	// (ErrPermanent), doubled per consecutive failure up to a minute;
+	// until it has passed, invocations fail at once with the instance's
+	// error and no instance is started. 0: 1 s.
+	PermanentBackoff time.Duration
 	// LoadPoll is how often every serving instance's load on connections
 	// is read (ReadLoad, each read bounded by twice this) and reported to
 	// the policy (Policy.Load); 0: 200 ms; negative: never.
@@ -173,6 +183,9 @@ func NewLocal(cfg Config, host Host, opts LocalOptions) (*Local, error) {
 	}
 	if opts.StartBackoff <= 0 {
 		opts.StartBackoff = 100 * time.Millisecond
+	}
+	if opts.PermanentBackoff <= 0 {
+		opts.PermanentBackoff = time.Second
 	}
 	if opts.LoadPoll == 0 {
 		opts.LoadPoll = 200 * time.Millisecond
@@ -284,6 +297,11 @@ func (l *Local) Invoke(ctx context.Context, dep int) (*Lease, error) {
 	if l.mu.closed || !l.mu.started {
 		l.mu.Unlock()
 		return nil, fmt.Errorf("platform: invoke deployment %d: %w", dep, ErrClosed)
+	}
+	if l.mu.broken != nil && time.Now().Before(l.mu.retryAt) {
+		err := l.mu.broken
+		l.mu.Unlock()
+		return nil, fmt.Errorf("platform: invoke deployment %d: %w", dep, err)
 	}
 	inv := l.mu.nextInv
 	l.mu.nextInv++
@@ -427,9 +445,40 @@ func (l *Local) gaugesLocked() {
 // after a backoff, Gone), then a watch for the instance's exit.
 func (l *Local) start(rec *instanceRec) {
 	defer l.wg.Done()
+	l.mu.Lock()
+	wait := time.Until(l.mu.retryAt)
+	l.mu.Unlock()
+	if wait > 0 { // the last start failed for good: not again before retryAt
+		select {
+		case <-time.After(wait):
+		case <-l.ctx.Done():
+		}
+	}
 	begun := time.Now()
 	inst, err := l.host.Start(l.ctx, Spec{ID: rec.id, Deployment: rec.dep, Deployments: l.cfg.Deployments})
 	took := time.Since(begun)
+	if err != nil && errors.Is(err, ErrPermanent) {
+		l.met.startFails.Inc()
+		l.mu.Lock()
+		l.mu.failures++
+		backoff := min(l.opts.PermanentBackoff<<min(l.mu.failures-1, 10), time.Minute)
+		l.mu.broken, l.mu.retryAt = err, time.Now().Add(backoff)
+		// Those waiting would wait for nothing: they fail now, with the
+		// instance's error.
+		now := l.opts.Now()
+		for inv, w := range l.mu.waiting {
+			if l.mu.p.Cancel(now, w.dep, inv) {
+				delete(l.mu.waiting, inv)
+				w.ch <- waitResult{err: err}
+			}
+		}
+		l.goneLocked(rec)
+		l.mu.Unlock()
+		if l.ctx.Err() == nil {
+			l.log.Error("an instance cannot start: invocations fail until one does", "instance", rec.id, "deployment", rec.dep, "retry_after", backoff, "err", err)
+		}
+		return
+	}
 	if err != nil {
 		l.met.startFails.Inc()
 		l.mu.Lock()
@@ -452,6 +501,7 @@ func (l *Local) start(rec *instanceRec) {
 	l.met.coldStart.Observe(took.Seconds())
 	l.mu.Lock()
 	l.mu.failures = 0
+	l.mu.broken, l.mu.retryAt = nil, time.Time{}
 	l.mu.coldStarts++
 	rec.inst, rec.coldStart = inst, took
 	if rec.stopping || l.mu.closed {
@@ -531,6 +581,14 @@ func (l *Local) Instances() []InstanceStatus {
 		return int(a.ID) - int(b.ID)
 	})
 	return out
+}
+
+// Unavailable returns the error of the last start when it failed for good
+// (ErrPermanent), nil when none has or a start has succeeded since.
+func (l *Local) Unavailable() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.broken
 }
 
 // Totals returns the invocations handed to instances and the cold starts

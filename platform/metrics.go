@@ -78,27 +78,35 @@ func (m *gatewayMetrics) observe(kind string, dep int, start time.Time) {
 }
 
 // Gateway outcomes: forwarded (whatever the instance answered), busy
-// (503), failed (502: the instance failed mid-call), refused (400, 413).
+// (503), failed (502: the instance failed mid-call), refused (400, 413),
+// unavailable (500: instances cannot start, ErrPermanent).
 const (
-	outcomeForwarded = "forwarded"
-	outcomeBusy      = "busy"
-	outcomeFailed    = "failed"
-	outcomeRefused   = "refused"
+	outcomeForwarded   = "forwarded"
+	outcomeBusy        = "busy"
+	outcomeFailed      = "failed"
+	outcomeRefused     = "refused"
+	outcomeUnavailable = "unavailable"
 )
 
-func newGatewayMetrics(reg prometheus.Registerer) (*gatewayMetrics, error) {
+// newGatewayMetrics registers the gateway's metrics; held reads the bytes
+// of request bodies reserved, budget is their bound.
+func newGatewayMetrics(reg prometheus.Registerer, held func() float64, budget float64) (*gatewayMetrics, error) {
 	m := &gatewayMetrics{requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "nimbus", Subsystem: "gateway", Name: "requests_total",
-		Help: "Requests the gateway took, by kind (call, webhdfs) and outcome (forwarded, busy, failed, refused)."}, []string{"kind", "outcome"})}
+		Help: "Requests the gateway took, by kind (call, webhdfs) and outcome (forwarded, busy, failed, refused, unavailable)."}, []string{"kind", "outcome"})}
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "nimbus", Subsystem: "gateway", Name: "request_seconds",
 		Help:    "Time from a request's arrival at the gateway to its answer (the instance's included), by kind (call, webhdfs) and deployment (d0, d1, ...).",
 		Buckets: prometheus.ExponentialBuckets(50e-6, 2, 18)}, []string{"kind", "deployment"})
 	for _, k := range []string{"call", "webhdfs"} {
-		for _, o := range []string{outcomeForwarded, outcomeBusy, outcomeFailed, outcomeRefused} {
+		for _, o := range []string{outcomeForwarded, outcomeBusy, outcomeFailed, outcomeRefused, outcomeUnavailable} {
 			m.requests.WithLabelValues(k, o)
 		}
 	}
 	if reg != nil {
-		if err := errors.Join(reg.Register(m.requests), reg.Register(m.latency)); err != nil {
+		bodies := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "nimbus", Subsystem: "gateway", Name: "body_bytes",
+			Help: "Bytes of /rpc/call request bodies the gateway holds (read, not yet answered by an instance)."}, held)
+		limit := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "nimbus", Subsystem: "gateway", Name: "body_budget_bytes",
+			Help: "The bound on nimbus_gateway_body_bytes; past it requests are answered 503."}, func() float64 { return budget })
+		if err := errors.Join(reg.Register(m.requests), reg.Register(m.latency), reg.Register(bodies), reg.Register(limit)); err != nil {
 			return nil, fmt.Errorf("platform: registering the gateway's metrics: %w", err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,8 +108,19 @@ func (h *ProcessHost) Start(ctx context.Context, spec Spec) (Instance, error) {
 			return nil, fmt.Errorf("platform: start instance %d: finding the nimbus binary: %w", spec.ID, err)
 		}
 	}
-	args := []string{"namenode", "--deployment", strconv.Itoa(spec.Deployment), "--deployments", strconv.Itoa(spec.Deployments),
-		"--data", filepath.Join(h.DataDir, "instances", strconv.FormatUint(uint64(spec.ID), 10))}
+	dir := filepath.Join(h.DataDir, "instances", strconv.FormatUint(uint64(spec.ID), 10))
+	args := []string{"namenode", "--deployment", strconv.Itoa(spec.Deployment), "--deployments", strconv.Itoa(spec.Deployments), "--data", dir}
+	// An instance that never served stored nothing: the directory it made
+	// is removed when its start fails, so that failed starts do not pile
+	// up on disk. One that was there before (an earlier run's instance of
+	// the same id, with its block replicas) is kept.
+	_, statErr := os.Stat(dir)
+	fresh := errors.Is(statErr, fs.ErrNotExist)
+	cleanup := func() {
+		if fresh {
+			_ = os.RemoveAll(dir)
+		}
+	}
 	cmd := exec.Command(bin, append(args, h.Args...)...)
 	cmd.Env = childEnv(os.Environ(), h.Procs)
 	tail := &tailWriter{max: 4096}
@@ -156,14 +168,31 @@ func (h *ProcessHost) Start(ctx context.Context, spec Spec) (Instance, error) {
 			return p, nil
 		}
 		<-p.done
-		return nil, fmt.Errorf("platform: start instance %d: it exited before serving (%v): %s", spec.ID, p.err, strings.TrimSpace(tail.String()))
 	case <-p.done:
-		return nil, fmt.Errorf("platform: start instance %d: it exited before serving (%v): %s", spec.ID, p.err, strings.TrimSpace(tail.String()))
 	case <-ctx.Done():
 		_ = p.Kill()
 		<-p.done
+		cleanup()
 		return nil, fmt.Errorf("platform: start instance %d: %w", spec.ID, ctx.Err())
 	}
+	cleanup()
+	return nil, exitedError(spec.ID, p.err, tail.String())
+}
+
+// exitedError is the error of a start whose child exited before serving
+// with err (cmd.Wait's), its standard error ending in tail. An exit with
+// ExitConfig wraps ErrPermanent, with the child's last line (its error).
+func exitedError(id InstanceID, err error, tail string) error {
+	tail = strings.TrimSpace(tail)
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == ExitConfig {
+		last := tail
+		if i := strings.LastIndexByte(tail, '\n'); i >= 0 {
+			last = tail[i+1:]
+		}
+		return fmt.Errorf("%w: instance %d exited before serving (%v): %s", ErrPermanent, id, err, last)
+	}
+	return fmt.Errorf("platform: start instance %d: it exited before serving (%v): %s", id, err, tail)
 }
 
 // process is one `nimbus namenode` child.

@@ -297,21 +297,36 @@ func (c *limitConn) explicit(t time.Time) {
 // limitListener wraps ln with the connection limit: Limits.MaxConnections,
 // or the budget of the descriptor limit (raised to its hard limit first).
 func (s *Server) limitListener(ln net.Listener) net.Listener {
-	lim := s.cfg.Limits.withDefaults()
-	max := lim.MaxConnections
+	return LimitListener(ln, s.cfg.Limits, 1, s.log, s.reg)
+}
+
+// LimitListener wraps ln with lim's connection limit and write-stall
+// timeout, as a server wraps its own listener; the local platform's gateway
+// wraps its listener with it too. A connection over the limit is answered
+// 503 with Retry-After and closed. lim.MaxConnections 0 derives the limit
+// from the descriptor limit (raised to its hard limit first):
+// ConnectionBudget(nofile) divided by perConn, the descriptors each client
+// connection may take (1 for a server; 2 for the gateway, which holds a
+// connection to an instance for each request it forwards). The metrics
+// nimbus_http_connections, nimbus_http_max_connections and
+// nimbus_http_connections_rejected_total are registered on reg.
+func LimitListener(ln net.Listener, lim Limits, perConn int, log *slog.Logger, reg prometheus.Registerer) net.Listener {
+	lim = lim.withDefaults()
+	perConn = max(perConn, 1)
+	limit := lim.MaxConnections
 	nofile, err := raiseNoFile()
 	if err != nil {
-		s.log.Warn("reading the descriptor limit", "err", err)
+		log.Warn("reading the descriptor limit", "err", err)
 	}
-	if max == 0 {
-		max = 1 << 20
+	if limit == 0 {
+		limit = 1 << 20
 		if err == nil {
-			max = ConnectionBudget(nofile)
+			limit = ConnectionBudget(nofile) / perConn
 		}
-	} else if err == nil && uint64(max) > nofile {
-		s.log.Warn("the connection limit is above the descriptor limit: the store may run out of descriptors",
-			"max_connections", max, "nofile", nofile)
+	} else if err == nil && uint64(limit*perConn) > nofile {
+		log.Warn("the connection limit is above the descriptor limit: the process may run out of descriptors",
+			"max_connections", limit, "descriptors_per_connection", perConn, "nofile", nofile)
 	}
-	s.log.Info("connection limit", "max_connections", max, "nofile", nofile)
-	return newLimitListener(ln, max, lim.WriteStallTimeout, s.log.With("component", "http"), s.reg)
+	log.Info("connection limit", "max_connections", limit, "nofile", nofile)
+	return newLimitListener(ln, limit, lim.WriteStallTimeout, log.With("component", "http"), reg)
 }

@@ -502,7 +502,8 @@ func (s *Server) Start(ctx context.Context) error {
 		}()
 		s.log.Info("profiler serving", "addr", "http://"+dl.Addr().String()+"/debug/pprof/")
 	}
-	ln = s.limitListener(ln)
+	// Answers net/http gives before any handler runs go out in WebHDFS's shape.
+	ln = s.limitListener(webhdfs.ShapeEarlyErrors(ln))
 	s.ln = ln
 	s.start = time.Now()
 	// Named before the first request: its coordinator member id (the same

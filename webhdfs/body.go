@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,16 +20,41 @@ import (
 // by the client (net/http reports io.ErrUnexpectedEOF) is a failure: the
 // gateway never publishes a prefix of what was sent as if it were the file.
 
-// idleBody is a request body whose every Read must make progress within
+// IdleBody is a request body whose every Read must make progress within
 // idle: it pushes the connection's read deadline forward before each read,
 // so a client that keeps the connection open but stops sending loses it
-// after idle instead of holding the handler as long as it likes.
+// after idle instead of holding the handler as long as it likes. A read
+// that timed out fails with an error that says so (no data for idle). The
+// platform's gateway puts it on the WebHDFS bodies it forwards. It is not
+// safe for concurrent use (a body never is).
+type IdleBody = idleBody
+
+// NewIdleBody returns r's body with the idle bound, over w's connection.
+func NewIdleBody(w http.ResponseWriter, r *http.Request, idle time.Duration) *IdleBody {
+	return &idleBody{body: r.Body, rc: http.NewResponseController(w), idle: idle}
+}
+
+// Failed reports whether a read failed (timed out, or the client cut the
+// body short): the rest of the body will not come.
+func (b *idleBody) Failed() bool { return b.bad.Load() }
+
+// Complete reports whether the body was read to its end.
+func (b *idleBody) Complete() bool { return b.eof.Load() }
+
+// Stalled reports whether err is a read that timed out for want of data.
+func Stalled(err error) bool {
+	var ie *idleError
+	return errors.As(err, &ie)
+}
+
 type idleBody struct {
 	body io.ReadCloser
 	rc   *http.ResponseController // nil when the connection has no deadlines
 	idle time.Duration
-	eof  bool // the body ended where it said it would
-	bad  bool // a read failed: the rest of the body will not come
+	// eof: the body ended where it said it would; bad: a read failed, the
+	// rest of the body will not come. Atomic: a proxy's transport reads the
+	// body in a goroutine of its own while the handler looks at them.
+	eof, bad atomic.Bool
 }
 
 // watchBody puts an idle deadline on rq's body for the data step of CREATE
@@ -47,9 +74,9 @@ func (h *Handler) watchBody(rq *request) func() {
 	rq.r.Body = b
 	return func() {
 		switch {
-		case b.bad:
+		case b.bad.Load():
 			rq.w.Header().Set("Connection", "close")
-		case b.eof && b.rc != nil:
+		case b.eof.Load() && b.rc != nil:
 			_ = b.rc.SetReadDeadline(time.Time{})
 		}
 		// A body left unread for another failure keeps its deadline:
@@ -67,9 +94,9 @@ func (b *idleBody) Read(p []byte) (int, error) {
 	n, err := b.body.Read(p)
 	switch {
 	case err == io.EOF:
-		b.eof = true
+		b.eof.Store(true)
 	case err != nil:
-		b.bad = true
+		b.bad.Store(true)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			err = &idleError{idle: b.idle, err: err}
 		}
@@ -117,20 +144,43 @@ func (e *bodyError) Unwrap() []error { return []error{e.op, e.cause} }
 // readError turns the error of a body read (not io.EOF) into the request's
 // error.
 func readError(rq *request, path string, err error) error {
+	return bodyReadError(rq.op.lower, path, err)
+}
+
+// WriteBodyError answers r, a WebHDFS request whose body failed to arrive
+// (err, from a read of its IdleBody: it stalled, or the client cut it
+// short), as the server's handler answers one: 400 with a RemoteException
+// (IllegalArgumentException) saying that the upload failed and nothing was
+// kept, and the connection closed. The platform's gateway answers with it
+// when it cut a body it was forwarding.
+func WriteBodyError(w http.ResponseWriter, r *http.Request, err error) {
+	path := strings.TrimPrefix(r.URL.Path, PathPrefix)
+	if path == "" {
+		path = "/"
+	}
+	op := strings.ToLower(r.URL.Query().Get("op"))
+	if op == "" {
+		op = "upload"
+	}
+	w.Header().Set("Connection", "close")
+	writeError(w, path, bodyReadError(op, path, err))
+}
+
+func bodyReadError(op, path string, err error) error {
 	var mbe *http.MaxBytesError
 	var ie *idleError
 	var oe *meta.OpError
 	switch {
 	case errors.As(err, &mbe):
-		oe = meta.Errorf(rq.op.lower, path, meta.ErrTooLarge, "request body over %d bytes", mbe.Limit)
+		oe = meta.Errorf(op, path, meta.ErrTooLarge, "request body over %d bytes", mbe.Limit)
 	case errors.As(err, &ie):
-		oe = meta.Errorf(rq.op.lower, path, meta.ErrInvalidArgument,
+		oe = meta.Errorf(op, path, meta.ErrInvalidArgument,
 			"reading the request body: %v (the upload failed and nothing was kept)", ie)
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		oe = meta.Errorf(rq.op.lower, path, meta.ErrInvalidArgument,
+		oe = meta.Errorf(op, path, meta.ErrInvalidArgument,
 			"the request body ended before its announced length (the upload failed and nothing was kept)")
 	default:
-		oe = meta.Errorf(rq.op.lower, path, meta.ErrInvalidArgument, "reading the request body: %v", err)
+		oe = meta.Errorf(op, path, meta.ErrInvalidArgument, "reading the request body: %v", err)
 	}
 	return &bodyError{op: oe, cause: err}
 }

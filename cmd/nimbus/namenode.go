@@ -30,7 +30,9 @@ import (
 // timeouts and tenant limits. It stops
 // gracefully on SIGTERM or SIGINT, and exits when its standard input is a
 // pipe that reaches EOF: its parent, the platform, has gone (the platform
-// also asks the kernel to SIGKILL it then, on Linux).
+// also asks the kernel to SIGKILL it then, on Linux). A start that fails
+// for a cause that starting it again will not change exits with
+// platform.ExitConfig (startExit), its error the last line on stderr.
 func cmdNamenode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg := server.DefaultConfig()
 	cfg.Listen = "127.0.0.1:0"
@@ -70,6 +72,17 @@ func cmdNamenode(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintln(stdout, platform.ReadyLine(srv.Addr(), member))
 		return func() {}, nil
 	})
+}
+
+// startExit is the exit status of a server (or instance) that failed to
+// start with err: platform.ExitConfig when starting it again will not help
+// (its --deployments is not the cluster's), so that the platform stops
+// retrying and reports the error (platform.ErrPermanent); 1 otherwise.
+func startExit(err error) int {
+	if errors.Is(err, server.ErrDeployments) {
+		return platform.ExitConfig
+	}
+	return 1
 }
 
 // watchStdin calls stop when standard input is a pipe and reaches EOF (the

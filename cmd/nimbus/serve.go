@@ -95,12 +95,12 @@ func runServer(ctx context.Context, name string, cfg server.Config, grace time.D
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, name+":", err)
-		return 1
+		return startExit(err)
 	}
 	if err := srv.Start(ctx); err != nil {
 		fmt.Fprintln(stderr, name+":", err)
 		_ = srv.Stop(context.Background())
-		return 1
+		return startExit(err)
 	}
 	cleanup, err := ready(srv)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/nimbus-fs/nimbus/platform"
 	"github.com/nimbus-fs/nimbus/server"
+	"github.com/nimbus-fs/nimbus/webhdfs"
 )
 
 // `nimbus serve --platform local`: serve becomes the gateway of the local
@@ -172,7 +173,12 @@ func runPlatform(ctx context.Context, cfg server.Config, pf *platformFlags, fl *
 		fmt.Fprintln(stderr, "nimbus serve:", err)
 		return 2
 	}
+	// The gateway takes the server's limits (docs/OPERATIONS.md, "The
+	// gateway's limits"): the frame timeout bounds a /rpc/call body, the
+	// upload idle timeout each read of a WebHDFS body, the RPC server's
+	// byte bound the /rpc/call bodies held at once.
 	gw, err := platform.NewGateway(local, platform.GatewayOptions{InvokeTimeout: pf.invokeTimeout, FaultInjection: pf.faultInjection, Logger: log.With("component", "gateway"),
+		FrameTimeout: cfg.Limits.RPCFrameTimeout, UploadIdleTimeout: cfg.Limits.UploadIdleTimeout, BodyBudget: cfg.Limits.RPCServerBytes,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}), Registerer: reg, Gatherer: reg, Version: cfg.Version, Prices: cfg.Prices})
 	if err != nil {
 		fmt.Fprintln(stderr, "nimbus serve:", err)
@@ -184,6 +190,11 @@ func runPlatform(ctx context.Context, cfg server.Config, pf *platformFlags, fl *
 		fmt.Fprintf(stderr, "nimbus serve: listen on %s: %v\n", cfg.Listen, err)
 		return 1
 	}
+	// The connection cap and write-stall timeout of a server's listener;
+	// each client connection may hold one to an instance besides, so the
+	// default cap is half a server's. Answers net/http gives before the
+	// gateway sees a request go out in WebHDFS's shape.
+	ln = server.LimitListener(webhdfs.ShapeEarlyErrors(ln), cfg.Limits, 2, log, reg)
 	hs := &http.Server{Handler: gw, ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout, IdleTimeout: cfg.Limits.IdleTimeout,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	serveErr := make(chan error, 1)
