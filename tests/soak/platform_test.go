@@ -109,21 +109,23 @@ const (
 	// per host), its PostgreSQL pool (16: serve's 32 over two instances),
 	// 64 for the rest (etcd, connect-backs established, the runtime).
 	instanceFDBound = instanceMaxConns + 64 + 64 + 16 + 64
-	// gatewayRSSBound: the bodies in flight (bodyBudgetMB) twice over (the
-	// collector lets the heap grow to twice what is live), the goroutines
-	// and buffers of its connections, and the ~40 MiB the gateway holds
-	// idle. The slow large bodies alone, were they all held, are 192 MiB
-	// or more (slowOversize of oversizeBody, slowInLimit of inLimitBody).
-	gatewayRSSBound = 320 << 20
-	// instanceRSSBound: its RPC bytes in flight (bodyBudgetMB) twice over,
-	// its 4 MiB metadata cache, the connect-back table (bounded), and what
-	// an idle instance holds (~60 MiB), with room for the collector.
-	instanceRSSBound = 384 << 20
+	// The RSS bounds: gateway and instances run with a soft memory limit
+	// of platformMemMB, which their collectors work to (idle or not, their
+	// RSS settles below it), so a process stays under it plus 64 MiB of
+	// slack unless what it holds live passes the limit. The gateway holds
+	// at most bodyBudgetMB of /rpc/call bodies; the slow large bodies,
+	// were they all held, are 272 MiB or more (slowOversize of
+	// oversizeBody, slowInLimit of inLimitBody). An instance holds at most
+	// bodyBudgetMB of RPC bytes, its 4 MiB metadata cache and a bounded
+	// connect-back table.
+	platformMemMB    = 256
+	gatewayRSSBound  = (platformMemMB + 64) << 20
+	instanceRSSBound = (platformMemMB + 64) << 20
 
 	// Slow large /rpc/call bodies: slowOversize clients send oversizeBody
 	// bytes, over the frame limit, at 5 MiB/s; slowInLimit send
 	// inLimitBody, within it, at 1 MiB/s, taking twice the frame timeout.
-	slowOversize = 4
+	slowOversize = 6
 	oversizeBody = 40 << 20
 	inLimitBody  = 4 << 20
 
@@ -155,7 +157,7 @@ func TestSoakPlatform(t *testing.T) {
 		"--instance-procs", "1", "--instance-max-connections", strconv.Itoa(instanceMaxConns),
 		"--max-connections", strconv.Itoa(gatewayMaxConns), "--rpc-server-max-mb", strconv.Itoa(bodyBudgetMB),
 		"--rpc-frame-timeout", platformFrameTimeout.String(), "--upload-idle-timeout", platformUploadIdle.String(),
-		"--http-header-timeout", "3s", "--memory-limit-mb", "256", "--log-level", "warn")
+		"--http-header-timeout", "3s", "--memory-limit-mb", strconv.Itoa(platformMemMB), "--log-level", "warn")
 	s := &server{t: t, data: p.Data, addr: p.Addr, cmd: p.Cmd, log: p.Log, proc: p}
 	gw := s.url()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
