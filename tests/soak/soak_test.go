@@ -1,5 +1,7 @@
-// Package soak runs the real server under a mixed load of well-behaved and
-// hostile clients and checks that the well-behaved ones do not notice.
+// Package soak runs the real server (TestSoak) and the local platform, its
+// gateway and instance processes (TestSoakPlatform), under a mixed load of
+// well-behaved and hostile clients and checks that the well-behaved ones do
+// not notice (docs/OPERATIONS.md, "Checking it").
 package soak
 
 import (
