@@ -199,7 +199,10 @@ func TestSoakPlatform(t *testing.T) {
 		t.Fatalf("client.Dial did not find the gateway: %+v", hyb.HybridStats())
 	}
 	callOpts := goodOpts
-	callOpts.Hybrid, callOpts.HTTPShare = true, 1 // every request an invocation through /rpc/call
+	// Every request an invocation through /rpc/call: HTTPShare 1, and no
+	// anti-thrashing, which would prefer the instances' connect-backs when
+	// invocations are slow.
+	callOpts.Hybrid, callOpts.HTTPShare, callOpts.ThrashFactor = true, 1, -1
 	calls, err := client.Dial(ctx, gw, callOpts)
 	if err != nil {
 		t.Fatal(err)
@@ -425,6 +428,10 @@ func TestSoakPlatform(t *testing.T) {
 	}
 	if baseN == 0 || hostN == 0 {
 		t.Fatalf("no operations measured (%d alone, %d with the hostile share)", baseN, hostN)
+	}
+	if hs.TCP == 0 || cs.TCP != 0 || cs.HTTP == 0 {
+		t.Errorf("the hybrid client sent %d requests over connect-backs, the call-only client %d (and %d over /rpc/call): the clients did not take the paths they are for",
+			hs.TCP, cs.TCP, cs.HTTP)
 	}
 	if gwPeak.rss > gatewayRSSBound {
 		t.Errorf("gateway RSS reached %d MiB, bound %d MiB", gwPeak.rss>>20, gatewayRSSBound>>20)
