@@ -53,11 +53,6 @@ type Local struct {
 		waiting  map[InvocationID]*waiter
 		insts    map[InstanceID]*instanceRec
 		failures int // consecutive failed starts: the backoff before the next
-		// broken is the last start's error when it failed for good
-		// (ErrPermanent), nil once a start succeeds. Until retryAt,
-		// invocations fail at once with it and starts wait.
-		broken  error
-		retryAt time.Time
 		started  bool
 		closed   bool
 		// totals for /status/cluster
@@ -69,6 +64,11 @@ type Local struct {
 		lost    int
 		// most is the most instances there have been at once.
 		most int
+		// broken is the last start's error when it failed for good
+		// (ErrPermanent), nil once a start succeeds. Until retryAt,
+		// invocations fail at once with it and starts wait.
+		broken  error
+		retryAt time.Time
 	}
 }
 

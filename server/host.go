@@ -60,6 +60,10 @@ func (h *InProcessHost) Start(ctx context.Context, spec platform.Spec) (platform
 		cfg.Logger = cfg.Logger.With("instance", uint64(spec.ID))
 	}
 	s, err := New(cfg)
+	if errors.Is(err, ErrDeployments) {
+		// Starting it again would fail the same way.
+		return nil, fmt.Errorf("%w: instance %d: %w", platform.ErrPermanent, spec.ID, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("server: start instance %d: %w", spec.ID, err)
 	}

@@ -95,6 +95,14 @@ func (b *idleBody) Read(p []byte) (int, error) {
 	switch {
 	case err == io.EOF:
 		b.eof.Store(true)
+		if b.rc != nil {
+			// The body is in: net/http's read that watches for the
+			// client hanging up (and cancels the request's context when
+			// it fails) starts now, and must not trip over the deadline
+			// while the answer is worked out (a proxy's instance may take
+			// long).
+			_ = b.rc.SetReadDeadline(time.Time{})
+		}
 	case err != nil:
 		b.bad.Store(true)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
