@@ -375,6 +375,30 @@ func TestSoakPlatform(t *testing.T) {
 	time.Sleep(500 * time.Millisecond) // let the hostile share set in
 	var withHostile latencies
 	runGood("hostile", hostileDur, &withHostile)
+	// A hybrid client that arrives now, with a callback endpoint of its
+	// own and no direct fallback (it waits for connect-backs alone), is
+	// connected back to while the refused endpoints keep coming: the
+	// instances' connect-back tables still take new endpoints.
+	var late client.HybridStats
+	lateOpts := goodOpts
+	lateOpts.CallbackAddr, lateOpts.CallbackWait = testproc.FreeAddr(t), -1
+	if lc, err := client.Dial(ctx, gw, lateOpts); err != nil {
+		t.Errorf("a late hybrid client: %v", err)
+	} else {
+		lctx, lcancel := context.WithTimeout(ctx, opTimeout)
+		for lctx.Err() == nil {
+			if _, err := lc.Stat(lctx, root, "/good"); err != nil {
+				t.Errorf("a late hybrid client: %v", err)
+				break
+			}
+			if late = lc.HybridStats(); late.Callbacks > 0 && late.TCP > 0 {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		lcancel()
+		lc.Close()
+	}
 	hcancel()
 	hwg.Wait()
 	close(stopSampling)
@@ -408,6 +432,7 @@ func TestSoakPlatform(t *testing.T) {
 	hs, cs := hyb.HybridStats(), calls.HybridStats()
 	t.Logf("p99 alone %v (%d ops), with the hostile share %v (%d ops), slowest %v; WebHDFS busy retries %d; hybrid client %+v; call-only client %+v",
 		baseP99, baseN, hostP99, hostN, withHostile.max(), busyRetries.Load(), hs, cs)
+	t.Logf("a hybrid client arriving at the end of the hostile phase: %+v", late)
 	t.Logf("gateway peak: RSS %d MiB (bound %d), %d fds (bound %d); instances (bound RSS %d MiB, %d fds): %s",
 		gwPeak.rss>>20, gatewayRSSBound>>20, gwPeak.fds, gatewayFDBound, instanceRSSBound>>20, instanceFDBound, strings.Join(instReport, "; "))
 	t.Logf("hostile: %d flood waves of %d, stalled calls %d cut / %d held to the end, stalled creates %d cut / %d held, %d cut-off uploads, "+
@@ -432,6 +457,9 @@ func TestSoakPlatform(t *testing.T) {
 	if hs.TCP == 0 || cs.TCP != 0 || cs.HTTP == 0 {
 		t.Errorf("the hybrid client sent %d requests over connect-backs, the call-only client %d (and %d over /rpc/call): the clients did not take the paths they are for",
 			hs.TCP, cs.TCP, cs.HTTP)
+	}
+	if late.Callbacks == 0 || late.TCP == 0 {
+		t.Errorf("a hybrid client arriving beside the refused connect-back endpoints was not connected back to within %v: %+v", opTimeout, late)
 	}
 	if gwPeak.rss > gatewayRSSBound {
 		t.Errorf("gateway RSS reached %d MiB, bound %d MiB", gwPeak.rss>>20, gatewayRSSBound>>20)
