@@ -164,9 +164,11 @@ func TestSoakPlatform(t *testing.T) {
 	defer cancel()
 
 	// Every deployment's instance serving, and its address.
+	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+	defer wcancel()
 	var insts []string
 	for {
-		cs, err := clusterStatus(ctx, gw)
+		cs, err := clusterStatus(wctx, gw)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,8 +183,8 @@ func TestSoakPlatform(t *testing.T) {
 		if len(insts) == platformDeployments {
 			break
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("instances serving: %v of %d", insts, platformDeployments)
+		if wctx.Err() != nil {
+			t.Fatalf("instances serving after a minute: %v, want %d", insts, platformDeployments)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
