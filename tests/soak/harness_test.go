@@ -46,8 +46,11 @@ func (s *server) stop() {
 }
 
 // rssBytes reads the server's resident set size from /proc.
-func (s *server) rssBytes() (int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+func (s *server) rssBytes() (int64, error) { return procRSS(s.cmd.Process.Pid) }
+
+// procRSS reads process pid's resident set size from /proc.
+func procRSS(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
@@ -59,7 +62,13 @@ func (s *server) rssBytes() (int64, error) {
 			return kb << 10, err
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", s.cmd.Process.Pid)
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
+
+// procFDs counts process pid's open file descriptors (/proc/PID/fd).
+func procFDs(pid int) (int, error) {
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	return len(fds), err
 }
 
 // nimbus runs the CLI against s as root.

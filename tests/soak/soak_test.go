@@ -1,5 +1,7 @@
-// Package soak runs the real server under a mixed load of well-behaved and
-// hostile clients and checks that the well-behaved ones do not notice.
+// Package soak runs the real server (TestSoak) and the local platform, its
+// gateway and instance processes (TestSoakPlatform), under a mixed load of
+// well-behaved and hostile clients and checks that the well-behaved ones do
+// not notice (docs/OPERATIONS.md, "Checking it").
 package soak
 
 import (
@@ -169,7 +171,7 @@ func TestSoak(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				goodHTTPWorker(end, s.url(), fmt.Sprintf("/good/%s-http%d", phase, i), lat, fail)
+				goodHTTPWorker(end, s.url(), fmt.Sprintf("/good/%s-http%d", phase, i), lat, fail, nil)
 			}()
 		}
 		wg.Wait()
@@ -208,7 +210,7 @@ func TestSoak(t *testing.T) {
 		}()
 	}
 	hostileLoop(time.Second, func(ctx context.Context, i int) {
-		floodWave(ctx, s.addr)
+		floodWave(ctx, s.addr, floodConns)
 		hostileStats.floodWaves.Add(1)
 	})
 	hostileLoop(100*time.Millisecond, func(ctx context.Context, i int) {
@@ -345,37 +347,51 @@ func goodRPCWorker(end time.Time, cl *client.Client, dir string, lat *latencies,
 	}
 }
 
-// goodHTTPWorker does the same over WebHDFS with net/http.
-func goodHTTPWorker(end time.Time, base, dir string, lat *latencies, fail func(string, ...any)) {
+// goodHTTPWorker does the same over WebHDFS with net/http. With busy
+// non-nil it honours a 503 with Retry-After as a well-behaved client does
+// (the request was not executed: a gateway or instance at its limits
+// answers so before it runs anything), waiting and sending it again
+// within opTimeout, and counts the retries in busy; with busy nil a 503
+// is an error.
+func goodHTTPWorker(end time.Time, base, dir string, lat *latencies, fail func(string, ...any), busy *atomic.Int64) {
 	hc := &http.Client{Timeout: opTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	defer hc.CloseIdleConnections()
 	data := bytes.Repeat([]byte("http"), 512)
 	do := func(method, path, query string, body []byte, want int) ([]byte, bool) {
-		var rd io.Reader
-		if body != nil {
-			rd = bytes.NewReader(body)
-		}
-		req, _ := http.NewRequest(method, base+"/webhdfs/v1"+path+"?user.name=root&"+query, rd)
-		if body != nil {
-			req.Header.Set("Content-Type", "application/octet-stream")
-		}
 		start := time.Now()
-		resp, err := hc.Do(req)
-		var got []byte
-		if err == nil {
-			got, err = io.ReadAll(resp.Body)
-			resp.Body.Close()
+		for {
+			var rd io.Reader
+			if body != nil {
+				rd = bytes.NewReader(body)
+			}
+			req, _ := http.NewRequest(method, base+"/webhdfs/v1"+path+"?user.name=root&"+query, rd)
+			if body != nil {
+				req.Header.Set("Content-Type", "application/octet-stream")
+			}
+			resp, err := hc.Do(req)
+			var got []byte
+			if err == nil {
+				got, err = io.ReadAll(resp.Body)
+				resp.Body.Close()
+			}
+			if err == nil && busy != nil && resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != "" &&
+				time.Since(start) < opTimeout {
+				busy.Add(1)
+				wait, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+				time.Sleep(time.Duration(max(wait, 1)) * time.Second)
+				continue
+			}
+			lat.add(time.Since(start))
+			if err != nil {
+				fail("webhdfs %s %s %s: %v", method, path, query, err)
+				return nil, false
+			}
+			if resp.StatusCode != want {
+				fail("webhdfs %s %s %s: %s %s", method, path, query, resp.Status, got)
+				return nil, false
+			}
+			return got, true
 		}
-		lat.add(time.Since(start))
-		if err != nil {
-			fail("webhdfs %s %s %s: %v", method, path, query, err)
-			return nil, false
-		}
-		if resp.StatusCode != want {
-			fail("webhdfs %s %s %s: %s %s", method, path, query, resp.Status, got)
-			return nil, false
-		}
-		return got, true
 	}
 	for i := 0; time.Now().Before(end); i++ {
 		d := fmt.Sprintf("%s/%d", dir, i)
@@ -464,11 +480,11 @@ func slowReader(ctx context.Context, addr string, big []byte, idBase uint64) (in
 	return n, nil
 }
 
-// floodWave opens floodConns idle connections, holds them a second and
-// closes them.
-func floodWave(ctx context.Context, addr string) {
+// floodWave opens n idle connections, holds them a second and closes
+// them.
+func floodWave(ctx context.Context, addr string, n int) {
 	var conns []net.Conn
-	for range floodConns {
+	for range n {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
 			break
@@ -502,16 +518,25 @@ func cutUpload(addr, path string) {
 }
 
 // stalledUpload announces 1 MiB, sends 64 KiB and stops sending until the
-// server gives up on it or ctx ends.
-func stalledUpload(ctx context.Context, addr, path string) {
+// server gives up on it or ctx ends. It reports whether the server ended
+// it (answered or closed) before ctx did.
+func stalledUpload(ctx context.Context, addr, path string) bool {
+	return stalledBody(ctx, addr, putHeader(path, 1<<20), 64<<10)
+}
+
+// stalledBody sends head (a request's headers, announcing a longer body)
+// and sent bytes of body, then sends nothing more until the server
+// answers or closes, or ctx ends. It reports whether the server ended it
+// before ctx did.
+func stalledBody(ctx context.Context, addr, head string, sent int) bool {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
-		return
+		return false
 	}
 	defer c.Close()
 	c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	io.WriteString(c, putHeader(path, 1<<20))
-	c.Write(make([]byte, 64<<10))
+	io.WriteString(c, head)
+	c.Write(make([]byte, sent))
 	done := make(chan struct{})
 	go func() {
 		io.Copy(io.Discard, c) // until the server answers and closes, or we close
@@ -519,7 +544,9 @@ func stalledUpload(ctx context.Context, addr, path string) {
 	}()
 	select {
 	case <-ctx.Done():
+		return false
 	case <-done:
+		return true
 	}
 }
 
