@@ -44,13 +44,14 @@ func Invoke(ctx context.Context, hc *http.Client, baseURL string, req *api.Reque
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	ob := getBuf()
-	defer putBuf(ob)
-	out, err := AppendFrame((*ob)[:0], req, maxFrame)
+	// The request's frame is not from the buffer pool: net/http may still be
+	// writing a body after Do has returned (a server that answered before
+	// reading it all, such as a gateway refusing the call for its body
+	// budget), and may read it again through GetBody to retry the request.
+	out, err := AppendFrame(nil, req, maxFrame)
 	if err != nil {
 		return nil, nil, err
 	}
-	*ob = out
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+CallPath, bytes.NewReader(out))
 	if err != nil {
 		return nil, nil, err
