@@ -255,9 +255,11 @@ type Request struct {
 	User       string                 `protobuf:"bytes,3,opt,name=user,proto3" json:"user,omitempty"`                               // the caller (HDFS simple authentication)
 	TimeoutMs  uint32                 `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`   // 0: none; else the server gives up after this long
 	// resubmitted: this request was sent before (same request_id) and its
-	// reply was lost. Only then does the server look for the record of a
-	// write it applied; a first submission cannot have one, and skips the
-	// look-up.
+	// reply was lost. The server reads the record of a write it applied for
+	// every submission (a first one can arrive late, after its resubmission
+	// was applied); on the embedded store a resubmission also marks the
+	// record's key, so that a first submission reads it only when marked
+	// (docs/NAMESPACE.md, "Exactly once").
 	Resubmitted bool `protobuf:"varint,5,opt,name=resubmitted,proto3" json:"resubmitted,omitempty"`
 	// job names the caller's job (a Spark application, an ETL run): the
 	// server counts and may limit load per user and per user/job
