@@ -53,6 +53,17 @@ const (
 	HeaderDeployment = "Nimbus-Deployment"
 	HeaderInstance   = "Nimbus-Instance"
 	headerPrefix     = "Nimbus-"
+	// HeaderGatewayCredential carries the platform's gateway credential on
+	// every request the gateway forwards to an instance: an instance at
+	// its connection limit serves such a connection in a slot reserved for
+	// the gateway (server.Limits.GatewayCredential). The gateway drops a
+	// copy a client sends.
+	HeaderGatewayCredential = "Nimbus-Gateway-Credential"
+	// EnvGatewayCredential is the environment variable through which
+	// ProcessHost hands the credential to the instances it starts: the
+	// command line of a process is readable by every local user
+	// (/proc/PID/cmdline), its environment only by its owner.
+	EnvGatewayCredential = "NIMBUS_GATEWAY_CREDENTIAL"
 )
 
 // GatewayOptions configure a Gateway; zero fields take the defaults.
@@ -84,6 +95,12 @@ type GatewayOptions struct {
 	BodyBudget int64
 	// Metrics serves /metrics (the gateway's own registry); nil: 404.
 	Metrics http.Handler
+	// Credential is sent in HeaderGatewayCredential on every request
+	// forwarded to an instance, which its instances were started with
+	// (ProcessHost.Credential, server.Limits.GatewayCredential): it admits
+	// the gateway to slots reserved for it when clients hold an instance's
+	// others. "": none sent.
+	Credential string
 	// StatusTimeout bounds each instance's answer when /status/cluster
 	// asks them for their cache counters. 0: 300 ms.
 	StatusTimeout time.Duration
@@ -370,8 +387,19 @@ func (g *Gateway) forward(r *http.Request, le *Lease, body []byte) (*http.Respon
 			out.Header[k] = vs
 		}
 	}
+	g.credential(out.Header)
 	pinCallback(out.Header, r.RemoteAddr)
 	return g.hc.Do(out)
+}
+
+// credential puts the gateway's credential in h in place of any copy a
+// client sent: a client must not take the slots an instance reserves for
+// the gateway.
+func (g *Gateway) credential(h http.Header) {
+	h.Del(HeaderGatewayCredential)
+	if g.opts.Credential != "" {
+		h.Set(HeaderGatewayCredential, g.opts.Credential)
+	}
 }
 
 // notSent reports whether err says the request never reached the
@@ -459,6 +487,7 @@ func (g *Gateway) webhdfs(w http.ResponseWriter, r *http.Request) {
 			pr.SetURL(target)
 			pr.Out.Host = pr.In.Host
 			pr.SetXForwarded()
+			g.credential(pr.Out.Header)
 		},
 		Transport: g.hc.Transport,
 		ModifyResponse: func(resp *http.Response) error {
