@@ -310,10 +310,31 @@ func (g *Gateway) call(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(w, resp.Body)
 }
 
+// keepBody is the largest /rpc/call body that the gateway reads and drops
+// when it answers 503 for its budget, within dropBodyTimeout, so as to keep
+// the connection: a client told to retry need not open a new one, which a
+// flood at the gateway's connection cap would leave it little chance to
+// get. A larger body, or one that does not arrive in time, closes it.
+const (
+	keepBody        = 64 << 10
+	dropBodyTimeout = time.Second
+)
+
+// dropBody reads and drops r's body within dropBodyTimeout (the frame
+// timeout if shorter) and reports whether it all came.
+func (g *Gateway) dropBody(w http.ResponseWriter, r *http.Request) bool {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(min(dropBodyTimeout, g.opts.FrameTimeout)))
+	_, err := io.Copy(io.Discard, r.Body)
+	_ = rc.SetReadDeadline(time.Time{})
+	return err == nil
+}
+
 // readCall reads a /rpc/call body within FrameTimeout and BodyBudget; it
 // answers r itself when it cannot (ok false). release gives the body's
 // reservation back: call it once the body is no longer needed.
 func (g *Gateway) readCall(w http.ResponseWriter, r *http.Request) (body []byte, release func(), ok bool) {
+	n := r.ContentLength
 	refuse := func(status int, msg string) ([]byte, func(), bool) {
 		if status == http.StatusServiceUnavailable {
 			g.met.requests.WithLabelValues("call", outcomeBusy).Inc()
@@ -321,11 +342,12 @@ func (g *Gateway) readCall(w http.ResponseWriter, r *http.Request) (body []byte,
 		} else {
 			g.met.requests.WithLabelValues("call", outcomeRefused).Inc()
 		}
-		w.Header().Set("Connection", "close") // the rest of the body is not read
+		if !(status == http.StatusServiceUnavailable && n >= 0 && n <= keepBody && g.dropBody(w, r)) {
+			w.Header().Set("Connection", "close") // the rest of the body is not read
+		}
 		http.Error(w, msg, status)
 		return nil, nil, false
 	}
-	n := r.ContentLength
 	if n > g.opts.MaxBody {
 		return refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("platform: request frame too large: %d bytes, over the limit of %d", n, g.opts.MaxBody))
 	}
