@@ -151,13 +151,19 @@ func ConnectionBudget(nofile uint64) int {
 
 // maxScreening bounds the connections over the limit being read (their
 // request's head) and answered at once; each holds a descriptor, a
-// goroutine and at most maxHead bytes for at most screenTimeout. While
-// that many are, the listener accepts nothing more until one is done or a
-// slot frees: the rest wait in the kernel's backlog, which costs this
-// process nothing, rather than be answered before their request.
+// goroutine and at most maxHead bytes for at most twice screenTimeout
+// (the head, then the 503 and the drain of a body). While that many are,
+// the listener accepts nothing more until one is done or a slot frees: the
+// rest wait in the kernel's backlog, which costs this process nothing,
+// rather than be answered before their request. screenTimeout is short
+// because a client writes its request as soon as it is connected (it
+// reaches the server right after the handshake that the accept
+// completes); a connection silent that long is a flood's or a
+// slowloris's, and is answered 503 without its request, so that a flood
+// of idle connections holds each of the 64 for a quarter of a second.
 const (
 	maxScreening  = 64
-	screenTimeout = time.Second
+	screenTimeout = 250 * time.Millisecond
 	maxHead       = 16 << 10
 )
 
@@ -315,7 +321,9 @@ func (r *recorder) Read(p []byte) (int, error) {
 // screen reads the head of c's first request within screenTimeout and
 // serves c in a reserved slot (the head carries the gateway's credential)
 // or a client slot freed meanwhile, or answers 503 and closes it. A head
-// that is not HTTP, or larger than maxHead, is answered 503 as well.
+// that is not HTTP, or larger than maxHead, is answered 503 as well, and
+// so is a connection that sent nothing within screenTimeout; one that
+// closed is closed.
 func (l *limitListener) screen(c net.Conn) {
 	defer func() { <-l.screening }()
 	_ = c.SetDeadline(time.Now().Add(screenTimeout))
@@ -338,15 +346,23 @@ func (l *limitListener) screen(c net.Conn) {
 	}
 	defer c.Close()
 	if err != nil && len(rec.buf) == 0 {
-		return // it closed, or sent nothing: nobody to answer
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			// Silent: answered without its request, and not drained.
+			l.rejected.Inc()
+			_ = c.SetWriteDeadline(time.Now().Add(screenTimeout))
+			_, _ = io.WriteString(c, rejectResponse)
+		}
+		return // or it closed: nobody to answer
 	}
 	l.reject(c)
 }
 
 // reject answers 503 to c, whose request's head was read. It half-closes
-// and drains what the client sends after (its body) within the screening
-// deadline, so that the client reads the answer rather than a reset.
+// and drains what the client sends after (its body) within screenTimeout,
+// so that the client reads the answer rather than a reset.
 func (l *limitListener) reject(c net.Conn) {
+	_ = c.SetDeadline(time.Now().Add(screenTimeout))
 	l.rejected.Inc()
 	if now := time.Now().UnixNano(); now-l.lastWarn.Load() > int64(10*time.Second) {
 		l.lastWarn.Store(now)

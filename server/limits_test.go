@@ -219,8 +219,9 @@ func holdSlot(t *testing.T, l *limitListener) {
 	}
 }
 
-// earlyClient is an http.Client whose dial waits a little for an answer
-// the server might send before the request: the Transport then sees it
+// earlyClient is an http.Client whose dial waits a little (less than the
+// listener's screenTimeout) for an answer the server might send before
+// the request: the Transport then sees it
 // before it writes the request, as it does when the server is quicker
 // than the client's writing.
 func earlyClient() *http.Client {
@@ -231,7 +232,7 @@ func earlyClient() *http.Client {
 			if err != nil {
 				return nil, err
 			}
-			c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+			c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
 			b := make([]byte, 1)
 			n, _ := c.Read(b)
 			c.SetReadDeadline(time.Time{})
@@ -321,5 +322,33 @@ func TestLimitListenerGatewaySlots(t *testing.T) {
 	}
 	if s := get(once, "s3cret"); s != http.StatusOK {
 		t.Fatalf("the gateway once its reserved slot was given back: %d, want 200", s)
+	}
+}
+
+// TestLimitListenerSilent: at the limit, a connection that sends nothing
+// is answered 503 once the screening gives up on it, and one that closes
+// at once frees its screening without an answer counted.
+func TestLimitListenerSilent(t *testing.T) {
+	l := serveLimited(t, 1, "")
+	holdSlot(t, l)
+	quit, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	quit.Close()
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(time.Minute)) // a guard against a hang
+	got, err := io.ReadAll(c)
+	if err != nil || !strings.HasPrefix(string(got), "HTTP/1.1 503 ") {
+		t.Fatalf("a silent connection at the limit: read %q, %v", got, err)
+	}
+	var m dto.Metric
+	l.rejected.Write(&m)
+	if n := m.GetCounter().GetValue(); n != 1 {
+		t.Fatalf("rejected = %v, want 1 (the silent one)", n)
 	}
 }

@@ -95,7 +95,7 @@ const (
 	// gatewayFDBound: each client connection the gateway holds
 	// (gatewayMaxConns) may hold one to an instance; up to 64 connections
 	// over the cap are read and answered 503 at once (the listener's
-	// maxScreening, one more waiting for them); 64 for the rest (listener, epoll, the etcd client,
+	// maxScreening, and one accepted waiting for them); 64 for the rest (listener, epoll, the etcd client,
 	// three pipes per instance, the runtime).
 	gatewayFDBound = 2*gatewayMaxConns + 64 + 64
 	// instanceFDBound: its client connections (instanceMaxConns), 64
