@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,7 +37,7 @@ func TestConnectionBudget(t *testing.T) {
 	}
 }
 
-func listen(t *testing.T, max int, stall time.Duration) (*limitListener, *prometheus.Registry) {
+func listen(t testing.TB, max int, stall time.Duration) (*limitListener, *prometheus.Registry) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -351,4 +352,49 @@ func TestLimitListenerSilent(t *testing.T) {
 	if n := m.GetCounter().GetValue(); n != 1 {
 		t.Fatalf("rejected = %v, want 1 (the silent one)", n)
 	}
+}
+
+// FuzzLimitListenerReplay: what the screening read of a connection it
+// admits (the head and whatever of the body came with it) is read again
+// by the server, byte for byte.
+func FuzzLimitListenerReplay(f *testing.F) {
+	f.Add([]byte("hello"), "x")
+	f.Add(bytes.Repeat([]byte{0, '\r', '\n'}, 20000), "a-longer-header-value")
+	l, _ := listen(f, 1, 0)
+	l.reserve("s3cret", DefaultGatewayConnections)
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("X-Echo", r.Header.Get("X-Echo"))
+		w.Write(b)
+	})}
+	go hs.Serve(l)
+	f.Cleanup(func() { hs.Close() })
+	hold, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { hold.Close() })
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}} // the timeout turns a hang into a failure
+	f.Fuzz(func(t *testing.T, body []byte, echo string) {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+l.Addr().String()+"/", bytes.NewReader(body))
+		req.Header.Set(platform.HeaderGatewayCredential, "s3cret")
+		req.Header.Set("X-Echo", echo)
+		if req.Header.Get("X-Echo") != echo || len(echo) > 8<<10 {
+			t.Skip() // not a header value net/http sends as given
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			var ue *url.Error
+			if errors.As(err, &ue) && ue.Timeout() {
+				t.Fatalf("through a reserved slot: %v (reserved %d)", err, l.reserved.Load())
+			}
+			t.Skip() // a value the client refuses to send
+		}
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		echo = strings.Trim(echo, " \t") // as a header's value is read
+		if err != nil || resp.StatusCode != http.StatusOK || !bytes.Equal(got, body) || resp.Header.Get("X-Echo") != echo {
+			t.Fatalf("through a reserved slot: %s, %d bytes back of %d, echo %q of %q, %v", resp.Status, len(got), len(body), resp.Header.Get("X-Echo"), echo, err)
+		}
+	})
 }
