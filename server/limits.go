@@ -173,8 +173,9 @@ const rejectResponse = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/p
 	"nimbus: too many connections, retry in a few seconds\r\n"
 
 // limitListener caps the connections accepted and not yet closed. Over the
-// cap it still accepts (a connection left in the backlog is a client waiting
-// in silence until its own timeout), reads the request's head (an HTTP
+// cap it still accepts, up to maxScreening at once (a connection left in
+// the backlog for long is a client waiting in silence until its own
+// timeout), reads the request's head (an HTTP
 // client takes an answer that comes before it sent its request as a broken
 // connection, not as an answer) and answers 503, or serves the connection
 // in a reserved slot when the request carries the gateway's credential, or
