@@ -53,6 +53,17 @@ const (
 	HeaderDeployment = "Nimbus-Deployment"
 	HeaderInstance   = "Nimbus-Instance"
 	headerPrefix     = "Nimbus-"
+	// HeaderGatewayCredential carries the platform's gateway credential on
+	// every request the gateway forwards to an instance: an instance at
+	// its connection limit serves such a connection in a slot reserved for
+	// the gateway (server.Limits.GatewayCredential). The gateway drops a
+	// copy a client sends.
+	HeaderGatewayCredential = "Nimbus-Gateway-Credential"
+	// EnvGatewayCredential is the environment variable through which
+	// ProcessHost hands the credential to the instances it starts: the
+	// command line of a process is readable by every local user
+	// (/proc/PID/cmdline), its environment only by its owner.
+	EnvGatewayCredential = "NIMBUS_GATEWAY_CREDENTIAL"
 )
 
 // GatewayOptions configure a Gateway; zero fields take the defaults.
@@ -84,6 +95,12 @@ type GatewayOptions struct {
 	BodyBudget int64
 	// Metrics serves /metrics (the gateway's own registry); nil: 404.
 	Metrics http.Handler
+	// Credential is sent in HeaderGatewayCredential on every request
+	// forwarded to an instance, which its instances were started with
+	// (ProcessHost.Credential, server.Limits.GatewayCredential): it admits
+	// the gateway to slots reserved for it when clients hold an instance's
+	// others. "": none sent.
+	Credential string
 	// StatusTimeout bounds each instance's answer when /status/cluster
 	// asks them for their cache counters. 0: 300 ms.
 	StatusTimeout time.Duration
@@ -293,10 +310,31 @@ func (g *Gateway) call(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(w, resp.Body)
 }
 
+// keepBody is the largest /rpc/call body that the gateway reads and drops
+// when it answers 503 for its budget, within dropBodyTimeout, so as to keep
+// the connection: a client told to retry need not open a new one, which a
+// flood at the gateway's connection cap would leave it little chance to
+// get. A larger body, or one that does not arrive in time, closes it.
+const (
+	keepBody        = 64 << 10
+	dropBodyTimeout = time.Second
+)
+
+// dropBody reads and drops r's body within dropBodyTimeout (the frame
+// timeout if shorter) and reports whether it all came.
+func (g *Gateway) dropBody(w http.ResponseWriter, r *http.Request) bool {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(min(dropBodyTimeout, g.opts.FrameTimeout)))
+	_, err := io.Copy(io.Discard, r.Body)
+	_ = rc.SetReadDeadline(time.Time{})
+	return err == nil
+}
+
 // readCall reads a /rpc/call body within FrameTimeout and BodyBudget; it
 // answers r itself when it cannot (ok false). release gives the body's
 // reservation back: call it once the body is no longer needed.
 func (g *Gateway) readCall(w http.ResponseWriter, r *http.Request) (body []byte, release func(), ok bool) {
+	n := r.ContentLength
 	refuse := func(status int, msg string) ([]byte, func(), bool) {
 		if status == http.StatusServiceUnavailable {
 			g.met.requests.WithLabelValues("call", outcomeBusy).Inc()
@@ -304,11 +342,12 @@ func (g *Gateway) readCall(w http.ResponseWriter, r *http.Request) (body []byte,
 		} else {
 			g.met.requests.WithLabelValues("call", outcomeRefused).Inc()
 		}
-		w.Header().Set("Connection", "close") // the rest of the body is not read
+		if !(status == http.StatusServiceUnavailable && n >= 0 && n <= keepBody && g.dropBody(w, r)) {
+			w.Header().Set("Connection", "close") // the rest of the body is not read
+		}
 		http.Error(w, msg, status)
 		return nil, nil, false
 	}
-	n := r.ContentLength
 	if n > g.opts.MaxBody {
 		return refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("platform: request frame too large: %d bytes, over the limit of %d", n, g.opts.MaxBody))
 	}
@@ -370,8 +409,19 @@ func (g *Gateway) forward(r *http.Request, le *Lease, body []byte) (*http.Respon
 			out.Header[k] = vs
 		}
 	}
+	g.credential(out.Header)
 	pinCallback(out.Header, r.RemoteAddr)
 	return g.hc.Do(out)
+}
+
+// credential puts the gateway's credential in h in place of any copy a
+// client sent: a client must not take the slots an instance reserves for
+// the gateway.
+func (g *Gateway) credential(h http.Header) {
+	h.Del(HeaderGatewayCredential)
+	if g.opts.Credential != "" {
+		h.Set(HeaderGatewayCredential, g.opts.Credential)
+	}
 }
 
 // notSent reports whether err says the request never reached the
@@ -459,6 +509,7 @@ func (g *Gateway) webhdfs(w http.ResponseWriter, r *http.Request) {
 			pr.SetURL(target)
 			pr.Out.Host = pr.In.Host
 			pr.SetXForwarded()
+			g.credential(pr.Out.Header)
 		},
 		Transport: g.hc.Transport,
 		ModifyResponse: func(resp *http.Response) error {

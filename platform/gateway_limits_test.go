@@ -52,7 +52,8 @@ func answer(t *testing.T, c net.Conn) (int, string) {
 // TestGatewayBodyLimits: a /rpc/call body that stalls is answered 400 at
 // the frame timeout; bodies in flight are bounded by the budget (the one
 // past it is answered 503 before its body is read, and the gauge never
-// passes the budget); a frame over the instances' limit is answered 413
+// passes the budget, and a small one's connection is kept for the next
+// request); a frame over the instances' limit is answered 413
 // by the gateway, without an invocation.
 func TestGatewayBodyLimits(t *testing.T) {
 	h := &httpHost{release: make(chan struct{})}
@@ -93,6 +94,26 @@ func TestGatewayBodyLimits(t *testing.T) {
 	}
 	if held := testutil.ToFloat64(g.met.requests.WithLabelValues("call", outcomeBusy)); held != 1 {
 		t.Fatalf("busy outcomes %v, want 1", held)
+	}
+	// A small body over the budget that arrives whole is read and
+	// dropped: its connection serves the next request (answered 503 too
+	// while the slow ones hold the budget).
+	c = rawCall(t, addr, 4<<10, 4<<10)
+	for i := range 2 {
+		br := bufio.NewReader(c)
+		_ = c.SetReadDeadline(time.Now().Add(time.Minute))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("request %d on a connection whose small body was refused: %v", i, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Close {
+			t.Fatalf("request %d: %s, closing %v, want 503 keeping the connection", i, resp.Status, resp.Close)
+		}
+		if i == 0 {
+			fmt.Fprintf(c, "POST /rpc/call HTTP/1.1\r\nHost: gw\r\nContent-Length: %d\r\n\r\n%s", 4<<10, strings.Repeat("x", 4<<10))
+		}
 	}
 	// The slow ones finish; their reservations are given back.
 	for _, c := range slow {

@@ -58,6 +58,7 @@ func (h *httpHost) Start(ctx context.Context, spec Spec) (Instance, error) {
 		}
 		w.Header().Set("Nimbus-Callback", r.Header.Get("Nimbus-Callback"))
 		w.Header().Set("X-Path", r.URL.Path)
+		w.Header().Set("X-Credential", r.Header.Get(HeaderGatewayCredential))
 		_, _ = w.Write(body)
 	}))
 	h.mu.Lock()
@@ -333,5 +334,28 @@ func TestPlatformUsage(t *testing.T) {
 	}
 	if want := DefaultPrices().CostOf(u.Usage); doc.Cost != want || want.ServerlessUSD <= 0 {
 		t.Errorf("cost %+v, want %+v", doc.Cost, want)
+	}
+}
+
+// TestGatewayCredential: the gateway sends its credential on what it
+// forwards, /rpc/call and WebHDFS alike, in place of a client's copy; a
+// gateway without one drops the client's.
+func TestGatewayCredential(t *testing.T) {
+	for _, cred := range []string{"the-gateways", ""} {
+		h := &httpHost{release: make(chan struct{})}
+		cfg := Config{Deployments: 1, Concurrency: 1, MaxInstances: 1, MaxPerDeployment: 1, MinInstances: 1, KeepAlive: time.Hour, MaxQueue: 4}
+		l, reg := newTestLocal(t, cfg, h)
+		g, err := NewGateway(l, GatewayOptions{InvokeTimeout: 2 * time.Second, Registerer: reg, Credential: cred})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gs := httptest.NewServer(g)
+		for _, u := range []string{gs.URL + "/rpc/call", gs.URL + "/webhdfs/v1/a?op=APPEND"} {
+			resp, _ := post(t, u, "x", map[string]string{HeaderGatewayCredential: "forged"})
+			if got := resp.Header.Get("X-Credential"); resp.StatusCode != http.StatusOK || got != cred {
+				t.Errorf("%s through a gateway with credential %q: %s, the instance got %q", u, cred, resp.Status, got)
+			}
+		}
+		gs.Close()
 	}
 }

@@ -83,11 +83,21 @@ type ProcessHost struct {
 	// CPU. 0 leaves the child Go's default (every core). A GOMAXPROCS in
 	// this process's environment wins over it.
 	Procs int
+	// Credential is the gateway's (GatewayOptions.Credential), handed to
+	// each child in EnvGatewayCredential: the child reserves connection
+	// slots for the requests that carry it. Its environment, unlike its
+	// command line, is readable only by its user.
+	Credential string
 }
 
 // childEnv is the environment of a child: this process's, with
-// GOMAXPROCS=procs added when procs > 0 and env sets none.
-func childEnv(env []string, procs int) []string {
+// GOMAXPROCS=procs added when procs > 0 and env sets none, and
+// EnvGatewayCredential set to credential (or removed when "").
+func childEnv(env []string, procs int, credential string) []string {
+	env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, EnvGatewayCredential+"=") })
+	if credential != "" {
+		env = append(env, EnvGatewayCredential+"="+credential)
+	}
 	if procs <= 0 {
 		return env
 	}
@@ -96,7 +106,7 @@ func childEnv(env []string, procs int) []string {
 			return env
 		}
 	}
-	return append(slices.Clip(env), "GOMAXPROCS="+strconv.Itoa(procs))
+	return append(env, "GOMAXPROCS="+strconv.Itoa(procs))
 }
 
 // Start implements Host.
@@ -122,7 +132,7 @@ func (h *ProcessHost) Start(ctx context.Context, spec Spec) (Instance, error) {
 		}
 	}
 	cmd := exec.Command(bin, append(args, h.Args...)...)
-	cmd.Env = childEnv(os.Environ(), h.Procs)
+	cmd.Env = childEnv(os.Environ(), h.Procs, h.Credential)
 	tail := &tailWriter{max: 4096}
 	cmd.Stderr = tail
 	if h.Stderr != nil {

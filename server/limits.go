@@ -1,15 +1,20 @@
 package server
 
 import (
+	"bufio"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/nimbus-fs/nimbus/platform"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -44,7 +49,26 @@ type Limits struct {
 	// (webhdfs.Config.BodyIdleTimeout): a client that sends nothing for
 	// that long fails its upload, and nothing of it is kept.
 	UploadIdleTimeout time.Duration
+	// GatewayCredential, when set, reserves GatewayConnections slots past
+	// MaxConnections for the local platform's gateway: a connection over
+	// the limit whose first request carries it in the
+	// platform.HeaderGatewayCredential header (compared in constant time)
+	// is served in one of them. The gateway hands it to the instances it
+	// starts (platform.EnvGatewayCredential), so that clients holding an
+	// instance's every slot do not lock the gateway out of it.
+	GatewayCredential string
+	// GatewayConnections is the number of reserved slots; 0 means
+	// DefaultGatewayConnections. Unused without GatewayCredential.
+	GatewayConnections int
 }
+
+// DefaultGatewayConnections is the connections reserved for the gateway
+// on an instance: the gateway holds one per invocation in flight there
+// (at most the platform's --concurrency, 4 by default) and keeps them
+// open between invocations; 64 leaves room for a --concurrency up to 64
+// and for connections the gateway opens while the instance is still
+// closing older ones.
+const DefaultGatewayConnections = 64
 
 // DefaultLimits returns the defaults. MaxConnections stays 0: it is worked
 // out from the descriptor limit at Start.
@@ -65,6 +89,9 @@ func (l *Limits) Validate() error {
 	if l.ReadHeaderTimeout < 0 || l.IdleTimeout < 0 || l.WriteStallTimeout < 0 || l.RPCFrameTimeout < 0 || l.RPCIdleTimeout < 0 || l.UploadIdleTimeout < 0 {
 		return errors.New("server: a timeout is negative")
 	}
+	if l.GatewayConnections < 0 {
+		return fmt.Errorf("server: GatewayConnections %d is negative", l.GatewayConnections)
+	}
 	if l.RPCConnBytes < 0 || l.RPCServerBytes < 0 {
 		return errors.New("server: an RPC byte bound is negative")
 	}
@@ -84,6 +111,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.UploadIdleTimeout == 0 {
 		l.UploadIdleTimeout = d.UploadIdleTimeout
+	}
+	if l.GatewayConnections == 0 {
+		l.GatewayConnections = DefaultGatewayConnections
 	}
 	return l
 }
@@ -119,12 +149,22 @@ func ConnectionBudget(nofile uint64) int {
 	return int(min(nofile-reserve, 1<<30))
 }
 
-// maxRejecting bounds the connections being drained after their 503 at
-// once; each holds a descriptor and a goroutine for at most rejectTimeout.
-// Past it a refused connection is answered and closed without draining.
+// maxScreening bounds the connections over the limit being read (their
+// request's head) and answered at once; each holds a descriptor, a
+// goroutine and at most maxHead bytes for at most twice screenTimeout
+// (the head, then the 503 and the drain of a body). While that many are,
+// the listener accepts nothing more until one is done or a slot frees: the
+// rest wait in the kernel's backlog, which costs this process nothing,
+// rather than be answered before their request. screenTimeout is short
+// because a client writes its request as soon as it is connected (it
+// reaches the server right after the handshake that the accept
+// completes); a connection silent that long is a flood's or a
+// slowloris's, and is answered 503 without its request, so that a flood
+// of idle connections holds each of the 64 for a quarter of a second.
 const (
-	maxRejecting  = 64
-	rejectTimeout = time.Second
+	maxScreening  = 64
+	screenTimeout = 250 * time.Millisecond
+	maxHead       = 16 << 10
 )
 
 // rejectResponse is what a client over the connection limit reads.
@@ -133,21 +173,45 @@ const rejectResponse = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/p
 	"nimbus: too many connections, retry in a few seconds\r\n"
 
 // limitListener caps the connections accepted and not yet closed. Over the
-// cap it still accepts (a connection left in the backlog is a client waiting
-// in silence until its own timeout) and answers 503 at once.
+// cap it still accepts, up to maxScreening at once (a connection left in
+// the backlog for long is a client waiting in silence until its own
+// timeout), reads the request's head (an HTTP
+// client takes an answer that comes before it sent its request as a broken
+// connection, not as an answer) and answers 503, or serves the connection
+// in a reserved slot when the request carries the gateway's credential, or
+// in a client slot freed meanwhile.
+//
+// Accept takes connections from a goroutine that runs the underlying
+// Accept (started by the first Accept), so that a connection admitted
+// after its screening reaches Accept while the underlying one waits.
 type limitListener struct {
 	net.Listener
-	max       int64
-	stall     time.Duration
-	log       *slog.Logger
-	active    atomic.Int64
-	rejecting atomic.Int32
-	lastWarn  atomic.Int64 // unix nanos of the last "limit reached" log line
-	rejected  prometheus.Counter
+	max         int64
+	maxReserved int64
+	credential  []byte
+	stall       time.Duration
+	log         *slog.Logger
+	active      atomic.Int64 // connections in client slots
+	reserved    atomic.Int64 // connections in the gateway's reserved slots
+	screening   chan struct{}
+	freed       chan struct{} // a client slot was given back
+	conns       chan accepted
+	done        chan struct{}
+	start       sync.Once
+	stop        sync.Once
+	lastWarn    atomic.Int64 // unix nanos of the last "limit reached" log line
+	rejected    prometheus.Counter
+}
+
+type accepted struct {
+	c   net.Conn
+	err error
 }
 
 func newLimitListener(ln net.Listener, max int, stall time.Duration, log *slog.Logger, reg prometheus.Registerer) *limitListener {
 	l := &limitListener{Listener: ln, max: int64(max), stall: stall, log: log,
+		screening: make(chan struct{}, maxScreening), freed: make(chan struct{}, 1),
+		conns: make(chan accepted), done: make(chan struct{}),
 		rejected: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "nimbus", Subsystem: "http", Name: "connections_rejected_total",
 			Help: "Connections turned away with 503 because the server held its maximum.",
@@ -155,8 +219,8 @@ func newLimitListener(ln net.Listener, max int, stall time.Duration, log *slog.L
 	reg.MustRegister(l.rejected,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "nimbus", Subsystem: "http", Name: "connections",
-			Help: "Client connections open (HTTP, WebHDFS and upgraded RPC).",
-		}, func() float64 { return float64(l.active.Load()) }),
+			Help: "Client connections open (HTTP, WebHDFS and upgraded RPC), the gateway's in reserved slots included.",
+		}, func() float64 { return float64(l.active.Load() + l.reserved.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "nimbus", Subsystem: "http", Name: "max_connections",
 			Help: "The connection limit in force.",
@@ -164,55 +228,155 @@ func newLimitListener(ln net.Listener, max int, stall time.Duration, log *slog.L
 	return l
 }
 
-// Accept returns the next connection under the limit; connections over it
-// are answered and closed here.
-func (l *limitListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		if l.active.Add(1) > l.max {
-			l.active.Add(-1)
-			l.reject(c)
-			continue
-		}
-		return &limitConn{Conn: c, l: l}, nil
+// reserve sets the gateway's credential and its reserved slots.
+func (l *limitListener) reserve(credential string, slots int) {
+	if credential != "" && slots > 0 {
+		l.credential, l.maxReserved = []byte(credential), int64(slots)
 	}
 }
 
-// reject answers 503 and closes c without blocking the accept loop. It
-// half-closes and drains what the client sent before closing, so that the
-// client reads the answer rather than a reset.
+// Accept returns the next connection admitted.
+func (l *limitListener) Accept() (net.Conn, error) {
+	l.start.Do(func() { go l.acceptLoop() })
+	select {
+	case a := <-l.conns:
+		return a.c, a.err
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close closes the listener; connections being screened are closed when
+// their screening ends.
+func (l *limitListener) Close() error {
+	l.stop.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+// deliver hands a to Accept; false (c closed) once the listener is closed.
+func (l *limitListener) deliver(a accepted) bool {
+	select {
+	case l.conns <- a:
+		return true
+	case <-l.done:
+		if a.c != nil {
+			a.c.Close()
+		}
+		return false
+	}
+}
+
+func (l *limitListener) acceptLoop() {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			if !l.deliver(accepted{err: err}) || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue // a temporary error: the server backs off before its next Accept
+		}
+		if l.active.Add(1) <= l.max {
+			l.deliver(accepted{c: &limitConn{Conn: c, l: l}})
+			continue
+		}
+		l.active.Add(-1)
+		if !l.overLimit(c) {
+			return
+		}
+	}
+}
+
+// overLimit screens c in a goroutine of its own once one of maxScreening
+// is free, or serves it if a client slot frees first. It reports false
+// once the listener is closed.
+func (l *limitListener) overLimit(c net.Conn) bool {
+	for {
+		select {
+		case l.screening <- struct{}{}:
+			go l.screen(c)
+			return true
+		case <-l.freed:
+			if l.active.Add(1) <= l.max {
+				return l.deliver(accepted{c: &limitConn{Conn: c, l: l}})
+			}
+			l.active.Add(-1)
+		case <-l.done:
+			c.Close()
+			return false
+		}
+	}
+}
+
+// recorder keeps what it reads, to be read again by the server.
+type recorder struct {
+	r   io.Reader
+	buf []byte
+}
+
+func (r *recorder) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	r.buf = append(r.buf, p[:n]...)
+	return n, err
+}
+
+// screen reads the head of c's first request within screenTimeout and
+// serves c in a reserved slot (the head carries the gateway's credential)
+// or a client slot freed meanwhile, or answers 503 and closes it. A head
+// that is not HTTP, or larger than maxHead, is answered 503 as well, and
+// so is a connection that sent nothing within screenTimeout; one that
+// closed is closed.
+func (l *limitListener) screen(c net.Conn) {
+	defer func() { <-l.screening }()
+	_ = c.SetDeadline(time.Now().Add(screenTimeout))
+	rec := &recorder{r: c}
+	req, err := http.ReadRequest(bufio.NewReader(io.LimitReader(rec, maxHead)))
+	if err == nil && l.maxReserved > 0 && subtle.ConstantTimeCompare([]byte(req.Header.Get(platform.HeaderGatewayCredential)), l.credential) == 1 {
+		if l.reserved.Add(1) <= l.maxReserved {
+			_ = c.SetDeadline(time.Time{})
+			l.deliver(accepted{c: &limitConn{Conn: c, l: l, gateway: true, head: rec.buf}})
+			return
+		}
+		l.reserved.Add(-1)
+	}
+	if err == nil && l.active.Add(1) <= l.max {
+		_ = c.SetDeadline(time.Time{})
+		l.deliver(accepted{c: &limitConn{Conn: c, l: l, head: rec.buf}})
+		return
+	} else if err == nil {
+		l.active.Add(-1)
+	}
+	defer c.Close()
+	if err != nil && len(rec.buf) == 0 {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			// Silent: answered without its request, and not drained.
+			l.rejected.Inc()
+			_ = c.SetWriteDeadline(time.Now().Add(screenTimeout))
+			_, _ = io.WriteString(c, rejectResponse)
+		}
+		return // or it closed: nobody to answer
+	}
+	l.reject(c)
+}
+
+// reject answers 503 to c, whose request's head was read. It half-closes
+// and drains what the client sends after (its body) within screenTimeout,
+// so that the client reads the answer rather than a reset.
 func (l *limitListener) reject(c net.Conn) {
+	_ = c.SetDeadline(time.Now().Add(screenTimeout))
 	l.rejected.Inc()
 	if now := time.Now().UnixNano(); now-l.lastWarn.Load() > int64(10*time.Second) {
 		l.lastWarn.Store(now)
 		l.log.Warn("connection limit reached: turning clients away with 503", "max_connections", l.max,
 			"remote", c.RemoteAddr().String())
 	}
-	if l.rejecting.Add(1) > maxRejecting {
-		// Too many being drained: answer and close here. The answer fits
-		// in a new connection's send buffer, so the write does not wait; a
-		// request the client already sent may turn the close into a reset.
-		l.rejecting.Add(-1)
-		_ = c.SetWriteDeadline(time.Now().Add(rejectTimeout / 10))
-		_, _ = io.WriteString(c, rejectResponse)
-		c.Close()
+	if _, err := io.WriteString(c, rejectResponse); err != nil {
 		return
 	}
-	go func() {
-		defer l.rejecting.Add(-1)
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(rejectTimeout))
-		if _, err := io.WriteString(c, rejectResponse); err != nil {
-			return
-		}
-		if cw, ok := c.(interface{ CloseWrite() error }); ok {
-			_ = cw.CloseWrite()
-		}
-		_, _ = io.Copy(io.Discard, io.LimitReader(c, 64<<10))
-	}()
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(c, 64<<10))
 }
 
 // limitConn gives its slot back on Close and arms the write-stall deadline
@@ -223,16 +387,37 @@ func (l *limitListener) reject(c net.Conn) {
 // handler's through http.ResponseController) takes over until cleared.
 type limitConn struct {
 	net.Conn
-	l      *limitListener
-	closed atomic.Bool
-	armed  atomic.Int64 // unix nanos of the last arming; -1 while an explicit deadline rules
+	l       *limitListener
+	gateway bool   // in a reserved slot
+	head    []byte // read by the screening, to be read again
+	closed  atomic.Bool
+	armed   atomic.Int64 // unix nanos of the last arming; -1 while an explicit deadline rules
 }
 
 func (c *limitConn) Close() error {
 	if c.closed.CompareAndSwap(false, true) {
-		c.l.active.Add(-1)
+		if c.gateway {
+			c.l.reserved.Add(-1)
+		} else {
+			c.l.active.Add(-1)
+			select {
+			case c.l.freed <- struct{}{}:
+			default:
+			}
+		}
 	}
 	return c.Conn.Close()
+}
+
+// Read returns what the screening read first. The server reads a
+// connection from one goroutine at a time.
+func (c *limitConn) Read(b []byte) (int, error) {
+	if len(c.head) > 0 {
+		n := copy(b, c.head)
+		c.head = c.head[n:]
+		return n, nil
+	}
+	return c.Conn.Read(b)
 }
 
 func (c *limitConn) arm() {
@@ -328,5 +513,7 @@ func LimitListener(ln net.Listener, lim Limits, perConn int, log *slog.Logger, r
 			"max_connections", limit, "descriptors_per_connection", perConn, "nofile", nofile)
 	}
 	log.Info("connection limit", "max_connections", limit, "nofile", nofile)
-	return newLimitListener(ln, limit, lim.WriteStallTimeout, log.With("component", "http"), reg)
+	l := newLimitListener(ln, limit, lim.WriteStallTimeout, log.With("component", "http"), reg)
+	l.reserve(lim.GatewayCredential, lim.GatewayConnections)
+	return l
 }

@@ -27,7 +27,9 @@ import (
 // reachable by any process on the machine, not only the gateway, so it
 // bounds its clients as a plain server does: the platform passes it
 // --max-connections from its caps (instanceMaxConnections) and serve's
-// timeouts and tenant limits. It stops
+// timeouts and tenant limits, and in its environment the gateway's
+// credential (platform.EnvGatewayCredential), for which it reserves
+// connection slots past --max-connections (server.Limits). It stops
 // gracefully on SIGTERM or SIGINT, and exits when its standard input is a
 // pipe that reaches EOF: its parent, the platform, has gone (the platform
 // also asks the kernel to SIGKILL it then, on Linux). A start that fails
@@ -57,6 +59,11 @@ func cmdNamenode(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
 	cfg.PlatformInstance = true // metered as one: only HTTP requests are invocations
+	// The gateway's credential, which reserves connection slots for it,
+	// comes in the environment (platform.ProcessHost): not passed on to
+	// whatever this process might start.
+	cfg.Limits.GatewayCredential = os.Getenv(platform.EnvGatewayCredential)
+	_ = os.Unsetenv(platform.EnvGatewayCredential)
 	bi, _ := debug.ReadBuildInfo()
 	cfg.Version = versionString(version, bi)
 	ctx, cancel := context.WithCancel(ctx)

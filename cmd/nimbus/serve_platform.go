@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -138,6 +139,11 @@ func runPlatform(ctx context.Context, cfg server.Config, pf *platformFlags, fl *
 	}
 	var host platform.Host
 	maxConns := instanceMaxConnections(pf.instanceMaxConns, pcfg)
+	// The credential that admits the gateway to the connection slots each
+	// instance keeps for it (docs/OPERATIONS.md, "The platform's ports: who
+	// may call an instance"): new for each run of the platform, handed to
+	// the instances at their start.
+	credential := rand.Text()
 	if pf.hosting == "process" {
 		iargs := instanceArgs(fl, args)
 		if !poolSet {
@@ -145,11 +151,12 @@ func runPlatform(ctx context.Context, cfg server.Config, pf *platformFlags, fl *
 		}
 		iargs = append(iargs, "--max-connections", strconv.Itoa(maxConns))
 		host = &platform.ProcessHost{Args: iargs, DataDir: cfg.DataDir, Stderr: stderr,
-			Procs: instanceProcs(pf.instanceProcs, runtime.NumCPU(), pcfg)}
+			Procs: instanceProcs(pf.instanceProcs, runtime.NumCPU(), pcfg), Credential: credential}
 	} else {
 		base := cfg
 		base.Postgres.PoolSize = pool
 		base.Limits.MaxConnections = maxConns
+		base.Limits.GatewayCredential = credential
 		host = &server.InProcessHost{Base: base, DataDir: cfg.DataDir}
 	}
 	reg := prometheus.NewRegistry()
@@ -177,7 +184,7 @@ func runPlatform(ctx context.Context, cfg server.Config, pf *platformFlags, fl *
 	// gateway's limits"): the frame timeout bounds a /rpc/call body, the
 	// upload idle timeout each read of a WebHDFS body, the RPC server's
 	// byte bound the /rpc/call bodies held at once.
-	gw, err := platform.NewGateway(local, platform.GatewayOptions{InvokeTimeout: pf.invokeTimeout, FaultInjection: pf.faultInjection, Logger: log.With("component", "gateway"),
+	gw, err := platform.NewGateway(local, platform.GatewayOptions{InvokeTimeout: pf.invokeTimeout, Credential: credential, FaultInjection: pf.faultInjection, Logger: log.With("component", "gateway"),
 		FrameTimeout: cfg.Limits.RPCFrameTimeout, UploadIdleTimeout: cfg.Limits.UploadIdleTimeout, BodyBudget: cfg.Limits.RPCServerBytes,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}), Registerer: reg, Gatherer: reg, Version: cfg.Version, Prices: cfg.Prices})
 	if err != nil {

@@ -12,7 +12,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/nimbus-fs/nimbus/internal/etcdtest"
 	"github.com/nimbus-fs/nimbus/internal/pgtest"
 	"github.com/nimbus-fs/nimbus/internal/testproc"
+	"github.com/nimbus-fs/nimbus/platform"
 	"github.com/nimbus-fs/nimbus/rpc"
 	"github.com/nimbus-fs/nimbus/webhdfs/wire"
 )
@@ -223,6 +226,82 @@ func TestMalformedRequestShaped(t *testing.T) {
 			if resp.StatusCode != http.StatusBadRequest || !remoteException(resp, body) {
 				t.Fatalf("%s: %q: %d %s %q, want 400 with a RemoteException", s.Addr, line, resp.StatusCode, resp.Header.Get("Content-Type"), body)
 			}
+		}
+	}
+}
+
+// TestGatewayReservedSlots: with direct clients holding every client slot
+// of an instance process (--instance-max-connections), calls through the
+// gateway, which need new connections to it, are still served: the
+// gateway's credential admits them to the slots the instance reserves for
+// it. A client that sends the credential header itself is not: the
+// gateway replaces it, and straight at the instance a wrong one is
+// answered 503 like any client past the limit.
+func TestGatewayReservedSlots(t *testing.T) {
+	const instanceConns, concurrency = 4, 8
+	gw := testproc.Start(t, binary, "", "", gatewayArgs(t, pgtest.DB(t), "--deployments", "1", "--concurrency", strconv.Itoa(concurrency),
+		"--min-instances", "1", "--max-instances", "1", "--instance-max-connections", strconv.Itoa(instanceConns))...)
+	base := "http://" + gw.Addr
+	var inst string
+	for inst == "" {
+		if in := serving(clusterStatus(t, base), 0); len(in) == 1 {
+			inst = strings.TrimPrefix(in[0].Address, "http://")
+		} else {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	// Kept-alive direct connections until the instance turns one away:
+	// every client slot is then held (the gateway's own connections, if
+	// any, hold the rest).
+	held := 0
+	for {
+		resp, body := readAnswer(t, rawRequest(t, inst, "GET /readyz HTTP/1.1\r\nHost: inst\r\n\r\n"))
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			if resp.Header.Get("Retry-After") == "" || !strings.Contains(body, "too many connections") {
+				t.Fatalf("a direct connection past the limit: %d %q", resp.StatusCode, body)
+			}
+			break
+		}
+		if resp.StatusCode != http.StatusOK || held > instanceConns {
+			t.Fatalf("direct connection %d: %d %q, with --instance-max-connections %d", held+1, resp.StatusCode, body, instanceConns)
+		}
+		held++
+	}
+	resp, body := readAnswer(t, rawRequest(t, inst, "GET /readyz HTTP/1.1\r\nHost: inst\r\n"+platform.HeaderGatewayCredential+": guess\r\n\r\n"))
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a direct connection past the limit with a made-up credential: %d %q, want 503", resp.StatusCode, body)
+	}
+	// Rounds of twice the instance's concurrency through the gateway, each
+	// client on connections of its own: the gateway holds up to
+	// --concurrency requests at the instance at once, more connections
+	// than it had.
+	for round := range 3 {
+		var wg sync.WaitGroup
+		errs := make(chan string, 2*concurrency)
+		for i := range 2 * concurrency {
+			wg.Go(func() {
+				hc := &http.Client{Transport: &http.Transport{}}
+				defer hc.CloseIdleConnections()
+				req, _ := http.NewRequest(http.MethodGet, base+"/webhdfs/v1/?op=GETFILESTATUS&user.name=root", nil)
+				if i%2 == 1 {
+					req.Header.Set(platform.HeaderGatewayCredential, "guess") // replaced by the gateway's
+				}
+				resp, err := hc.Do(req)
+				if err != nil {
+					errs <- err.Error()
+					return
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					errs <- fmt.Sprintf("%s %s", resp.Status, b)
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for e := range errs {
+			t.Errorf("round %d through the gateway, %d direct connections holding the instance's client slots: %s", round, held, e)
 		}
 	}
 }

@@ -38,28 +38,23 @@ import (
 // it through the gateway only; hostile ones at the gateway and straight at
 // an instance, whose address the gateway's /status/cluster publishes.
 
-// Two parts of the hostile share that well-behaved clients through the
-// gateway do not survive yet; each is on when its constant is true, and
-// off the hostile share stays within the limit it would pass:
+// The hostile share past the caps, each part on when its constant is true
+// (off, it stays within the limit it would pass):
 //
 //   - floodPastCaps: connection floods past the gateway's
 //     --max-connections and direct callers past an instance's. A
-//     connection over a cap is answered 503 at once, before its client has
-//     sent a request (server.LimitListener); Go's http.Transport takes an
-//     answer on a connection it has not used yet as a broken connection
-//     ("readLoopPeekFailLocked") and fails the PUT it then sends on it, so
-//     WebHDFS clients see errors, and so does the gateway forwarding to an
-//     instance at its cap (502). Clients holding an instance's every
-//     connection also leave the gateway none to reach it by (503 'too
-//     many connections' for as long as they hold them).
+//     connection over a cap is answered 503 once its request's head was
+//     read (server.LimitListener; Go's http.Transport takes an answer
+//     that comes before its request as a broken connection and fails the
+//     request), and the gateway reaches an instance whose client slots
+//     are all held through the slots the instance reserves for it.
 //   - fillBodyBudget: slow /rpc/call bodies that fill the gateway's body
 //     budget, so that it answers well-behaved calls 503 before reading
-//     their bodies. rpc.Invoke puts its request buffer back in its pool
-//     when the answer arrives, while net/http may still be writing it:
-//     a data race, and the next request's bytes written into this one's.
+//     their bodies (and net/http may still be writing a body after Do
+//     returned: rpc.Invoke's request frame is its own, not pooled).
 const (
-	floodPastCaps  = false
-	fillBodyBudget = false
+	floodPastCaps  = true
+	fillBodyBudget = true
 )
 
 // The hostile share's sizes that the constants above choose.
@@ -98,17 +93,18 @@ const (
 	platformUploadIdle   = 3 * time.Second
 
 	// gatewayFDBound: each client connection the gateway holds
-	// (gatewayMaxConns) may hold one to an instance; up to 64 refused
-	// connections are drained after their 503 (the listener's
-	// maxRejecting); 64 for the rest (listener, epoll, the etcd client,
+	// (gatewayMaxConns) may hold one to an instance; up to 64 connections
+	// over the cap are read and answered 503 at once (the listener's
+	// maxScreening, and one accepted waiting for them); 64 for the rest (listener, epoll, the etcd client,
 	// three pipes per instance, the runtime).
 	gatewayFDBound = 2*gatewayMaxConns + 64 + 64
 	// instanceFDBound: its client connections (instanceMaxConns), 64
-	// refused ones being drained, 64 connect-back dials in progress to the
+	// over the cap being read and answered 503, 64 reserved for the
+	// gateway (server.DefaultGatewayConnections), 64 connect-back dials in progress to the
 	// one host every endpoint here is on (the connect-back table's bound
 	// per host), its PostgreSQL pool (16: serve's 32 over two instances),
 	// 64 for the rest (etcd, connect-backs established, the runtime).
-	instanceFDBound = instanceMaxConns + 64 + 64 + 16 + 64
+	instanceFDBound = instanceMaxConns + 64 + 64 + 64 + 16 + 64
 	// The RSS bounds: gateway and instances run with a soft memory limit
 	// of platformMemMB, which their collectors work to (idle or not, their
 	// RSS settles below it), so a process stays under it plus 64 MiB of
