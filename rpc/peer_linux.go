@@ -13,7 +13,14 @@ import (
 // data not read yet) or CLOSE (reset). Anything else, or a connection that
 // is not TCP, reports false: the reader will see the end when it reads.
 func peerClosed(nc net.Conn) bool {
-	if u, ok := nc.(interface{ NetConn() net.Conn }); ok { // TLS
+	// Through the wrappers of the listeners (TLS, the server's connection
+	// limit, WebHDFS's early answers), each of which names the connection
+	// underneath.
+	for {
+		u, ok := nc.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
 		nc = u.NetConn()
 	}
 	sc, ok := nc.(syscall.Conn)

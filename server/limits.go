@@ -409,6 +409,10 @@ func (c *limitConn) Close() error {
 	return c.Conn.Close()
 }
 
+// NetConn returns the connection underneath, for what needs its socket (the
+// RPC server's check of a connection's TCP state).
+func (c *limitConn) NetConn() net.Conn { return c.Conn }
+
 // Read returns what the screening read first. The server reads a
 // connection from one goroutine at a time.
 func (c *limitConn) Read(b []byte) (int, error) {

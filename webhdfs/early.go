@@ -48,6 +48,10 @@ func (l earlyListener) Accept() (net.Conn, error) {
 
 type earlyConn struct{ net.Conn }
 
+// NetConn returns the connection underneath, for what needs its socket (the
+// RPC server's check of a connection's TCP state).
+func (c *earlyConn) NetConn() net.Conn { return c.Conn }
+
 func (c *earlyConn) Write(b []byte) (int, error) {
 	if out, ok := shapeEarly(b); ok {
 		if _, err := c.Conn.Write(out); err != nil {
