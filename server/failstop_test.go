@@ -37,7 +37,7 @@ func readyz(t *testing.T, addr string) (int, string) {
 // TestFailStopServer: a server whose store's log starts failing (ENOSPC from
 // an injected file system) answers /readyz 503 with the cause, logs it at
 // ERROR, Wait returns the fatal error, and Stop returns within
-// FailStopTimeout. Before, the store hung every later operation and the
+// FailStopTimeout. The failure guarded against: the store hung every later operation and the
 // server went on answering /readyz 200.
 func TestFailStopServer(t *testing.T) {
 	var fail atomic.Bool
@@ -127,7 +127,7 @@ func TestConfigValidateFailStopTimeout(t *testing.T) {
 
 // TestStopBoundedOnStuckStore: a store stuck without failing (a hung disk:
 // the log's sync never returns) does not hold the stop past its deadline
-// and FailStopTimeout. Before, SIGTERM then never stopped the process.
+// and FailStopTimeout. The failure guarded against: SIGTERM then never stopped the process.
 func TestStopBoundedOnStuckStore(t *testing.T) {
 	var block atomic.Bool
 	release := make(chan struct{})
@@ -195,7 +195,7 @@ func TestStopBoundedOnStuckStore(t *testing.T) {
 // TestNewContextGivesUpOnStuckOpen: a server whose store is still opening
 // (its replayed log's flush waits on a disk that does not answer) gives up
 // when its context ends: nimbus serve passes its signal context, so SIGTERM
-// ends a start that used to ignore it.
+// ends a start that would otherwise ignore it.
 func TestNewContextGivesUpOnStuckOpen(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.DataDir, cfg.Listen = t.TempDir(), "127.0.0.1:0"

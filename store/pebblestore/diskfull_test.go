@@ -54,7 +54,7 @@ func smallMemtables(fs vfs.FS) Options {
 // (its logs recycled): the log's writes go on, only flushes fail. The store
 // must fail (and its commits return) instead of stalling every commit for
 // good behind flushes Pebble retries forever; every acknowledged commit is
-// there after a restart. Before, the commits waited in a write stall
+// there after a restart. The failure guarded against: the commits waited in a write stall
 // ("memtable count limit reached") and the store never failed.
 func TestFailStopDiskFullFlush(t *testing.T) {
 	fs, full := tablesFullFS()
@@ -123,7 +123,7 @@ func fillLog(t *testing.T, st *Store, n int) {
 }
 
 // TestOpenOnFullDisk: a start on a disk with no room for the flush of the
-// replayed log fails with the reason, within a bound. Before, Pebble's open
+// replayed log fails with the reason, within a bound. The failure guarded against: Pebble's open
 // retried the flush forever: the start never finished, burned a core and
 // logged an error per retry.
 func TestOpenOnFullDisk(t *testing.T) {
@@ -193,7 +193,7 @@ func TestOpenContextCancelled(t *testing.T) {
 // store (mv of the data directory): the files stay open and linked, so
 // commits go on durably, until Pebble must create its next log at the old
 // path. That must fail the store with the cause, and every commit after it
-// must return an error; it used to be a panic in Pebble's log rotation that
+// must return an error; without the fail-stop it is a panic in Pebble's log rotation that
 // unlocked a mutex twice, a fatal error of the Go runtime (exit 2) that no
 // recover stops: this test binary would die.
 func TestMovedDataDir(t *testing.T) {
@@ -228,7 +228,7 @@ func TestMovedDataDir(t *testing.T) {
 // removed file by file, as rm -rf does. A ledger keeps each commit's start
 // and outcome. Once the first file is gone the directory is being lost, so
 // no commit that started after that may be acknowledged: its rows would go
-// with the directory. Before, the identity check failed the store only when
+// with the directory. The failure guarded against: the identity check failed the store only when
 // the removal reached the identity file or the directory, and commits in
 // between were acknowledged and lost.
 func TestRemovedDirLedger(t *testing.T) {

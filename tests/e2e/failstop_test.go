@@ -125,27 +125,13 @@ func TestDiskFullFailStop(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	s2 := startServer(t, data, "")
-	c2, err := client.Dial(ctx, s2.url(), client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	for p, want := range acked {
-		got, err := c2.ReadFile(ctx, root, p)
-		if err != nil || !bytes.Equal(got, want) {
-			t.Fatalf("acknowledged %s after restart: %d bytes, %v; want %d bytes", p, len(got), err, len(want))
-		}
-	}
-	if out := s2.ok("fsck"); !strings.Contains(out, "HEALTHY") {
-		t.Fatalf("fsck after restart: %s", out)
-	}
+	checkAckedAfterRestart(t, data, acked)
 }
 
 // TestDataDirRemovedFailStop removes the data directory (rm -rf) under a
 // running server: it notices (at once through inotify, else within its
 // check interval), logs why, exits non-zero, and writes are refused from
-// then on. Before, mkdir and put went
+// then on. The failure guarded against: mkdir and put went
 // on succeeding into unlinked files and were lost.
 func TestDataDirRemovedFailStop(t *testing.T) {
 	s := startServer(t, "", "", "--fail-stop-timeout", "2s")
@@ -230,7 +216,7 @@ func fillDisk(t *testing.T, mnt string) string {
 // on into blocks it has, only flushes fail. The server must still stop with
 // the cause (exit non-zero, the log bounded); a start on the still-full disk
 // must fail with the reason instead of never finishing; once space is freed a
-// restart has every acknowledged write. Before, commits waited in a write
+// restart has every acknowledged write. The failure guarded against: commits waited in a write
 // stall until their clients gave up, /readyz answered 200, the log grew by
 // hundreds of thousands of lines and the process never exited; a restart
 // never finished opening the store and ignored SIGTERM.
@@ -304,21 +290,7 @@ func TestDiskFullAfterRecycleFailStop(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	s3 := startServer(t, data, "")
-	c3, err := client.Dial(ctx, s3.url(), client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c3.Close()
-	for p, want := range acked {
-		got, err := c3.ReadFile(ctx, root, p)
-		if err != nil || !bytes.Equal(got, want) {
-			t.Fatalf("acknowledged %s after restart: %d bytes, %v; want %d bytes", p, len(got), err, len(want))
-		}
-	}
-	if out := s3.ok("fsck"); !strings.Contains(out, "HEALTHY") {
-		t.Fatalf("fsck after restart: %s", out)
-	}
+	checkAckedAfterRestart(t, data, acked)
 }
 
 // TestDataDirRemovedLedger: writers create files while the data directory
@@ -327,7 +299,7 @@ func TestDiskFullAfterRecycleFailStop(t *testing.T) {
 // the store neither holds open nor checks), lets the writers go on a while,
 // as rm -rf of a big directory does, then runs rm -rf: from the first
 // removal on, the directory is being lost, so no write that started after it
-// may be acknowledged (it would be lost with the directory). Before, writes
+// may be acknowledged (it would be lost with the directory). The failure guarded against: writes
 // were acknowledged until the removal reached the identity file.
 func TestDataDirRemovedLedger(t *testing.T) {
 	s := startServer(t, "", "", "--fail-stop-timeout", "2s", "--data-check-interval", "0")
@@ -471,4 +443,26 @@ func TestDataDirMovedFailStop(t *testing.T) {
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// checkAckedAfterRestart starts a server on data again and checks that it
+// has every acknowledged write in acked (path to content) and a clean fsck.
+func checkAckedAfterRestart(t *testing.T, data string, acked map[string][]byte) {
+	t.Helper()
+	ctx, root := context.Background(), meta.User{Name: "root"}
+	s := startServer(t, data, "")
+	c, err := client.Dial(ctx, s.url(), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for p, want := range acked {
+		got, err := c.ReadFile(ctx, root, p)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("acknowledged %s after restart: %d bytes, %v; want %d bytes", p, len(got), err, len(want))
+		}
+	}
+	if out := s.ok("fsck"); !strings.Contains(out, "HEALTHY") {
+		t.Fatalf("fsck after restart: %s", out)
+	}
 }
