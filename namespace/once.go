@@ -3,6 +3,7 @@ package namespace
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/nimbus-fs/nimbus/meta"
@@ -108,8 +109,13 @@ func (e *Engine) runOnce(ctx context.Context, opName, path string, u meta.User, 
 		rec.marks.Mark(rec.key, time.Now(), e.cfg.RequestTTL)
 	}
 	err := e.runOp(ctx, opName, path, u, rec, fn)
-	if rec.dup == nil && err != nil && !rec.answered && recordable(err) {
+	failed := rec.dup == nil && err != nil && !rec.answered && recordable(err)
+	if failed {
 		e.recordFailure(ctx, rec, err)
+	}
+	if e.log.Enabled(ctx, slog.LevelDebug) {
+		e.log.Debug("request done", "op", opName, "path", path, "id", r.ID, "client", r.Client,
+			"resubmitted", r.Resubmitted, "dup", rec.dup != nil, "answered", rec.answered, "recordsFailure", failed, "err", err)
 	}
 	if rec.dup != nil {
 		if rec.dup.Err != nil {
@@ -184,6 +190,35 @@ func (e *Engine) recordFailure(ctx context.Context, rec *recState, err error) {
 	if werr != nil {
 		e.log.Warn("recording a failed write", "op", rec.name, "path", rec.path, "err", werr)
 	}
+}
+
+// recordOutside records err, the failure of the write that the request in
+// ctx names when it ended outside runOnce (a subtree operation's flag
+// transaction, or a check of its work before its first commit), as runOnce
+// records its own failures (recordFailure), and returns the answer: err, or
+// the record's when another copy of the request had written one (nil for
+// a success). Unrecorded, the failure answered to the client would not stop
+// a copy of the request still under way, or arriving late, from applying
+// the write after the client was told it failed.
+func (e *Engine) recordOutside(ctx context.Context, opName, path string, err error) error {
+	r, ok := e.request(ctx)
+	if !ok || err == nil || !recordable(err) {
+		return err
+	}
+	rec := &recState{name: opName, path: path}
+	rec.key = store.AppendRequestKey(rec.buf[:0], r.ID, r.Client)
+	e.recordFailure(ctx, rec, err)
+	if e.log.Enabled(ctx, slog.LevelDebug) {
+		e.log.Debug("request failed outside its transactions", "op", opName, "path", path, "id", r.ID, "client", r.Client,
+			"resubmitted", r.Resubmitted, "dup", rec.dup != nil, "err", err)
+	}
+	switch {
+	case rec.dup == nil:
+		return err
+	case rec.dup.Err != nil:
+		return rec.dup.Err
+	}
+	return nil // another copy succeeded
 }
 
 // answerFrom makes rec answer from the record r of its request.
@@ -298,6 +333,11 @@ func (t *tx) recordRead(ctx context.Context, v []byte) error {
 				"not started: the request was received %v ago, more than half the request TTL (%v), and a record of it written since may have expired; nothing was changed, the client may send it again",
 				age.Round(time.Millisecond), t.e.cfg.RequestTTL)
 		}
+	}
+	if t.e.log.Enabled(ctx, slog.LevelDebug) {
+		id, client, _ := store.DecodeRequestKey(rec.key)
+		t.e.log.Debug("request record", "op", rec.name, "path", rec.path, "id", id, "client", client,
+			"resubmitted", rec.resubmitted, "lockOnly", t.recordReq().LockOnly, "found", v != nil, "own", t.op.own)
 	}
 	if rec.inDoubt {
 		if v != nil {

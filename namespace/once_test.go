@@ -573,3 +573,101 @@ func TestLateCopyOfFailedWrite(t *testing.T) {
 		t.Error("busy is recorded")
 	}
 }
+
+// TestLateCopyOfWriteThatChangedNothing: a write that succeeded without
+// changing anything (mkdirs of a directory that exists, a chmod to the
+// mode the inode has) is recorded too, so a copy of it that runs later,
+// after the client's next write changed what it looked at, answers from
+// the record instead of being applied then: the late mkdirs must not
+// re-create the directory the client has renamed away since. On one
+// engine over the embedded store (a first submission reads the record
+// only when a resubmission marked its key) and on two sharing a store
+// (every submission reads it).
+func TestLateCopyOfWriteThatChangedNothing(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		prep  func(t *testing.T, e *Engine)
+		call  func(ctx context.Context, e *Engine) error // changes nothing the first time
+		later func(t *testing.T, e *Engine)
+		check func(e *Engine) error
+	}{{
+		name:  "mkdirs of an existing directory",
+		prep:  func(t *testing.T, e *Engine) { must(t, e.Mkdirs(reqCtx(100), root, "/x", 0o755)) },
+		call:  func(ctx context.Context, e *Engine) error { return e.Mkdirs(ctx, root, "/x", 0o755) },
+		later: func(t *testing.T, e *Engine) { must(t, e.Rename(reqCtx(101), root, "/x", "/y", meta.RenameOptions{})) },
+		check: func(e *Engine) error {
+			if _, err := e.Stat(ctx, root, "/x"); !errors.Is(err, meta.ErrNotFound) {
+				return fmt.Errorf("stat /x: %v, want not found (the late mkdirs re-created it)", err)
+			}
+			return nil
+		},
+	}, {
+		name:  "chmod to the mode it has",
+		prep:  func(t *testing.T, e *Engine) { must(t, e.Mkdirs(reqCtx(100), root, "/x", 0o755)) },
+		call:  func(ctx context.Context, e *Engine) error { return e.SetPermission(ctx, root, "/x", 0o755) },
+		later: func(t *testing.T, e *Engine) { must(t, e.SetPermission(reqCtx(101), root, "/x", 0o700)) },
+		check: func(e *Engine) error {
+			st, err := e.Stat(ctx, root, "/x")
+			if err == nil && st.Perm != 0o700 {
+				err = fmt.Errorf("/x has mode %o, want the later chmod's 700", st.Perm)
+			}
+			return err
+		},
+	}} {
+		for _, engines := range []string{"one engine", "two engines"} {
+			t.Run(tc.name+"/"+engines, func(t *testing.T) {
+				var a, b *Engine
+				if engines == "one engine" {
+					a = onceEngine(t, func(*Config) {})
+					if a.marks == nil {
+						t.Fatal("the engine on the embedded store keeps no marks")
+					}
+					b = a
+				} else {
+					a, b, _ = twoEngines(t)
+				}
+				tc.prep(t, b)
+				must(t, tc.call(resub(7), b)) // the resubmission: nothing to change
+				tc.later(t, b)
+				must(t, tc.call(reqCtx(7), a)) // the first submission, late
+				if err := tc.check(b); err != nil {
+					t.Fatalf("after the late first submission: %v", err)
+				}
+			})
+		}
+	}
+}
+
+// TestLateCopyOfSubtreeFailure: a write under the subtree protocol that
+// fails outside its recorded transactions (a recursive delete refused by
+// its sub-access check, after its flag was set) is recorded too, so a copy
+// of it that runs later answers the same failure: a late copy of ann's
+// refused delete of /b must not delete /b once root has emptied it.
+func TestLateCopyOfSubtreeFailure(t *testing.T) {
+	ctx := context.Background()
+	ann := meta.User{Name: "ann"}
+	for _, engines := range []string{"one engine", "two engines"} {
+		t.Run(engines, func(t *testing.T) {
+			var a, b *Engine
+			if engines == "one engine" {
+				a = onceEngine(t, func(*Config) {})
+				b = a
+			} else {
+				a, b, _ = twoEngines(t)
+			}
+			must(t, b.SetPermission(ctx, root, "/", 0o777))
+			must(t, b.Mkdirs(ctx, root, "/b", 0o777))
+			must(t, b.Mkdirs(ctx, root, "/b/s", 0o700))
+			// The resubmission: refused by the sub-access check (ann may
+			// not delete /b/s).
+			wantKind(t, b.Delete(resub(7), ann, "/b", true), meta.ErrPermission)
+			must(t, b.Delete(reqCtx(8), root, "/b/s", true)) // the next write: /b empty
+			// The first submission, late: the record answers.
+			wantKind(t, a.Delete(reqCtx(7), ann, "/b", true), meta.ErrPermission)
+			if _, err := b.Stat(ctx, root, "/b"); err != nil {
+				t.Fatalf("/b after a late copy of a recursive delete that was refused: %v", err)
+			}
+		})
+	}
+}

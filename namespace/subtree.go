@@ -193,7 +193,12 @@ func (e *Engine) subtreeOp(ctx context.Context, opName, path string, u meta.User
 				return meta.Errorf(opName, path, meta.ErrBusy,
 					"overlaps a subtree operation under way; still overlapping after %v, retry later", e.cfg.SubtreeWait)
 			}
-			return failed
+			// A failure of the flag's transaction or of the work's checks
+			// (a recursive delete's sub-access check) comes from outside
+			// runOnce: recorded here as runOnce records its own. (One
+			// that runOnce recorded already is read again: a transaction
+			// more, on a failure only.)
+			return e.recordOutside(ctx, opName, path, failed)
 		}
 		a = m.Step(ev, now())
 	}

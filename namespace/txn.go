@@ -254,6 +254,15 @@ func (e *Engine) attempt(ctx context.Context, op *opState, user string, groups [
 		// failed, so no answer rests on a row whose sync failed. (A failed
 		// attempt that wrote rows itself can only roll back; restarts
 		// answer nothing yet.)
+		//
+		// A recorded write that succeeded without changing anything (mkdirs
+		// of a directory that exists) commits its record all the same: a
+		// late copy of its request must answer from it, not run the write
+		// on what the client's later writes left (re-create the directory
+		// the client has renamed away since).
+		if err == nil {
+			recorded = t.putRecord()
+		}
 		if cerr := st.Commit(ctx); cerr != nil {
 			err = cerr
 		}
