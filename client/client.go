@@ -51,7 +51,7 @@ func DefaultUser() meta.User {
 
 // DefaultHTTPShare is Options.HTTPShare's default: one request in 500.
 // An invocation crosses the gateway and two HTTP servers; at 1% (the
-// default until session 19) the share cost a fifth of the cached stat
+// default before it) the share cost a fifth of the cached stat
 // rate of two instances over PostgreSQL (docs/ELASTIC.md, "Which path").
 const DefaultHTTPShare = 0.002
 

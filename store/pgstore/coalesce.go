@@ -81,7 +81,7 @@ func (c *coalescer) read(ctx context.Context, reqs []store.ReadReq) ([][]byte, e
 // up (a hedged stat's loser, cancelled by its client) rewrote a key under
 // a statement in flight, whose rows then did not match the keys asked for,
 // and every read of the batch failed with an internal error (found by
-// scripts/bench-cache-pg.sh, session 17: "row of key ... not asked for").
+// scripts/bench-cache-pg.sh: "row of key ... not asked for").
 func ownKeys(reqs []store.ReadReq) []store.ReadReq {
 	n := 0
 	for _, r := range reqs {
