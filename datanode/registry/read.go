@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nimbus-fs/nimbus/placement"
 	"github.com/nimbus-fs/nimbus/store"
 )
 
@@ -281,4 +282,12 @@ func (r *Registry) Counts(ctx context.Context) (Counts, error) {
 		return Counts{}, err
 	}
 	return Count(nodes), nil
+}
+
+// PlacementNode is the DataNode as package placement sees it.
+func (i Info) PlacementNode() placement.Node {
+	return placement.Node{
+		ID: i.ID, Host: i.Host, Zone: i.Zone, Remaining: i.Remaining, Transfers: int(i.Transfers),
+		Liveness: placement.Liveness(i.Liveness), Admin: placement.Admin(i.Admin), Full: i.Full, Failed: i.Failed,
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nimbus-fs/nimbus/internal/pgtest"
+	"github.com/nimbus-fs/nimbus/placement"
 	"github.com/nimbus-fs/nimbus/store"
 	"github.com/nimbus-fs/nimbus/store/pebblestore"
 	"github.com/nimbus-fs/nimbus/store/pgstore"
@@ -525,4 +526,29 @@ func TestLoadCluster(t *testing.T) {
 			t.Fatalf("read again: %+v, %v; want %+v", again, err, got[0])
 		}
 	})
+}
+
+// The enums of placement and of the registry and store agree, so that
+// PlacementNode converts by value.
+func TestPlacementNode(t *testing.T) {
+	for _, tc := range []struct {
+		l  Liveness
+		pl placement.Liveness
+	}{{Live, placement.Live}, {Stale, placement.Stale}, {Dead, placement.Dead}} {
+		if got := (Info{Liveness: tc.l}).PlacementNode().Liveness; got != tc.pl {
+			t.Errorf("%v -> %v, want %v", tc.l, got, tc.pl)
+		}
+	}
+	for _, tc := range []struct {
+		a  store.AdminState
+		pa placement.Admin
+	}{{store.AdminNormal, placement.InService}, {store.AdminDecommissioning, placement.Decommissioning}, {store.AdminDecommissioned, placement.Decommissioned}} {
+		if got := (Info{DataNode: store.DataNode{Admin: tc.a}}).PlacementNode().Admin; got != tc.pa {
+			t.Errorf("%v -> %v, want %v", tc.a, got, tc.pa)
+		}
+	}
+	n := Info{DataNode: store.DataNode{ID: 3, Host: "h", Zone: "z", Remaining: 9, Transfers: 2, Full: true, Failed: true}}.PlacementNode()
+	if n != (placement.Node{ID: 3, Host: "h", Zone: "z", Remaining: 9, Transfers: 2, Full: true, Failed: true}) {
+		t.Errorf("converted %+v", n)
+	}
 }
