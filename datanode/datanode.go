@@ -50,6 +50,7 @@ type DataNode struct {
 
 	id        atomic.Uint64
 	transfers atomic.Int64
+	failed    atomic.Bool   // the last storage check failed
 	fullNow   chan struct{} // one token: send a full report now
 
 	mu struct {
@@ -115,6 +116,14 @@ func New(ctx context.Context, cfg Config, st store.Store) (_ *DataNode, err erro
 	if d.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return nil, fmt.Errorf("datanode: HTTP port: %w", err)
 	}
+	mux := http.NewServeMux()
+	g := cfg.Gatherer
+	if g == nil {
+		g = prometheus.NewRegistry()
+	}
+	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", d.healthz)
+	d.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	d.dataPub = publish(cfg.DataAddr, d.dataLn.Addr(), d.host)
 	d.httpPub = publish(cfg.HTTPAddr, d.httpLn.Addr(), d.host)
 	env := DataServerEnv{Store: d.blocks, Cluster: d.cluster, UUID: d.stor.version.DataNodeUUID,
@@ -203,14 +212,6 @@ func (d *DataNode) Run(ctx context.Context) error {
 			fatal <- fmt.Errorf("datanode: data server: %w", err)
 		}
 	})
-	mux := http.NewServeMux()
-	g := d.cfg.Gatherer
-	if g == nil {
-		g = prometheus.NewRegistry()
-	}
-	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", d.healthz)
-	d.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	wg.Go(func() {
 		if err := d.httpSrv.Serve(d.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) && ctx.Err() == nil {
 			fatal <- fmt.Errorf("datanode: HTTP server: %w", err)
@@ -248,8 +249,9 @@ func (d *DataNode) closeAll() error {
 			d.httpSrv.Close()
 		}
 		cancel()
-	} else if d.httpLn != nil {
-		d.httpLn.Close()
+	}
+	if d.httpLn != nil {
+		d.httpLn.Close() // Shutdown closes it only if Serve took it
 	}
 	if d.data != nil {
 		errs = append(errs, d.data.Close())
@@ -280,9 +282,14 @@ func (d *DataNode) heartbeat() registry.Heartbeat {
 	hb.Used = d.mu.used
 	d.mu.Unlock()
 	total, avail, err := statfs(d.stor.blocks)
-	if cerr := d.stor.check(); cerr != nil || err != nil {
-		hb.Failed = true
-		d.log.Warn("storage directory check failed", "dir", d.cfg.Dir, "err", errors.Join(cerr, err))
+	cerr := d.stor.check()
+	hb.Failed = cerr != nil || err != nil
+	if d.failed.Swap(hb.Failed) != hb.Failed {
+		if hb.Failed {
+			d.log.Error("storage directory check failed: no new replicas", "dir", d.cfg.Dir, "err", errors.Join(cerr, err))
+		} else {
+			d.log.Info("storage directory check passes again", "dir", d.cfg.Dir)
+		}
 	}
 	if err == nil {
 		hb.Capacity = max(0, total-d.cfg.Reserved)

@@ -467,3 +467,62 @@ func TestFullVolume(t *testing.T) {
 		t.Fatalf("a volume under its reserve: %+v", n.DataNode)
 	}
 }
+
+// A storage directory whose VERSION is removed marks the DataNode failed
+// in its heartbeats and unhealthy on /healthz; put back, it recovers.
+func TestFailedStorage(t *testing.T) {
+	st := openStore(t)
+	reg, err := registry.New(st, registry.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	d := start(t, testConfig(dir), st)
+	version := filepath.Join(dir, "current", "VERSION")
+	saved, err := os.ReadFile(version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	healthz := func() int {
+		resp, err := http.Get("http://" + d.HTTPAddr() + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	hidden := version + ".hidden"
+	if err := os.Rename(version, hidden); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "failed in the row", func() (bool, string) {
+		n, err := reg.DataNode(context.Background(), d.ID())
+		return err == nil && n.Failed, ""
+	})
+	if code := healthz(); code != http.StatusServiceUnavailable {
+		t.Fatalf("/healthz with the VERSION gone: %d", code)
+	}
+	// The same file back (a rename keeps its identity): healthy again.
+	if err := os.Rename(hidden, version); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "not failed in the row", func() (bool, string) {
+		n, err := reg.DataNode(context.Background(), d.ID())
+		return err == nil && !n.Failed, ""
+	})
+	if code := healthz(); code != http.StatusOK {
+		t.Fatalf("/healthz with the VERSION back: %d", code)
+	}
+	// A copy is another file: the directory was replaced. (Written before
+	// the old one goes, so that it cannot take the old one's inode.)
+	if err := os.WriteFile(version+".copy", saved, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(version+".copy", version); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "failed after a replacement", func() (bool, string) {
+		n, err := reg.DataNode(context.Background(), d.ID())
+		return err == nil && n.Failed, ""
+	})
+}
