@@ -181,16 +181,66 @@ func (r *Registry) Replicas(ctx context.Context, block uint64) ([]Located, error
 	return out, nil
 }
 
+// ReplicasOf is Replicas for several blocks (a file's, for a reader): the
+// DataNodes' rows are read once for all of them. out[i] are the replicas
+// of blocks[i].
+func (r *Registry) ReplicasOf(ctx context.Context, blocks []uint64) ([][]Located, error) {
+	txn, err := r.st.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("registry: replicas of %d blocks: %w", len(blocks), err)
+	}
+	defer txn.Rollback()
+	reps := make([][]store.Replica, len(blocks))
+	var ids []uint64
+	seen := map[uint64]int{}
+	for i, b := range blocks {
+		if reps[i], err = scanReplicas(ctx, txn, b); err != nil {
+			return nil, fmt.Errorf("registry: replicas of blk_%d: %w", b, err)
+		}
+		for _, p := range reps[i] {
+			if _, ok := seen[p.Node]; !ok {
+				seen[p.Node] = len(ids)
+				ids = append(ids, p.Node)
+			}
+		}
+	}
+	rows, err := r.readNodes(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("registry: replicas of %d blocks: %w", len(blocks), err)
+	}
+	now := r.cfg.Now()
+	infos := make([]*Info, len(rows))
+	for i, row := range rows {
+		if row != nil {
+			info := r.info(*row, now)
+			infos[i] = &info
+		}
+	}
+	out := make([][]Located, len(blocks))
+	for i := range blocks {
+		for _, p := range reps[i] {
+			if info := infos[seen[p.Node]]; info != nil {
+				out[i] = append(out[i], Located{Replica: p, Node: *info})
+			}
+		}
+	}
+	return out, nil
+}
+
 func (r *Registry) replicaRows(ctx context.Context, block uint64) ([]store.Replica, error) {
 	txn, err := r.st.Begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer txn.Rollback()
+	return scanReplicas(ctx, txn, block)
+}
+
+func scanReplicas(ctx context.Context, txn store.Txn, block uint64) ([]store.Replica, error) {
 	var reps []store.Replica
 	var derr error
 	start, end := store.ReplicasOfBlockRange(block)
-	err = txn.Scan(ctx, start, end, 0, func(k, v []byte) bool {
+	err := txn.Scan(ctx, start, end, 0, func(k, v []byte) bool {
 		var p store.Replica
 		if derr = store.DecodeReplica(k, v, &p); derr != nil {
 			return false

@@ -552,3 +552,47 @@ func TestPlacementNode(t *testing.T) {
 		t.Errorf("converted %+v", n)
 	}
 }
+
+func TestReplicasOf(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		r := newRegistry(t, st, 10, nil)
+		a, err := r.Register(ctx, hb("a", "z1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := r.Register(ctx, hb("b", "z2"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fin := func(block uint64) Change {
+			return Change{Reported: Reported{Block: block, GenStamp: 5, Length: 10, State: store.ReplicaFinalized}}
+		}
+		if err := r.IncrementalReport(ctx, a, []Change{fin(1), fin(2)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.IncrementalReport(ctx, b, []Change{fin(1)}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.ReplicasOf(ctx, []uint64{1, 2, 3, 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lens := []int{len(got[0]), len(got[1]), len(got[2]), len(got[3])}
+		if !slices.Equal(lens, []int{2, 1, 0, 2}) {
+			t.Fatalf("replica counts %v, want [2 1 0 2]", lens)
+		}
+		one, err := r.Replicas(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, l := range got[0] {
+			if l.Replica != one[i].Replica || l.Node.ID != one[i].Node.ID || l.Node.Zone != one[i].Node.Zone {
+				t.Fatalf("ReplicasOf %+v, Replicas %+v", got[0], one)
+			}
+		}
+		if got[1][0].Node.ID != a || got[1][0].Replica.Block != 2 || got[1][0].Replica.Node != a {
+			t.Fatalf("blk_2: %+v", got[1])
+		}
+	})
+}
