@@ -9,8 +9,7 @@ import (
 	"time"
 )
 
-// ElasticConfig is one elasticity run (issue 29, "What it must show"; the
-// λFS evaluation's Figures 8 and 14): the spotify driver's open loop with
+// ElasticConfig is one elasticity run (the λFS evaluation's Figures 8 and 14): the spotify driver's open loop with
 // a step in place of the Pareto draws — BaseRate for Warm, Step times it
 // for Burst, then nothing for Idle, long enough for the platform's
 // keep-alive to reclaim what the burst started — while the platform's GET

@@ -53,7 +53,9 @@ func op(client int, call, ret int64, in Input, out Output) porcupine.Operation {
 	return porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret}
 }
 
-// The two histories of issue 26, written by hand: the checker must reject
+// The two histories the subtree protocol prevents (a create of /a/b/c that
+// resolved its path before a move or chmod of /a, and commits after it),
+// written by hand: the checker must reject
 // them, and accept the same calls when the create returns before the rename
 // (or the chmod) is called.
 func TestIssue26Histories(t *testing.T) {

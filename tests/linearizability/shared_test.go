@@ -14,7 +14,7 @@ import (
 )
 
 // The tests here run against two `nimbus serve` processes on one real
-// PostgreSQL database (issue 27): two NameNodes, each a stateless HopsFS
+// PostgreSQL database: two NameNodes, each a stateless HopsFS
 // NameNode with its own hint cache, serving one namespace, with the
 // clients spread across them.
 
