@@ -18,7 +18,7 @@ import (
 type ElasticConfig struct {
 	Mix      Mix
 	BaseRate float64       // ops/s before and after the burst
-	Step     float64       // the burst's rate, in multiples of BaseRate (the 8)
+	Step     float64       // the burst's rate, in multiples of BaseRate (λFS's step is 8)
 	Warm     time.Duration // at BaseRate first; whole seconds
 	Burst    time.Duration // at Step × BaseRate; whole seconds
 	Idle     time.Duration // nothing offered; whole seconds

@@ -94,7 +94,7 @@ func TestIssue26Histories(t *testing.T) {
 		{"create before rename", setup, append(rename[:1:1], op(0, 0, 1, Input{Op: Create, User: "ann", Path: "/a/b/c", Perm: 0o644}, ok),
 			op(2, 7, 8, Input{Op: Stat, User: "root", Path: "/z/b/c"}, file("ann"))), true},
 		// Without root's stat, the create may come first: legal. (So the
-		// issue's history needs an observation that pins the create late.)
+		// history needs an observation that pins the create late.)
 		{"chmod without the stat", chmodSetup, append(chmod[:2:2], create("bob", 1, 6)), true},
 	} {
 		res, err := Check(c.init, c.h, 0, t.TempDir(), "unit")

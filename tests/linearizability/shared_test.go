@@ -89,7 +89,7 @@ func TestLinearizableTwoServers(t *testing.T) {
 	}
 }
 
-// TestIssue26RacesAcrossServers: the issue-26 races with the creates on one
+// TestIssue26RacesAcrossServers: the subtree races with the creates on one
 // NameNode and the move or chmod on the other, whose quiesce cannot count
 // the other's operations and walks the subtree's locks in the database.
 func TestIssue26RacesAcrossServers(t *testing.T) {
