@@ -326,3 +326,78 @@ func (r *Registry) updateOnce(ctx context.Context, id uint64, fn func(*store.Dat
 	txn.Put(key, store.EncodeDataNode(nil, &row))
 	return txn.Commit(ctx)
 }
+
+// Forget removes DataNode id: its replica rows (in transactions of at most
+// Config.Batch replicas), then its row and its UUID's. For a DataNode gone
+// for good; the caller decides that (one judged Dead, say). A DataNode
+// that is in fact running finds its row gone at its next heartbeat,
+// registers again under a new id and sends a full report, so nothing is
+// lost but the id. Forgetting an unknown id is not an error.
+func (r *Registry) Forget(ctx context.Context, id uint64) error {
+	for {
+		txn, err := r.st.Begin(ctx)
+		if err != nil {
+			return fmt.Errorf("registry: forget DataNode %d: %w", id, err)
+		}
+		var blocks []uint64
+		start, end := store.ReplicasOfNodeRange(id, 0)
+		err = txn.Scan(ctx, start, end, r.cfg.Batch, func(k, _ []byte) bool {
+			if _, b, ok := store.DecodeNodeReplicaKey(k); ok {
+				blocks = append(blocks, b)
+			}
+			return true
+		})
+		if err == nil && len(blocks) == 0 {
+			txn.Rollback()
+			break
+		}
+		for _, b := range blocks {
+			txn.Delete(store.ReplicaKey(b, id))
+			txn.Delete(store.NodeReplicaKey(id, b))
+		}
+		if err == nil {
+			err = txn.Commit(ctx)
+		}
+		txn.Rollback()
+		if err != nil {
+			return fmt.Errorf("registry: forget DataNode %d: %w", id, err)
+		}
+	}
+	err := r.forgetRow(ctx, id)
+	if err != nil {
+		return fmt.Errorf("registry: forget DataNode %d: %w", id, err)
+	}
+	r.mu.Lock()
+	delete(r.seen, id)
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *Registry) forgetRow(ctx context.Context, id uint64) error {
+	txn, err := r.st.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer txn.Rollback()
+	key := store.DataNodeKey(id)
+	vals, err := txn.Read(ctx, []store.ReadReq{{Key: key, Mode: store.Exclusive}})
+	if err != nil || vals[0] == nil {
+		return err
+	}
+	var row store.DataNode
+	if err := store.DecodeDataNode(key, vals[0], &row); err != nil {
+		return err
+	}
+	txn.Delete(key)
+	ukey := store.DataNodeUUIDKey(row.UUID)
+	uv, err := txn.Read(ctx, []store.ReadReq{{Key: ukey, Mode: store.Exclusive}})
+	if err != nil {
+		return err
+	}
+	if uv[0] != nil {
+		if uid, err := store.DecodeDataNodeID(ukey, uv[0]); err == nil && uid == id {
+			txn.Delete(ukey)
+		}
+	}
+	return txn.Commit(ctx)
+}

@@ -596,3 +596,53 @@ func TestReplicasOf(t *testing.T) {
 		}
 	})
 }
+
+func TestForget(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		r := newRegistry(t, st, 4, nil)
+		a, err := r.Register(ctx, hb("a", "z1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := r.Register(ctx, hb("b", "z1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ma := randomReplicas(rand.New(rand.NewPCG(5, 5)), 30, 100)
+		mb := randomReplicas(rand.New(rand.NewPCG(6, 6)), 30, 100)
+		if _, err := fullReport(ctx, r, a, ma); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fullReport(ctx, r, b, mb); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Forget(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		checkRows(t, r, a, model{})
+		checkRows(t, r, b, mb)
+		if _, err := r.DataNode(ctx, a); !errors.Is(err, ErrUnknownDataNode) {
+			t.Fatalf("a forgotten DataNode: %v", err)
+		}
+		start, end := store.AllReplicasRange()
+		txn, _ := st.Begin(ctx)
+		defer txn.Rollback()
+		txn.Scan(ctx, start, end, 0, func(k, _ []byte) bool {
+			if _, n, _ := store.DecodeReplicaKey(k); n == a {
+				t.Errorf("row %s left", store.FormatKey(k))
+			}
+			return true
+		})
+		// Its heartbeat finds it gone; registering again gives a new id.
+		if err := r.Heartbeat(ctx, a, hb("a", "z1")); !errors.Is(err, ErrUnknownDataNode) {
+			t.Fatalf("heartbeat of a forgotten DataNode: %v", err)
+		}
+		if id, err := r.Register(ctx, hb("a", "z1")); err != nil || id == a || id == b {
+			t.Fatalf("registered again as %d (%v); was %d", id, err, a)
+		}
+		if err := r.Forget(ctx, a); err != nil {
+			t.Fatalf("forgetting twice: %v", err)
+		}
+	})
+}
