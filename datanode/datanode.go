@@ -52,6 +52,9 @@ type DataNode struct {
 	transfers atomic.Int64
 	failed    atomic.Bool   // the last storage check failed
 	fullNow   chan struct{} // one token: send a full report now
+	// Tokens put in fullNow, and full reports sent for one: equal when no
+	// report that was asked for is waiting or under way.
+	fullAsked, fullAnswered atomic.Uint64
 
 	mu struct {
 		sync.Mutex
@@ -186,6 +189,7 @@ func (d *DataNode) Blocks() blocks.Store { return d.blocks }
 func (d *DataNode) TriggerFullReport() {
 	select {
 	case d.fullNow <- struct{}{}:
+		d.fullAsked.Add(1)
 	default:
 	}
 }
@@ -381,12 +385,14 @@ func (d *DataNode) reportLoop(ctx context.Context) {
 	var retryC <-chan time.Time
 	fullFailures, incrFailures := 0, 0
 	for {
+		asked := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-full.C:
 		case <-d.fullNow:
 			full.Stop()
+			asked = true
 		case <-d.ch.wake:
 			if retryC != nil {
 				continue // waiting to try again
@@ -412,7 +418,11 @@ func (d *DataNode) reportLoop(ctx context.Context) {
 			}
 			continue
 		}
-		if err := d.sendFull(ctx); err != nil {
+		err := d.sendFull(ctx)
+		if asked {
+			d.fullAnswered.Add(1)
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}

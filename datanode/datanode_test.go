@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -525,4 +527,139 @@ func TestFailedStorage(t *testing.T) {
 		n, err := reg.DataNode(context.Background(), d.ID())
 		return err == nil && n.Failed, ""
 	})
+}
+
+// Writers change replicas while full reports run one after another; then
+// the full reports stop and the writers go on: the incremental reports
+// alone must bring the rows to what is on disk, including the changes
+// queued across the full reports (applied after them, so that the last
+// word on each block is its latest change).
+func TestRowsConvergeUnderChurn(t *testing.T) {
+	st := openStore(t)
+	reg, err := registry.New(st, registry.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t.TempDir())
+	cfg.FullReportInterval = time.Hour // only the ones this test asks for
+	d := start(t, cfg, st)
+	ctx := context.Background()
+	bs := d.Blocks()
+
+	// churn runs 4 writers, each n random changes of its own 20 blocks.
+	churn := func(seed uint64, n int) {
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Go(func() {
+				rng := mrand.New(mrand.NewPCG(seed, uint64(g)))
+				for range n {
+					if err := change(ctx, d, bs, uint64(g*1000)+rng.Uint64N(20), rng); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+
+	stop := make(chan struct{})
+	var trigger sync.WaitGroup
+	trigger.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+				d.TriggerFullReport()
+			}
+		}
+	})
+	churn(1, 150)
+	close(stop)
+	trigger.Wait()
+	if t.Failed() {
+		return
+	}
+	eventually(t, "the full reports asked for", func() (bool, string) {
+		return d.fullAsked.Load() == d.fullAnswered.Load(), ""
+	})
+	reports := testutil.ToFloat64(d.m.fullReports)
+	if reports < 2 {
+		t.Fatalf("%v full reports during the churn; the test needs several", reports)
+	}
+	churn(2, 100)
+	if t.Failed() {
+		return
+	}
+	disk := map[uint64]blocks.Replica{}
+	if err := d.local.Report(ctx, func(r blocks.Replica) error { disk[r.ID.Block] = r; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "rows equal to the disk", func() (bool, string) {
+		rows := rowsOf(t, reg, d.ID())
+		if len(rows) != len(disk) {
+			return false, fmt.Sprintf("%d rows, %d replicas", len(rows), len(disk))
+		}
+		for b, r := range disk {
+			row, ok := rows[b]
+			want := store.ReplicaFinalized
+			if r.State == blocks.BeingWritten {
+				want = store.ReplicaBeingWritten
+			}
+			// (A replica left being written is reported at its creation
+			// and reopening, not at each write: its row's length is
+			// compared only once finalized.)
+			if !ok || row.GenStamp != r.ID.GenStamp || row.State != want || (want == store.ReplicaFinalized && row.Length != r.Length) {
+				return false, fmt.Sprintf("blk_%d: row %+v, replica %+v", b, row, r)
+			}
+		}
+		return true, ""
+	})
+	if n := testutil.ToFloat64(d.m.fullReports); n != reports {
+		t.Fatalf("a full report ran after the churn (%v, then %v): the incremental reports were not tested alone", reports, n)
+	}
+}
+
+// change makes one random change to block b through bs: create it (left
+// being written or finalized) when it is not there, else delete it,
+// append to it (finalized) or recover it (being written).
+func change(ctx context.Context, d *running, bs blocks.Store, b uint64, rng *mrand.Rand) error {
+	var rep blocks.Replica
+	found := false
+	if err := d.local.Report(ctx, func(r blocks.Replica) error {
+		if r.ID.Block == b {
+			rep, found = r, true
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if !found {
+		w, err := bs.Create(ctx, blocks.ID{Block: b, GenStamp: 1})
+		if err != nil {
+			return err
+		}
+		w.Write(make([]byte, rng.IntN(2000)))
+		if rng.IntN(4) == 0 {
+			return w.Close() // left being written
+		}
+		_, err = w.Finalize(ctx)
+		return err
+	}
+	switch {
+	case rng.IntN(2) == 0:
+		return bs.Delete(ctx, rep.ID)
+	case rep.State == blocks.Finalized:
+		w, err := bs.OpenAppend(ctx, rep.ID, rep.ID.GenStamp+1)
+		if err != nil {
+			return err
+		}
+		w.Write(make([]byte, rng.IntN(700)))
+		_, err = w.Finalize(ctx)
+		return err
+	default:
+		_, err := bs.Recover(ctx, rep.ID, rep.ID.GenStamp+1)
+		return err
+	}
 }
