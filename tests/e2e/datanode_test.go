@@ -111,6 +111,10 @@ func TestDatanodesPublishThemselves(t *testing.T) {
 		first.HTTPAddr != dn1.Addr || first.Capacity <= 0 || first.Version == "" {
 		t.Fatalf("rows: %+v and %+v", first.DataNode, m["z2"].DataNode)
 	}
+	if code, body := testproc.Get(t, dn1.URL()+"/metrics"); code != 200 || !strings.Contains(body, "nimbus_datanode_heartbeats_total") ||
+		!strings.Contains(body, "nimbus_blocks_bytes_written_total") || !strings.Contains(body, "go_goroutines") {
+		t.Fatalf("/metrics: %d\n%s", code, body)
+	}
 	if v, err := os.ReadFile(dir1 + "/current/VERSION"); err != nil || !strings.Contains(string(v), "datanodeUuid="+first.UUID) {
 		t.Fatalf("%s/current/VERSION: %v\n%s", dir1, err, v)
 	}
