@@ -36,18 +36,18 @@ import (
 type Liveness uint8
 
 const (
-	Live Liveness = iota
-	Stale
-	Dead
+	Live  Liveness = iota // beating: may take replicas and serve reads
+	Stale                 // silent for a while: serves reads last, takes no replicas
+	Dead                  // silent too long: its replicas do not count
 )
 
 // Admin is a DataNode's admin state (store.AdminState).
 type Admin uint8
 
 const (
-	InService Admin = iota
-	Decommissioning
-	Decommissioned
+	InService       Admin = iota // in service
+	Decommissioning              // its replicas are being copied away: serves reads, takes no replicas
+	Decommissioned               // every replica it held has enough copies elsewhere
 )
 
 // Node is a DataNode as placement sees it.
