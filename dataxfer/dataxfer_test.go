@@ -1,0 +1,304 @@
+package dataxfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/nimbus-fs/nimbus/blocks"
+	"github.com/nimbus-fs/nimbus/dataxfer/blocktoken"
+)
+
+var sizes = []int{0, 1, 511, 512, 513, 64<<10 - 1, 64 << 10, 64<<10 + 1, 5<<20 + 333}
+
+// TestWriteRead writes blocks of every size through pipelines of one and
+// three DataNodes, then checks every replica's bytes in its store, reads
+// whole and partial ranges back from every DataNode, and the block
+// checksum against one computed in memory.
+func TestWriteRead(t *testing.T) {
+	for _, k := range []int{1, 3} {
+		t.Run(fmt.Sprintf("nodes=%d", k), func(t *testing.T) {
+			ns := startNodes(t, k, nil)
+			c := &Client{Name: "DFSClient_test"}
+			for i, size := range sizes {
+				b := Block{Pool: testPool, ID: uint64(1000 + i), GenStamp: 1001}
+				data := randBytes(uint64(size), size)
+				writeBlock(t, c, b, blocktoken.Token{}, ns, data)
+				want := blocks.ChunkCRCsMD5(data)
+				for _, n := range ns {
+					rep, err := n.store.Stat(context.Background(), b.BlockID())
+					if err != nil || rep.State != blocks.Finalized || rep.Length != int64(size) {
+						t.Fatalf("size %d at %s: replica %+v, %v", size, n.addr, rep, err)
+					}
+					mustEqual(t, fmt.Sprintf("size %d stored at %s", size, n.addr), storedBytes(t, n, b.BlockID()), data)
+					got, err := readAll(t, c, n.addr, b, blocktoken.Token{}, 0, int64(size))
+					if err != nil {
+						t.Fatalf("size %d: read from %s: %v", size, n.addr, err)
+					}
+					mustEqual(t, fmt.Sprintf("size %d read from %s", size, n.addr), got, data)
+					if size > 2 {
+						off, l := int64(size/3), int64(size/3)
+						got, err := readAll(t, c, n.addr, b, blocktoken.Token{}, off, l)
+						if err != nil {
+							t.Fatalf("size %d: read [%d,+%d) from %s: %v", size, off, l, n.addr, err)
+						}
+						mustEqual(t, "range", got, data[off:off+l])
+					}
+					bc, err := c.BlockChecksum(context.Background(), n.addr, b, blocktoken.Token{})
+					if err != nil {
+						t.Fatalf("size %d: checksum at %s: %v", size, n.addr, err)
+					}
+					if bc.MD5 != want.MD5 || bc.CRCCount != want.CRCCount || bc.BytesPerCRC != 512 {
+						t.Fatalf("size %d: checksum at %s %+v, want %+v", size, n.addr, bc, want)
+					}
+					n.mu.Lock()
+					got1 := len(n.received) > 0 && n.received[len(n.received)-1].ID == b.BlockID()
+					n.mu.Unlock()
+					if !got1 {
+						t.Fatalf("size %d at %s: Received hook not called for %s", size, n.addr, b)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestChecksumOfPrefix asks for the checksum of the first bytes of a
+// replica, as a file checksum of a length does.
+func TestChecksumOfPrefix(t *testing.T) {
+	n := startNode(t, nil)
+	c := &Client{Name: "DFSClient_test"}
+	data := randBytes(7, 3000)
+	b := Block{Pool: testPool, ID: 7, GenStamp: 1}
+	writeBlock(t, c, b, blocktoken.Token{}, []*node{n}, data)
+	b.NumBytes = 1500
+	bc, err := c.BlockChecksum(context.Background(), n.addr, b, blocktoken.Token{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := blocks.ChunkCRCsMD5(data[:1500]); bc.MD5 != want.MD5 || bc.CRCCount != want.CRCCount {
+		t.Fatalf("prefix checksum %+v, want %+v", bc, want)
+	}
+}
+
+// TestFlushSyncAppend: hflush waits for every DataNode's ack; hsync makes
+// the bytes durable and readable from each store while the block is being
+// written; the block is then appended to under a new generation stamp.
+func TestFlushSyncAppend(t *testing.T) {
+	ns := startNodes(t, 3, nil)
+	c := &Client{Name: "DFSClient_test"}
+	ctx := context.Background()
+	b := Block{Pool: testPool, ID: 42, GenStamp: 5}
+	data := randBytes(42, 200_000)
+	bw, err := c.WriteBlock(ctx, b, blocktoken.Token{}, targets(ns), WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bw.Write(data[:1000])
+	if err := bw.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := bw.Acked(); got != 1000 {
+		t.Fatalf("acked %d after hflush of 1000 bytes", got)
+	}
+	bw.Write(data[1000:100_003])
+	if err := bw.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range ns {
+		rep, err := n.store.Stat(ctx, b.BlockID())
+		if err != nil || rep.State != blocks.BeingWritten || rep.Length != 100_003 {
+			t.Fatalf("after hsync at %s: %+v %v", n.addr, rep, err)
+		}
+		mustEqual(t, "synced bytes", storedBytes(t, n, b.BlockID()), data[:100_003])
+	}
+	bw.Write(data[100_003:150_000])
+	if _, err := bw.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Append the rest under generation stamp 6.
+	bw, err = c.WriteBlock(ctx, b, blocktoken.Token{}, targets(ns), WriteOptions{Append: true, Offset: 150_000, LatestGenStamp: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bw.Write(data[150_000:])
+	if n, err := bw.Close(ctx); err != nil || n != int64(len(data)) {
+		t.Fatalf("append close: %d %v", n, err)
+	}
+	b.GenStamp = 6
+	for _, n := range ns {
+		mustEqual(t, "appended replica", storedBytes(t, n, b.BlockID()), data)
+		bc, err := c.BlockChecksum(ctx, n.addr, b, blocktoken.Token{})
+		if err != nil || bc.MD5 != blocks.ChunkCRCsMD5(data).MD5 {
+			t.Fatalf("checksum after append at %s: %v", n.addr, err)
+		}
+	}
+}
+
+// TestDownstreamDies kills the last DataNode of a three-node pipeline in
+// the middle of a block: the client's error names index 2; the first two
+// DataNodes keep every acknowledged byte, and a streaming recovery with the
+// two of them under a new generation stamp finishes the block.
+func TestDownstreamDies(t *testing.T) {
+	ns := startNodes(t, 3, nil)
+	c := &Client{Name: "DFSClient_test"}
+	ctx := context.Background()
+	b := Block{Pool: testPool, ID: 77, GenStamp: 10}
+	data := randBytes(77, 1<<20)
+	bw, err := c.WriteBlock(ctx, b, blocktoken.Token{}, targets(ns), WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bw.Write(data[:300_000])
+	if err := bw.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	acked := bw.Acked()
+	ns[2].kill()
+	var pe *PipelineError
+	for off := 300_000; off < len(data) && err == nil; off += 10_000 {
+		_, err = bw.Write(data[off : off+10_000])
+		if err == nil {
+			err = bw.Flush(ctx)
+		}
+	}
+	if !errors.As(err, &pe) || pe.Index != 2 || pe.Addr != ns[2].addr {
+		t.Fatalf("write after the last DataNode died: %v, want a PipelineError at index 2", err)
+	}
+	sent := bw.bufOff + int64(len(bw.buf))
+	acked = max(acked, bw.Acked())
+	bw.Abort()
+
+	// Recovery: the surviving pipeline, a new generation stamp, the bytes
+	// from the acknowledged offset on.
+	rb, err := c.WriteBlock(ctx, b, blocktoken.Token{}, targets(ns[:2]), WriteOptions{
+		Stage: stageStreamingRecovery, Offset: acked, MinBytesRcvd: acked, MaxBytesRcvd: sent, LatestGenStamp: 11,
+	})
+	if err != nil {
+		t.Fatalf("streaming recovery: %v", err)
+	}
+	rb.Write(data[acked:])
+	if n, err := rb.Close(ctx); err != nil || n != int64(len(data)) {
+		t.Fatalf("recovered close: %d %v", n, err)
+	}
+	b.GenStamp = 11
+	for _, n := range ns[:2] {
+		mustEqual(t, "recovered replica at "+n.addr, storedBytes(t, n, b.BlockID()), data)
+	}
+}
+
+// TestDownstreamDiesKeepsAcked: the upstream replicas of a broken pipeline
+// stay being written with every acknowledged byte, durable.
+func TestDownstreamDiesKeepsAcked(t *testing.T) {
+	ns := startNodes(t, 3, nil)
+	c := &Client{Name: "DFSClient_test"}
+	ctx := context.Background()
+	b := Block{Pool: testPool, ID: 78, GenStamp: 1}
+	data := randBytes(78, 400_000)
+	bw, err := c.WriteBlock(ctx, b, blocktoken.Token{}, targets(ns), WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bw.Write(data[:250_001])
+	if err := bw.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ns[1].kill()
+	_, err = bw.Write(data[250_001:])
+	if err == nil {
+		err = bw.Flush(ctx)
+	}
+	var pe *PipelineError
+	if !errors.As(err, &pe) || pe.Index != 1 {
+		t.Fatalf("write after DataNode 1 died: %v, want a PipelineError at index 1", err)
+	}
+	acked := bw.Acked()
+	bw.Abort()
+	ns[0].kill() // waits for its connection to end: the replica is left as it is
+	rep, err := ns[0].store.Stat(ctx, b.BlockID())
+	if err != nil || rep.State != blocks.BeingWritten || rep.Length < acked {
+		t.Fatalf("first DataNode's replica %+v, %v; %d bytes were acknowledged", rep, err, acked)
+	}
+	got := storedBytes(t, ns[0], b.BlockID())
+	mustEqual(t, "kept bytes", got, data[:len(got)])
+}
+
+// TestCorruptReplicaNotServed: a replica whose stored byte no longer
+// matches its checksum is served up to the bad chunk and no further; the
+// client's error names the DataNode and the offset, the Corrupt hook the
+// chunk.
+func TestCorruptReplicaNotServed(t *testing.T) {
+	n := startNode(t, nil)
+	c := &Client{Name: "DFSClient_test"}
+	ctx := context.Background()
+	b := Block{Pool: testPool, ID: 9, GenStamp: 1}
+	data := randBytes(9, 300_000)
+	writeBlock(t, c, b, blocktoken.Token{}, []*node{n}, data)
+	const bad = 200_000
+	if err := n.store.Corrupt(ctx, b.BlockID(), bad); err != nil {
+		t.Fatal(err)
+	}
+	br, err := c.ReadBlock(ctx, n.addr, b, blocktoken.Token{}, 0, int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	buf := make([]byte, 4096)
+	for {
+		k, err := br.Read(buf)
+		got = append(got, buf[:k]...)
+		if err != nil {
+			var re *ReadError
+			if !errors.As(err, &re) || re.Addr != n.addr || re.Offset > bad || re.Offset < bad-readPacketData {
+				t.Fatalf("read of a corrupt replica: %v, want a ReadError from %s at or before %d", err, n.addr, bad)
+			}
+			break
+		}
+	}
+	br.Close()
+	if len(got) > bad-bad%512 {
+		t.Fatalf("%d bytes served, the chunk at %d is corrupt", len(got), bad-bad%512)
+	}
+	mustEqual(t, "bytes before the corrupt chunk", got, data[:len(got)])
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.corrupt) != 1 || n.corrupt[0] != bad-bad%512 {
+		t.Fatalf("Corrupt hook got %v, want [%d]", n.corrupt, bad-bad%512)
+	}
+	// The good chunks are still served.
+	ok, err := readAll(t, c, n.addr, b, blocktoken.Token{}, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, "good range", ok, data[:1000])
+}
+
+// TestTransfer: TRANSFER_BLOCK sends a finalized replica from one
+// DataNode to another; SendReplica (re-replication) does the same without
+// a client.
+func TestTransfer(t *testing.T) {
+	ns := startNodes(t, 3, nil)
+	c := &Client{Name: "DFSClient_test"}
+	ctx := context.Background()
+	b := Block{Pool: testPool, ID: 55, GenStamp: 3}
+	data := randBytes(55, 777_777)
+	writeBlock(t, c, b, blocktoken.Token{}, ns[:1], data)
+	b.NumBytes = int64(len(data))
+	if err := c.TransferBlock(ctx, ns[0].addr, b, blocktoken.Token{}, []Target{ns[1].target()}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := ns[1].store.Stat(ctx, b.BlockID())
+	if err != nil || rep.State != blocks.Finalized {
+		t.Fatalf("transferred replica %+v %v", rep, err)
+	}
+	mustEqual(t, "transferred replica", storedBytes(t, ns[1], b.BlockID()), data)
+
+	if err := SendReplica(ctx, ns[0].store, b, blocktoken.Token{}, "", []Target{ns[2].target()}, SendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The re-replication target answers nothing: it reports the replica
+	// (the Received hook, an incremental block report) when it has it.
+	ns[2].waitReceived(b.BlockID())
+	mustEqual(t, "re-replicated replica", storedBytes(t, ns[2], b.BlockID()), data)
+}
