@@ -152,10 +152,10 @@ func (s *Server) blockChecksum(c *conn, req *hadoop.OpBlockChecksumProto) error 
 	return s.respond(c, &hadoop.BlockOpResponseProto{
 		Status: hadoop.Status_SUCCESS.Enum(),
 		ChecksumResponse: &hadoop.OpBlockChecksumResponseProto{
-			BytesPerCrc: proto.Uint32(uint32(bc.BytesPerCRC)),
-			CrcPerBlock: proto.Uint64(uint64(bc.CRCCount)),
+			BytesPerCrc:   proto.Uint32(uint32(bc.BytesPerCRC)),
+			CrcPerBlock:   proto.Uint64(uint64(bc.CRCCount)),
 			BlockChecksum: bc.MD5[:],
-			CrcType:     hadoop.ChecksumTypeProto_CHECKSUM_CRC32C.Enum(),
+			CrcType:       hadoop.ChecksumTypeProto_CHECKSUM_CRC32C.Enum(),
 		},
 	})
 }
