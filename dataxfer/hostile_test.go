@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbus-fs/nimbus/api/hadoop"
@@ -209,3 +211,29 @@ func TestConnectionLimit(t *testing.T) {
 type sliceWriter struct{ b *[]byte }
 
 func (w *sliceWriter) Write(p []byte) (int, error) { *w.b = append(*w.b, p...); return len(p), nil }
+
+// TestMetrics: ops and bytes are counted on the injected registerer and
+// unregistered by Close.
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	n := startNode(t, func(c *Config) { c.Registerer = reg })
+	c := &Client{Name: "DFSClient_metrics"}
+	b := Block{Pool: testPool, ID: 3, GenStamp: 1}
+	writeBlock(t, c, b, blocktoken.Token{}, []*node{n}, randBytes(3, 5000))
+	if _, err := readAll(t, c, n.addr, b, blocktoken.Token{}, 0, 5000); err != nil {
+		t.Fatal(err)
+	}
+	n.kill() // the op counters are complete once the connections are done
+	if got := testutil.ToFloat64(n.srv.met.ops.WithLabelValues("WRITE_BLOCK", "ok")); got != 1 {
+		t.Errorf("WRITE_BLOCK ok = %v", got)
+	}
+	if got := testutil.ToFloat64(n.srv.met.bytesIn); got != 5000 {
+		t.Errorf("bytes received %v", got)
+	}
+	if got := testutil.ToFloat64(n.srv.met.bytesOut); got != 5000 {
+		t.Errorf("bytes sent %v", got)
+	}
+	if mfs, _ := reg.Gather(); len(mfs) != 0 {
+		t.Errorf("%d metric families left registered after Close", len(mfs))
+	}
+}

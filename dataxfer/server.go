@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbus-fs/nimbus/api/hadoop"
@@ -74,6 +75,9 @@ type Config struct {
 	// write; the receiver stops reading when it is full.
 	AckWindow int
 	Logger    *slog.Logger
+	// Registerer receives the server's metrics (metrics.go). Nil: not
+	// registered.
+	Registerer prometheus.Registerer
 }
 
 // DefaultConfig returns HDFS's defaults for timeouts and 4096 connections.
@@ -106,6 +110,7 @@ func (c Config) Validate() error {
 type Server struct {
 	cfg   Config
 	log   *slog.Logger
+	met   *metrics
 	slots chan struct{}
 	ctx   context.Context
 	stop  context.CancelFunc
@@ -140,6 +145,11 @@ func New(cfg Config) (*Server, error) {
 		cfg.Dial = d.DialContext
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, slots: make(chan struct{}, cfg.MaxConns)}
+	met, err := newMetrics(cfg.Registerer, func() float64 { return float64(s.Active()) })
+	if err != nil {
+		return nil, fmt.Errorf("dataxfer: metrics: %w", err)
+	}
+	s.met = met
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	s.mu.lns = map[net.Listener]struct{}{}
 	s.mu.conns = map[net.Conn]struct{}{}
@@ -181,6 +191,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		select {
 		case s.slots <- struct{}{}:
 		default:
+			s.met.refused.Inc()
 			s.log.Warn("dataxfer: connection refused: too many connections", "remote", c.RemoteAddr(), "max", s.cfg.MaxConns)
 			c.Close()
 			continue
@@ -221,10 +232,15 @@ func (s *Server) untrack(c net.Conn) {
 func (s *Server) Active() int { return len(s.slots) }
 
 // Close stops the listeners, closes every connection (writes in progress
-// leave their replicas being written, with what was acknowledged) and waits
-// for the connection goroutines.
+// leave their replicas being written, with what was acknowledged), waits
+// for the connection goroutines and unregisters the metrics. The Store is
+// the caller's to close.
 func (s *Server) Close() error {
 	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		return nil
+	}
 	s.mu.closed = true
 	s.stop()
 	for ln := range s.mu.lns {
@@ -235,6 +251,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.met.unregister()
 	return nil
 }
 
@@ -265,6 +282,7 @@ func (s *Server) serveConn(nc net.Conn) {
 			s.cfg.Hooks.Xceivers(1)
 		}
 		again, err := s.serveOp(c, op)
+		s.met.op(op, err)
 		if s.cfg.Hooks.Xceivers != nil {
 			s.cfg.Hooks.Xceivers(-1)
 		}

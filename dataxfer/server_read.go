@@ -110,6 +110,7 @@ func (s *Server) sendPackets(c *conn, rd io.Reader, b Block, start, end int64, s
 			return err
 		}
 		off += int64(n)
+		s.met.bytesOut.Add(float64(n))
 	}
 	pkt = AppendPacket(pkt[:0], PacketHeader{Offset: end, Seqno: seq, Last: true}, nil, sums)
 	c.writeDeadline(s.cfg.Timeout)
@@ -199,6 +200,11 @@ func (s *Server) transferBlock(c *conn, req *hadoop.OpTransferBlockProto) error 
 	for i, t := range req.Targets {
 		targets[i] = targetOf(t, req.TargetStorageTypes, req.TargetStorageIds, i)
 	}
+	// A client asks for a transfer after its pipeline broke: a write of the
+	// block that is still being served here ends first, so that the bytes
+	// it stored are synced and readable.
+	release := s.claimBlock(c, b.ID, true)
+	defer release()
 	tok := tokenOf(hdr.GetToken())
 	if s.cfg.IssueToken != nil {
 		tok = s.cfg.IssueToken(b.Pool, b.ID, blocktoken.Write)

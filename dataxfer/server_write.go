@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -43,7 +44,7 @@ type writeOpState struct {
 	mirrorAddr string
 	mirrorR    *bufio.Reader
 	mirrorW    *bufio.Writer
-	mirrorErr  bool // the downstream failed; the rest of the block is stored here only
+	mirrorErr  atomic.Bool // the downstream failed; the rest of the block is stored here only
 
 	acks chan ackItem
 }
@@ -324,7 +325,7 @@ func (op *writeOpState) receivePackets(sum Checksum) error {
 		if p.Last && p.DataLen != 0 {
 			return fmt.Errorf("WRITE_BLOCK %s: %w", op.b, protoErr("last packet %d carries %d bytes", p.Seqno, p.DataLen))
 		}
-		if op.mirror != nil && !op.mirrorErr {
+		if op.mirror != nil && !op.mirrorErr.Load() {
 			fwd = appendPacketSums(fwd[:0], p.PacketHeader, p.Sums, p.Data)
 			op.mirror.SetWriteDeadline(time.Now().Add(s.cfg.Timeout))
 			_, err := op.mirrorW.Write(fwd)
@@ -332,11 +333,12 @@ func (op *writeOpState) receivePackets(sum Checksum) error {
 				err = op.mirrorW.Flush()
 			}
 			if err != nil {
-				op.mirrorErr = true
+				op.mirrorErr.Store(true)
 				s.log.Info("dataxfer: downstream failed; storing here only", "block", op.b, "downstream", op.mirrorAddr, "err", err)
 			}
 		}
 		if p.Seqno != HeartbeatSeqno {
+			s.met.bytesIn.Add(float64(len(p.Data)))
 			if err := op.store(p); err != nil {
 				return err
 			}
@@ -391,12 +393,12 @@ func (op *writeOpState) respondAcks() error {
 	s, c := op.s, op.c
 	for it := range op.acks {
 		statuses := []hadoop.Status{it.status}
-		if op.mirror != nil && !op.mirrorErr && it.status == hadoop.Status_SUCCESS {
+		if op.mirror != nil && !op.mirrorErr.Load() && it.status == hadoop.Status_SUCCESS {
 			op.mirror.SetReadDeadline(time.Now().Add(s.cfg.Timeout))
 			a, err := ReadAck(op.mirrorR)
 			switch {
 			case err != nil:
-				op.mirrorErr = true
+				op.mirrorErr.Store(true)
 				s.log.Info("dataxfer: no ack from downstream", "block", op.b, "downstream", op.mirrorAddr, "err", err)
 			case a.Seqno != it.seqno:
 				return fmt.Errorf("WRITE_BLOCK %s: downstream %s acked seqno %d, expected %d", op.b, op.mirrorAddr, a.Seqno, it.seqno)
@@ -404,7 +406,7 @@ func (op *writeOpState) respondAcks() error {
 				statuses = append(statuses, a.Status...)
 			}
 		}
-		if op.mirror != nil && op.mirrorErr && it.status == hadoop.Status_SUCCESS {
+		if op.mirror != nil && op.mirrorErr.Load() && it.status == hadoop.Status_SUCCESS {
 			statuses = append(statuses, hadoop.Status_ERROR)
 		}
 		c.writeDeadline(s.cfg.Timeout)
