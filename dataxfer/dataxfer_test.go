@@ -302,3 +302,62 @@ func TestTransfer(t *testing.T) {
 	ns[2].waitReceived(b.BlockID())
 	mustEqual(t, "re-replicated replica", storedBytes(t, ns[2], b.BlockID()), data)
 }
+
+// TestAddDatanodeToPipeline is HDFS's recovery that replaces a failed
+// DataNode: the client asks a surviving DataNode to TRANSFER_BLOCK its
+// being-written replica (TRANSFER_RBW) to a new one, then sets up a
+// streaming recovery through the survivors and the new DataNode under a
+// new generation stamp and finishes the block.
+func TestAddDatanodeToPipeline(t *testing.T) {
+	ns := startNodes(t, 3, nil)
+	fresh := startNode(t, nil)
+	c := &Client{Name: "DFSClient_add"}
+	ctx := context.Background()
+	b := Block{Pool: testPool, ID: 88, GenStamp: 20}
+	data := randBytes(88, 500_000)
+	bw, err := c.WriteBlock(ctx, b, blocktoken.Token{}, targets(ns), WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bw.Write(data[:200_000])
+	if err := bw.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ns[1].kill()
+	_, err = bw.Write(data[200_000:300_000])
+	if err == nil {
+		err = bw.Flush(ctx)
+	}
+	var pe *PipelineError
+	if !errors.As(err, &pe) || pe.Index != 1 {
+		t.Fatalf("write after DataNode 1 died: %v", err)
+	}
+	acked := bw.Acked()
+	sent := bw.bufOff + int64(len(bw.buf))
+	bw.Abort()
+
+	tb := b
+	tb.NumBytes = acked
+	if err := c.TransferBlock(ctx, ns[0].addr, tb, blocktoken.Token{}, []Target{fresh.target()}); err != nil {
+		t.Fatalf("TRANSFER_BLOCK to the new DataNode: %v", err)
+	}
+	rep, err := fresh.store.Stat(ctx, b.BlockID())
+	if err != nil || rep.State != blocks.BeingWritten || rep.Length != acked {
+		t.Fatalf("transferred rbw replica %+v %v, want %d bytes being written", rep, err, acked)
+	}
+	pipeline := []Target{ns[0].target(), fresh.target(), ns[2].target()}
+	rb, err := c.WriteBlock(ctx, b, blocktoken.Token{}, pipeline, WriteOptions{
+		Stage: stageStreamingRecovery, Offset: acked, MinBytesRcvd: acked, MaxBytesRcvd: sent, LatestGenStamp: 21,
+	})
+	if err != nil {
+		t.Fatalf("recovery through the new pipeline: %v", err)
+	}
+	rb.Write(data[acked:])
+	if _, err := rb.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.GenStamp = 21
+	for _, n := range []*node{ns[0], fresh, ns[2]} {
+		mustEqual(t, "replica at "+n.addr, storedBytes(t, n, b.BlockID()), data)
+	}
+}

@@ -237,3 +237,45 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("%d metric families left registered after Close", len(mfs))
 	}
 }
+
+// TestCorruptPacketAck: a packet whose data does not match its checksum is
+// answered ERROR_CHECKSUM at the index of the DataNode that found it, and
+// nothing of it is stored.
+func TestCorruptPacketAck(t *testing.T) {
+	n := startNode(t, nil)
+	c := &Client{Name: "DFSClient_raw"}
+	b := Block{Pool: testPool, ID: 12, GenStamp: 1}
+	nc, err := net.Dial("tcp", n.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(time.Minute))
+	var out []byte
+	writeOp(&sliceWriter{&out}, OpWriteBlock, &hadoop.OpWriteBlockProto{
+		Header: c.header(b, blocktoken.Token{}), Stage: stageCreate.Enum(), PipelineSize: proto.Uint32(1),
+		MinBytesRcvd: proto.Uint64(0), MaxBytesRcvd: proto.Uint64(0), LatestGenerationStamp: proto.Uint64(1), RequestedChecksum: CRC32C.proto(),
+	})
+	good := AppendPacket(nil, PacketHeader{Seqno: 0}, randBytes(12, 1024), true)
+	bad := AppendPacket(nil, PacketHeader{Seqno: 1, Offset: 1024}, randBytes(13, 1024), true)
+	bad[len(bad)-1] ^= 0xff
+	out = append(append(out, good...), bad...)
+	nc.Write(out)
+	r := bufio.NewReader(nc)
+	var resp hadoop.BlockOpResponseProto
+	if err := ReadDelimited(r, &resp); err != nil || resp.GetStatus() != hadoop.Status_SUCCESS {
+		t.Fatalf("setup: %v %v", resp.GetStatus(), err)
+	}
+	a, err := ReadAck(r)
+	if err != nil || a.Seqno != 0 || !a.ok() {
+		t.Fatalf("ack of the good packet: %+v %v", a, err)
+	}
+	a, err = ReadAck(r)
+	if err != nil || a.Seqno != 1 || len(a.Status) != 1 || a.Status[0] != hadoop.Status_ERROR_CHECKSUM {
+		t.Fatalf("ack of the corrupt packet: %+v %v", a, err)
+	}
+	n.kill()
+	if got := storedBytes(t, n, b.BlockID()); len(got) != 1024 {
+		t.Fatalf("%d bytes stored, want the good packet's 1024", len(got))
+	}
+}

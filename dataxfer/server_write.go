@@ -283,8 +283,11 @@ func (op *writeOpState) receive(sum Checksum) error {
 			defer wg.Done()
 			respErr = op.respondAcks()
 			if respErr != nil {
-				// Nobody reads the acks: stop the receiver too.
+				// Nobody reads the acks: stop the receiver too, and take what
+				// it still queues so that it never blocks on a full window.
 				c.Close()
+				for range op.acks {
+				}
 			}
 		}()
 	}
