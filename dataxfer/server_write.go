@@ -370,7 +370,9 @@ func (op *writeOpState) store(p Packet) error {
 			return fmt.Errorf("WRITE_BLOCK %s: %w", op.b, err)
 		}
 	}
-	if p.Sync {
+	// A TRANSFER_RBW replica stays being written; its bytes are synced
+	// before the sender is told it has them.
+	if p.Sync || (p.Last && op.req.GetStage() == stageTransferRBW) {
 		if err := op.w.Sync(ctx); err != nil {
 			return fmt.Errorf("WRITE_BLOCK %s: sync: %w", op.b, err)
 		}
