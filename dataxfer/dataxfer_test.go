@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/nimbus-fs/nimbus/blocks"
 	"github.com/nimbus-fs/nimbus/dataxfer/blocktoken"
@@ -359,5 +360,32 @@ func TestAddDatanodeToPipeline(t *testing.T) {
 	b.GenStamp = 21
 	for _, n := range []*node{ns[0], fresh, ns[2]} {
 		mustEqual(t, "replica at "+n.addr, storedBytes(t, n, b.BlockID()), data)
+	}
+}
+
+// TestWriterHeartbeats: a writer that pauses for longer than the
+// DataNodes' timeout keeps its pipeline, because it sends heartbeat
+// packets when idle.
+func TestWriterHeartbeats(t *testing.T) {
+	ns := startNodes(t, 2, func(c *Config) { c.Timeout = time.Second })
+	c := &Client{Name: "DFSClient_slow", Timeout: time.Second}
+	ctx := context.Background()
+	b := Block{Pool: testPool, ID: 66, GenStamp: 1}
+	data := randBytes(66, 10_000)
+	bw, err := c.WriteBlock(ctx, b, blocktoken.Token{}, targets(ns), WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bw.Write(data[:5000])
+	if err := bw.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // three server timeouts without data
+	bw.Write(data[5000:])
+	if _, err := bw.Close(ctx); err != nil {
+		t.Fatalf("close after a pause: %v", err)
+	}
+	for _, n := range ns {
+		mustEqual(t, "replica after a pause", storedBytes(t, n, b.BlockID()), data)
 	}
 }

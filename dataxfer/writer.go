@@ -75,6 +75,9 @@ type BlockWriter struct {
 	pipeline []Target
 	maxData  int
 
+	sendMu   sync.Mutex // serializes packets and heartbeats on w
+	lastSend time.Time  // when the last packet or heartbeat went out; under sendMu
+
 	buf    []byte // bytes not yet sent in a full packet, starting at bufOff
 	bufOff int64
 	seq    int64
@@ -166,8 +169,42 @@ func (c *Client) WriteBlock(ctx context.Context, b Block, tok blocktoken.Token, 
 	bw.mu.acked = opts.Offset
 	bw.mu.cond = sync.NewCond(&bw.mu.Mutex)
 	bw.stop = closeOnDone(ctx, nc)
+	bw.lastSend = time.Now()
 	go bw.readAcks(r)
+	go bw.heartbeats(c.timeout() / 2)
 	return bw, nil
+}
+
+// heartbeats sends an empty packet with seqno -1 whenever nothing was sent
+// for interval (HDFS's DataStreamer does so at half the socket timeout), so
+// that a writer that pauses keeps its pipeline: every DataNode's read
+// deadline would otherwise end it.
+func (bw *BlockWriter) heartbeats(interval time.Duration) {
+	t := time.NewTicker(interval / 2)
+	defer t.Stop()
+	var hb []byte
+	for {
+		select {
+		case <-bw.done:
+			return
+		case <-t.C:
+		}
+		bw.sendMu.Lock()
+		if time.Since(bw.lastSend) >= interval {
+			hb = AppendPacket(hb[:0], PacketHeader{Seqno: HeartbeatSeqno}, nil, true)
+			_, err := bw.w.Write(hb)
+			if err == nil {
+				err = bw.w.Flush()
+			}
+			bw.lastSend = time.Now()
+			if err != nil {
+				bw.sendMu.Unlock()
+				bw.setErr(&PipelineError{Index: 0, Addr: bw.pipeline[0].Addr, Block: bw.b, Status: hadoop.Status_ERROR, Err: fmt.Errorf("heartbeat: %w", err)})
+				return
+			}
+		}
+		bw.sendMu.Unlock()
+	}
 }
 
 // room is how many more bytes the current packet takes: up to a full
@@ -217,10 +254,13 @@ func (bw *BlockWriter) sendPacket(sync, last bool) error {
 	bw.mu.queue = append(bw.mu.queue, pending{seqno: bw.seq, end: end, last: last})
 	bw.mu.Unlock()
 	bw.seq++
+	bw.sendMu.Lock()
 	_, err := bw.w.Write(bw.pkt)
 	if err == nil {
 		err = bw.w.Flush()
 	}
+	bw.lastSend = time.Now()
+	bw.sendMu.Unlock()
 	if err != nil {
 		// A failed send blames the first DataNode, unless an ack already
 		// named another.
