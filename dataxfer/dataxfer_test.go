@@ -389,3 +389,39 @@ func TestWriterHeartbeats(t *testing.T) {
 		mustEqual(t, "replica after a pause", storedBytes(t, n, b.BlockID()), data)
 	}
 }
+
+// TestCloseRecovery: a pipeline that broke on its last packet is recovered
+// with PIPELINE_CLOSE_RECOVERY: each DataNode finalizes its replica under
+// the new generation stamp during the setup, and no packet follows.
+func TestCloseRecovery(t *testing.T) {
+	ns := startNodes(t, 2, nil)
+	c := &Client{Name: "DFSClient_close"}
+	ctx := context.Background()
+	b := Block{Pool: testPool, ID: 67, GenStamp: 4}
+	data := randBytes(67, 70_000)
+	bw, err := c.WriteBlock(ctx, b, blocktoken.Token{}, targets(ns), WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bw.Write(data)
+	if err := bw.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bw.Abort() // the last packet never goes out
+	rb, err := c.WriteBlock(ctx, b, blocktoken.Token{}, targets(ns), WriteOptions{
+		Stage: stageCloseRecovery, MinBytesRcvd: int64(len(data)), MaxBytesRcvd: int64(len(data)), LatestGenStamp: 5,
+	})
+	if err != nil {
+		t.Fatalf("close recovery: %v", err)
+	}
+	rb.Abort()
+	b.GenStamp = 5
+	for _, n := range ns {
+		n.waitReceived(b.BlockID())
+		rep, err := n.store.Stat(ctx, b.BlockID())
+		if err != nil || rep.State != blocks.Finalized || rep.Length != int64(len(data)) {
+			t.Fatalf("after close recovery at %s: %+v %v", n.addr, rep, err)
+		}
+		mustEqual(t, "recovered replica", storedBytes(t, n, b.BlockID()), data)
+	}
+}

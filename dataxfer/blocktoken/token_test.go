@@ -8,10 +8,10 @@ import (
 	"time"
 )
 
-// TestVLongEncoding pins WritableUtils.writeVLong's encoding, values taken
-// from the algorithm of WritableUtils.writeVLong (1733000000000 is
-// 0x01937ed97200: six bytes, length byte -112-6): one byte for [-112, 127], else a
-// length byte and big-endian magnitude (one's complement for negatives).
+// TestVLongEncoding pins WritableUtils.writeVLong's encoding: one byte for
+// [-112, 127], else a length byte and the big-endian magnitude (one's
+// complement for negatives). 1733000000000 is 0x01937ed97200: six bytes,
+// length byte -112-6 = 0x8a.
 func TestVLongEncoding(t *testing.T) {
 	cases := map[int64]string{
 		0: "00", 127: "7f", -112: "90", 128: "8f80", 255: "8fff", 256: "8e0100",
