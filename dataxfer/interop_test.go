@@ -189,4 +189,3 @@ func tail(s string) string {
 	}
 	return s
 }
-
