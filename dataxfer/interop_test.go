@@ -3,6 +3,7 @@ package dataxfer
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -88,7 +89,9 @@ func buildJava(t *testing.T, dir, class string) (string, string) {
 // block Hadoop wrote from every DataNode and asks each for its
 // BLOCK_CHECKSUM, then writes a block the NameNode allocated through the
 // three (with an hflush and an hsync on the way), which Hadoop completes
-// and reads back. Gated like TestHadoopInterop:
+// and reads back; last, it stops the middle DataNode of a pipeline in the
+// middle of a block, and the client's error names index 1. Gated like
+// TestHadoopInterop:
 //
 //	NIMBUS_HADOOP_INTEROP=1 go test -run TestJavaDataNodes -v ./dataxfer/
 func TestJavaDataNodes(t *testing.T) {
@@ -181,6 +184,37 @@ func TestJavaDataNodes(t *testing.T) {
 	}
 	fmt.Fprintf(stdin, "WROTE %d\n", n)
 	next("OK")
+
+	// The middle Hadoop DataNode stops in the middle of a block: the
+	// first reports it (SUCCESS, ERROR) and the client's error names
+	// index 1.
+	f = next("WRITE")
+	wb = Block{Pool: f[0], ID: num(f[1]), GenStamp: num(f[2])}
+	pipeline = pipeline[:0]
+	for i, addr := range f[3:] {
+		pipeline = append(pipeline, Target{Addr: addr, UUID: fmt.Sprint("dn-", i)})
+	}
+	bw, err = c.WriteBlock(ctx, wb, blocktoken.Token{}, pipeline, WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bw.Write(b[:200_000])
+	if err := bw.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(stdin, "KILL %s\n", pipeline[1].Addr)
+	next("KILLED")
+	for off := 200_000; off+10_000 <= len(b) && err == nil; off += 10_000 {
+		if _, err = bw.Write(b[off : off+10_000]); err == nil {
+			err = bw.Flush(ctx)
+		}
+	}
+	var pe *PipelineError
+	if !errors.As(err, &pe) || pe.Index != 1 || pe.Addr != pipeline[1].Addr {
+		t.Fatalf("write after Hadoop DataNode 1 stopped: %v, want a PipelineError at index 1", err)
+	}
+	bw.Abort()
+	fmt.Fprintln(stdin, "DONE")
 }
 
 func tail(s string) string {

@@ -32,7 +32,9 @@ import org.apache.hadoop.io.EnumSetWritable;
  * Usage: JavaDataNodes BASEDIR FILE_A FILE_B. Protocol on stdout/stdin:
  * prints "READ pool id gs len addr..." for /a (holding FILE_A's bytes) and
  * "WRITE pool id gs addr..." for /b's first block; waits for "WROTE len";
- * completes /b, compares it with FILE_B and prints "OK" or "FAIL why".
+ * completes /b, compares it with FILE_B and prints "OK" or "FAIL why";
+ * then prints "WRITE ..." for /c's first block, waits for "KILL addr",
+ * stops that DataNode, prints "KILLED" and waits for a last line.
  */
 public class JavaDataNodes {
   static String addrs(DatanodeInfo[] dns) {
@@ -99,6 +101,34 @@ public class JavaDataNodes {
         return;
       }
       System.out.println("OK");
+      System.out.flush();
+
+      // A pipeline that loses a DataNode: /c's first block; the client
+      // names the DataNode to stop.
+      HdfsFileStatus sc = nn.create("/c", FsPermission.getFileDefault(), client,
+          new EnumSetWritable<>(EnumSet.of(CreateFlag.CREATE)), true, (short) 3, 128L << 20,
+          CryptoProtocolVersion.supported(), null, null);
+      LocatedBlock lc = nn.addBlock("/c", client, null, null, sc.getFileId(), null, null);
+      ExtendedBlock ec = lc.getBlock();
+      System.out.println("WRITE " + ec.getBlockPoolId() + " " + ec.getBlockId() + " " + ec.getGenerationStamp()
+          + addrs(lc.getLocations()));
+      System.out.flush();
+      line = in.readLine();
+      if (line == null || !line.startsWith("KILL ")) {
+        System.out.println("FAIL no KILL line: " + line);
+        return;
+      }
+      String victim = line.substring(5).trim();
+      boolean stopped = false;
+      for (int i = 0; i < cluster.getDataNodes().size() && !stopped; i++) {
+        if (cluster.getDataNodes().get(i).getDatanodeId().getXferAddr().equals(victim)) {
+          cluster.stopDataNode(i);
+          stopped = true;
+        }
+      }
+      System.out.println(stopped ? "KILLED" : "FAIL no DataNode at " + victim);
+      System.out.flush();
+      in.readLine(); // the client is done
     } finally {
       cluster.shutdown();
     }
