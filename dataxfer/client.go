@@ -349,11 +349,11 @@ func SendReplica(ctx context.Context, store blocks.Store, b Block, tok blocktoke
 	if opts.Length > 0 && opts.Length < n {
 		n = opts.Length
 	}
-	st := stageCreate
+	st := StageCreate
 	if clientName != "" {
-		st = stageTransferFinalized
+		st = StageTransferFinalized
 		if rep.State != blocks.Finalized {
-			st = stageTransferRBW
+			st = StageTransferRBW
 		}
 	}
 	b.NumBytes = n

@@ -174,7 +174,7 @@ func TestDownstreamDies(t *testing.T) {
 	// Recovery: the surviving pipeline, a new generation stamp, the bytes
 	// from the acknowledged offset on.
 	rb, err := c.WriteBlock(ctx, b, blocktoken.Token{}, targets(ns[:2]), WriteOptions{
-		Stage: stageStreamingRecovery, Offset: acked, MinBytesRcvd: acked, MaxBytesRcvd: sent, LatestGenStamp: 11,
+		Stage: StageStreamingRecovery, Offset: acked, MinBytesRcvd: acked, MaxBytesRcvd: sent, LatestGenStamp: 11,
 	})
 	if err != nil {
 		t.Fatalf("streaming recovery: %v", err)
@@ -348,7 +348,7 @@ func TestAddDatanodeToPipeline(t *testing.T) {
 	}
 	pipeline := []Target{ns[0].target(), fresh.target(), ns[2].target()}
 	rb, err := c.WriteBlock(ctx, b, blocktoken.Token{}, pipeline, WriteOptions{
-		Stage: stageStreamingRecovery, Offset: acked, MinBytesRcvd: acked, MaxBytesRcvd: sent, LatestGenStamp: 21,
+		Stage: StageStreamingRecovery, Offset: acked, MinBytesRcvd: acked, MaxBytesRcvd: sent, LatestGenStamp: 21,
 	})
 	if err != nil {
 		t.Fatalf("recovery through the new pipeline: %v", err)
@@ -409,7 +409,7 @@ func TestCloseRecovery(t *testing.T) {
 	}
 	bw.Abort() // the last packet never goes out
 	rb, err := c.WriteBlock(ctx, b, blocktoken.Token{}, targets(ns), WriteOptions{
-		Stage: stageCloseRecovery, MinBytesRcvd: int64(len(data)), MaxBytesRcvd: int64(len(data)), LatestGenStamp: 5,
+		Stage: StageCloseRecovery, MinBytesRcvd: int64(len(data)), MaxBytesRcvd: int64(len(data)), LatestGenStamp: 5,
 	})
 	if err != nil {
 		t.Fatalf("close recovery: %v", err)

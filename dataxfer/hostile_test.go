@@ -98,7 +98,7 @@ func TestHostileClients(t *testing.T) {
 		w := &sliceWriter{&buf}
 		writeOp(w, OpWriteBlock, &hadoop.OpWriteBlockProto{
 			Header: c.header(Block{Pool: testPool, ID: id, GenStamp: 1}, blocktoken.Token{}),
-			Stage:  stageCreate.Enum(), PipelineSize: proto.Uint32(1), MinBytesRcvd: proto.Uint64(0), MaxBytesRcvd: proto.Uint64(0),
+			Stage:  StageCreate.Enum(), PipelineSize: proto.Uint32(1), MinBytesRcvd: proto.Uint64(0), MaxBytesRcvd: proto.Uint64(0),
 			LatestGenerationStamp: proto.Uint64(1), RequestedChecksum: CRC32C.proto(),
 		})
 		return buf
@@ -253,7 +253,7 @@ func TestCorruptPacketAck(t *testing.T) {
 	nc.SetDeadline(time.Now().Add(time.Minute))
 	var out []byte
 	writeOp(&sliceWriter{&out}, OpWriteBlock, &hadoop.OpWriteBlockProto{
-		Header: c.header(b, blocktoken.Token{}), Stage: stageCreate.Enum(), PipelineSize: proto.Uint32(1),
+		Header: c.header(b, blocktoken.Token{}), Stage: StageCreate.Enum(), PipelineSize: proto.Uint32(1),
 		MinBytesRcvd: proto.Uint64(0), MaxBytesRcvd: proto.Uint64(0), LatestGenerationStamp: proto.Uint64(1), RequestedChecksum: CRC32C.proto(),
 	})
 	good := AppendPacket(nil, PacketHeader{Seqno: 0}, randBytes(12, 1024), true)

@@ -19,14 +19,16 @@ import (
 
 type stage = hadoop.OpWriteBlockProto_BlockConstructionStage
 
+// The stages an op may carry (HDFS's BlockConstructionStage), for
+// WriteOptions.Stage.
 const (
-	stageAppend            = hadoop.OpWriteBlockProto_PIPELINE_SETUP_APPEND
-	stageAppendRecovery    = hadoop.OpWriteBlockProto_PIPELINE_SETUP_APPEND_RECOVERY
-	stageStreamingRecovery = hadoop.OpWriteBlockProto_PIPELINE_SETUP_STREAMING_RECOVERY
-	stageCloseRecovery     = hadoop.OpWriteBlockProto_PIPELINE_CLOSE_RECOVERY
-	stageCreate            = hadoop.OpWriteBlockProto_PIPELINE_SETUP_CREATE
-	stageTransferRBW       = hadoop.OpWriteBlockProto_TRANSFER_RBW
-	stageTransferFinalized = hadoop.OpWriteBlockProto_TRANSFER_FINALIZED
+	StageAppend            = hadoop.OpWriteBlockProto_PIPELINE_SETUP_APPEND
+	StageAppendRecovery    = hadoop.OpWriteBlockProto_PIPELINE_SETUP_APPEND_RECOVERY
+	StageStreamingRecovery = hadoop.OpWriteBlockProto_PIPELINE_SETUP_STREAMING_RECOVERY
+	StageCloseRecovery     = hadoop.OpWriteBlockProto_PIPELINE_CLOSE_RECOVERY
+	StageCreate            = hadoop.OpWriteBlockProto_PIPELINE_SETUP_CREATE
+	StageTransferRBW       = hadoop.OpWriteBlockProto_TRANSFER_RBW
+	StageTransferFinalized = hadoop.OpWriteBlockProto_TRANSFER_FINALIZED
 )
 
 // writeOpState is one WRITE_BLOCK being served.
@@ -67,7 +69,7 @@ func (s *Server) writeBlock(c *conn, req *hadoop.OpWriteBlockProto) error {
 	b := blockOf(hdr.GetBaseHeader().GetBlock())
 	op := &writeOpState{s: s, c: c, req: req, b: b, isClient: hdr.GetClientName() != ""}
 	st := req.GetStage()
-	op.isTransfer = st == stageTransferRBW || st == stageTransferFinalized
+	op.isTransfer = st == StageTransferRBW || st == StageTransferFinalized
 	if err := s.checkToken(c, OpWriteBlock, b, hdr.GetBaseHeader().GetToken(), blocktoken.Write); err != nil {
 		return err
 	}
@@ -82,10 +84,10 @@ func (s *Server) writeBlock(c *conn, req *hadoop.OpWriteBlockProto) error {
 	}
 
 	// A recovery stops whatever write of the block is still in progress.
-	release := s.claimBlock(c, b.ID, st != stageCreate && !op.isTransfer)
+	release := s.claimBlock(c, b.ID, st != StageCreate && !op.isTransfer)
 	defer release()
 
-	if st == stageCloseRecovery {
+	if st == StageCloseRecovery {
 		return op.closeRecovery()
 	}
 	if err := op.open(st); err != nil {
@@ -138,12 +140,12 @@ func (op *writeOpState) open(st stage) error {
 	id := op.b.BlockID()
 	var err error
 	switch st {
-	case stageCreate, stageTransferRBW, stageTransferFinalized:
+	case StageCreate, StageTransferRBW, StageTransferFinalized:
 		op.w, err = store.Create(ctx, id)
 		op.created = err == nil
-	case stageAppend:
+	case StageAppend:
 		op.w, err = store.OpenAppend(ctx, id, req.GetLatestGenerationStamp())
-	case stageStreamingRecovery, stageAppendRecovery:
+	case StageStreamingRecovery, StageAppendRecovery:
 		op.w, err = store.OpenAppend(ctx, id, req.GetLatestGenerationStamp())
 		if err == nil {
 			n := op.w.Len()
@@ -159,7 +161,7 @@ func (op *writeOpState) open(st stage) error {
 	if err != nil {
 		return err
 	}
-	if st == stageAppend || st == stageAppendRecovery || st == stageStreamingRecovery {
+	if st == StageAppend || st == StageAppendRecovery || st == StageStreamingRecovery {
 		op.b.GenStamp = req.GetLatestGenerationStamp()
 	}
 	if h := op.s.cfg.Hooks.Receiving; h != nil {
@@ -372,12 +374,12 @@ func (op *writeOpState) store(p Packet) error {
 	}
 	// A TRANSFER_RBW replica stays being written; its bytes are synced
 	// before the sender is told it has them.
-	if p.Sync || (p.Last && op.req.GetStage() == stageTransferRBW) {
+	if p.Sync || (p.Last && op.req.GetStage() == StageTransferRBW) {
 		if err := op.w.Sync(ctx); err != nil {
 			return fmt.Errorf("WRITE_BLOCK %s: sync: %w", op.b, err)
 		}
 	}
-	if p.Last && op.req.GetStage() != stageTransferRBW {
+	if p.Last && op.req.GetStage() != StageTransferRBW {
 		n, err := op.w.Finalize(ctx)
 		if err != nil {
 			return fmt.Errorf("WRITE_BLOCK %s: finalize: %w", op.b, err)

@@ -141,7 +141,7 @@ func FuzzOpRequest(f *testing.F) {
 	buf.Reset()
 	writeOp(&buf, OpWriteBlock, &hadoop.OpWriteBlockProto{
 		Header: c.header(b, blocktoken.Token{}), Targets: []*hadoop.DatanodeInfoProto{Target{Addr: "127.0.0.1:9866"}.proto()},
-		Stage: stageCreate.Enum(), PipelineSize: proto.Uint32(2), MinBytesRcvd: proto.Uint64(0), MaxBytesRcvd: proto.Uint64(0),
+		Stage: StageCreate.Enum(), PipelineSize: proto.Uint32(2), MinBytesRcvd: proto.Uint64(0), MaxBytesRcvd: proto.Uint64(0),
 		LatestGenerationStamp: proto.Uint64(2), RequestedChecksum: CRC32C.proto(),
 	})
 	f.Add(buf.Bytes())

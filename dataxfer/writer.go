@@ -111,7 +111,7 @@ func (c *Client) WriteBlock(ctx context.Context, b Block, tok blocktoken.Token, 
 	}
 	st := opts.Stage
 	if st == 0 && !opts.Append {
-		st = stageCreate
+		st = StageCreate
 	}
 	gs := opts.LatestGenStamp
 	if gs == 0 {
