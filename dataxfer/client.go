@@ -213,6 +213,43 @@ func (c *Client) TransferBlock(ctx context.Context, addr string, b Block, tok bl
 	return nil
 }
 
+// ReplaceBlock asks the DataNode at addr to copy its replica of b from
+// source (COPY_BLOCK) and store it (HDFS's replaceBlock, what the balancer
+// and the mover send); delHint names the DataNode whose replica the
+// NameNode may then delete. It returns once the DataNode stored the
+// replica.
+func (c *Client) ReplaceBlock(ctx context.Context, addr string, b Block, tok blocktoken.Token, delHint string, source Target) error {
+	req := &hadoop.OpReplaceBlockProto{
+		Header:      &hadoop.BaseHeaderProto{Block: b.proto(), Token: tokenProto(tok)},
+		DelHint:     proto.String(delHint),
+		Source:      source.proto(),
+		StorageType: source.storageType().Enum(),
+	}
+	nc, err := c.dial(ctx, addr)
+	if err != nil {
+		return fmt.Errorf("dataxfer: REPLACE_BLOCK %s: connect %s: %w", b, addr, err)
+	}
+	defer nc.Close()
+	defer closeOnDone(ctx, nc)()
+	nc.SetWriteDeadline(time.Now().Add(c.timeout()))
+	w := bufio.NewWriter(nc)
+	err = writeOp(w, OpReplaceBlock, req)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		return fmt.Errorf("dataxfer: REPLACE_BLOCK %s to %s: %w", b, addr, err)
+	}
+	var resp hadoop.BlockOpResponseProto
+	if err := ReadDelimited(bufio.NewReader(nc), &resp); err != nil {
+		return fmt.Errorf("dataxfer: REPLACE_BLOCK %s at %s: %w", b, addr, errors.Join(ctx.Err(), err))
+	}
+	if resp.GetStatus() != hadoop.Status_SUCCESS {
+		return &StatusError{Op: OpReplaceBlock, Addr: addr, Block: b, Status: resp.GetStatus(), Message: resp.GetMessage()}
+	}
+	return nil
+}
+
 // ReadError is a read that failed: which DataNode, which block, at which
 // offset of the block, and why (an ErrChecksum for bytes that did not match
 // their checksum; those bytes are never returned).

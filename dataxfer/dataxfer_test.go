@@ -425,3 +425,35 @@ func TestCloseRecovery(t *testing.T) {
 		mustEqual(t, "recovered replica", storedBytes(t, n, b.BlockID()), data)
 	}
 }
+
+// TestReplaceBlock is the balancer's move: REPLACE_BLOCK makes a DataNode
+// copy a replica from another (COPY_BLOCK) and report it with the delete
+// hint; a corrupt source replica is not copied.
+func TestReplaceBlock(t *testing.T) {
+	ns := startNodes(t, 3, nil)
+	c := &Client{Name: "DFSClient_balancer"}
+	ctx := context.Background()
+	b := Block{Pool: testPool, ID: 91, GenStamp: 2}
+	data := randBytes(91, 654_321)
+	writeBlock(t, c, b, blocktoken.Token{}, ns[:1], data)
+	if err := c.ReplaceBlock(ctx, ns[1].addr, b, blocktoken.Token{}, "dn-old", ns[0].target()); err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, "moved replica", storedBytes(t, ns[1], b.BlockID()), data)
+	ns[1].mu.Lock()
+	got := ns[1].replaced
+	nrecv := len(ns[1].received)
+	ns[1].mu.Unlock()
+	if len(got) != 1 || got[0] != b.BlockID().String()+" dn-old" || nrecv != 0 {
+		t.Fatalf("Replaced hook %v, Received hook %d times", got, nrecv)
+	}
+	if err := ns[0].store.Corrupt(ctx, b.BlockID(), 100_000); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ReplaceBlock(ctx, ns[2].addr, b, blocktoken.Token{}, "", ns[0].target()); err == nil {
+		t.Fatal("REPLACE_BLOCK from a corrupt replica succeeded")
+	}
+	if _, err := ns[2].store.Stat(ctx, b.BlockID()); !errors.Is(err, blocks.ErrNotFound) {
+		t.Fatalf("a failed replace left a replica: %v", err)
+	}
+}

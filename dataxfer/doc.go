@@ -31,7 +31,8 @@
 // goes on being stored here; the last packet finalizes the replica before
 // it is acknowledged; the sync flag syncs before acknowledging.
 // BLOCK_CHECKSUM answers the MD5 of the chunk CRCs; TRANSFER_BLOCK sends a
-// replica to other DataNodes. Block tokens are checked by an injected
+// replica to other DataNodes; COPY_BLOCK and REPLACE_BLOCK move a replica
+// for the balancer. Block tokens are checked by an injected
 // Verifier (blocktoken.Manager); a refusal is ERROR_ACCESS_TOKEN.
 //
 // Every read and write of a connection has a deadline (Config.Timeout), so
@@ -48,6 +49,7 @@
 // at most MaxInFlight packets unacknowledged, offers Flush (hflush), Sync
 // (hsync) and Close (the empty last packet), and reports a failure as a
 // *PipelineError with the index of the DataNode at fault, for the caller's
-// pipeline recovery. BlockChecksum and TransferBlock are the other ops;
+// pipeline recovery. BlockChecksum, TransferBlock and ReplaceBlock are the
+// other ops;
 // SendReplica is how a DataNode copies a replica to others.
 package dataxfer

@@ -3,6 +3,7 @@ package dataxfer
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -31,6 +32,7 @@ type node struct {
 	changed  chan struct{} // closed and replaced when received changes
 	received []blocks.Replica
 	corrupt  []int64
+	replaced []string
 }
 
 func startNode(t testing.TB, tune func(*Config)) *node {
@@ -46,6 +48,11 @@ func startNode(t testing.TB, tune func(*Config)) *node {
 		n.received = append(n.received, r)
 		close(n.changed)
 		n.changed = make(chan struct{})
+		n.mu.Unlock()
+	}
+	cfg.Hooks.Replaced = func(id blocks.ID, delHint string) {
+		n.mu.Lock()
+		n.replaced = append(n.replaced, fmt.Sprintf("%s %s", id, delHint))
 		n.mu.Unlock()
 	}
 	cfg.Hooks.Corrupt = func(_ blocks.ID, off int64) {

@@ -39,6 +39,10 @@ type Hooks struct {
 	// Corrupt: a read found a chunk of a stored replica that does not match
 	// its checksum; the DataNode reports the replica as corrupt.
 	Corrupt func(id blocks.ID, offset int64)
+	// Replaced: REPLACE_BLOCK stored a replica copied from another
+	// DataNode; delHint names the DataNode whose replica may go
+	// (RECEIVED_BLOCK with its delete hint).
+	Replaced func(id blocks.ID, delHint string)
 	// Xceivers: the number of ops in progress changed by delta (HDFS's
 	// xceiver count, for heartbeats and placement).
 	Xceivers func(delta int)
@@ -324,6 +328,18 @@ func (s *Server) serveOp(c *conn, op Op) (again bool, err error) {
 			return false, fmt.Errorf("%s: %w", op, err)
 		}
 		return true, s.blockChecksum(c, &req)
+	case OpCopyBlock:
+		var req hadoop.OpCopyBlockProto
+		if err := ReadDelimited(c.r, &req); err != nil {
+			return false, fmt.Errorf("%s: %w", op, err)
+		}
+		return false, s.copyBlock(c, &req)
+	case OpReplaceBlock:
+		var req hadoop.OpReplaceBlockProto
+		if err := ReadDelimited(c.r, &req); err != nil {
+			return false, fmt.Errorf("%s: %w", op, err)
+		}
+		return false, s.replaceBlock(c, &req)
 	case OpTransferBlock:
 		var req hadoop.OpTransferBlockProto
 		if err := ReadDelimited(c.r, &req); err != nil {

@@ -41,6 +41,7 @@ type writeOpState struct {
 	isTransfer bool
 	w          blocks.Writer
 	created    bool // the replica was created by this op (abort drops it)
+	replacing  bool // REPLACE_BLOCK: reported by the Replaced hook, not Received
 
 	mirror     net.Conn
 	mirrorAddr string
@@ -385,7 +386,7 @@ func (op *writeOpState) store(p Packet) error {
 			return fmt.Errorf("WRITE_BLOCK %s: finalize: %w", op.b, err)
 		}
 		op.w = nil
-		if h := op.s.cfg.Hooks.Received; h != nil {
+		if h := op.s.cfg.Hooks.Received; h != nil && !op.replacing {
 			h(blocks.Replica{ID: op.b.BlockID(), State: blocks.Finalized, Length: n})
 		}
 	}
@@ -444,7 +445,7 @@ func (op *writeOpState) finish(ok bool) {
 	if op.w == nil {
 		return
 	}
-	if !ok && op.created && (op.isTransfer || !op.isClient) {
+	if !ok && op.created && (op.isTransfer || !op.isClient || op.replacing) {
 		op.w.Abort()
 		if h := op.s.cfg.Hooks.Deleted; h != nil {
 			h(op.b.BlockID())

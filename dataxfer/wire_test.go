@@ -165,11 +165,18 @@ func FuzzOpRequest(f *testing.F) {
 			m = &hadoop.OpBlockChecksumProto{}
 		case OpTransferBlock:
 			m = &hadoop.OpTransferBlockProto{}
+		case OpCopyBlock:
+			m = &hadoop.OpCopyBlockProto{}
+		case OpReplaceBlock:
+			m = &hadoop.OpReplaceBlockProto{}
 		default:
 			return
 		}
 		if err := ReadDelimited(r, m); err != nil {
 			return
+		}
+		if rp, ok := m.(*hadoop.OpReplaceBlockProto); ok {
+			targetOf(rp.GetSource(), nil, nil, 0)
 		}
 		if w, ok := m.(*hadoop.OpWriteBlockProto); ok {
 			for i, tp := range w.Targets {
