@@ -279,3 +279,25 @@ func TestCorruptPacketAck(t *testing.T) {
 		t.Fatalf("%d bytes stored, want the good packet's 1024", len(got))
 	}
 }
+
+// TestMaxPacket: a packet over the configured bound ends the write with an
+// error before its bytes are read; packets within it are stored.
+func TestMaxPacket(t *testing.T) {
+	n := startNode(t, func(c *Config) { c.MaxPacket = 64 << 10 })
+	c := &Client{Name: "DFSClient_big"}
+	ctx := context.Background()
+	data := randBytes(5, 200_000)
+	b := Block{Pool: testPool, ID: 5, GenStamp: 1}
+	writeBlock(t, c, b, blocktoken.Token{}, []*node{n}, data) // 64 KiB packets pass
+	bw, err := c.WriteBlock(ctx, Block{Pool: testPool, ID: 6, GenStamp: 1}, blocktoken.Token{}, []Target{n.target()}, WriteOptions{PacketSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bw.Write(data)
+	_, err = bw.Close(ctx)
+	var pe *PipelineError
+	if !errors.As(err, &pe) || pe.Index != 0 {
+		t.Fatalf("a 1 MiB packet to a DataNode that takes 64 KiB: %v, want a PipelineError at 0", err)
+	}
+	mustEqual(t, "block of 64 KiB packets", storedBytes(t, n, b.BlockID()), data)
+}

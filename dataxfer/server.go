@@ -78,6 +78,14 @@ type Config struct {
 	// AckWindow bounds the packets received and not yet acknowledged per
 	// write; the receiver stops reading when it is full.
 	AckWindow int
+	// MaxPacket bounds the payload of a packet a peer sends (HDFS's own
+	// bound, 16 MiB, by default: Hadoop clients send 64 KiB unless
+	// dfs.client-write-packet-size is raised). A connection holds at most
+	// one packet plus about 200 KiB of buffers, so the server's memory for
+	// connections is at most MaxConns x (MaxPacket + 200 KiB), and in
+	// practice the packets' real sizes: a buffer grows only with bytes
+	// that arrive.
+	MaxPacket int
 	Logger    *slog.Logger
 	// Registerer receives the server's metrics (metrics.go). Nil: not
 	// registered.
@@ -86,7 +94,7 @@ type Config struct {
 
 // DefaultConfig returns HDFS's defaults for timeouts and 4096 connections.
 func DefaultConfig(store blocks.Store) Config {
-	return Config{Store: store, Timeout: 60 * time.Second, KeepAlive: 4 * time.Second, MaxConns: 4096, AckWindow: 128}
+	return Config{Store: store, Timeout: 60 * time.Second, KeepAlive: 4 * time.Second, MaxConns: 4096, AckWindow: 128, MaxPacket: MaxPacketSize}
 }
 
 // ErrConfig is wrapped by Validate's errors.
@@ -105,6 +113,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: MaxConns %d", ErrConfig, c.MaxConns)
 	case c.AckWindow <= 0:
 		return fmt.Errorf("%w: AckWindow %d", ErrConfig, c.AckWindow)
+	case c.MaxPacket < 64<<10 || c.MaxPacket > MaxPacketSize:
+		return fmt.Errorf("%w: MaxPacket %d, want [64 KiB, %d]", ErrConfig, c.MaxPacket, MaxPacketSize)
 	}
 	return nil
 }

@@ -315,6 +315,7 @@ func (op *writeOpState) receive(sum Checksum) error {
 func (op *writeOpState) receivePackets(sum Checksum) error {
 	s, c := op.s, op.c
 	pr := NewPacketReader(c.r, sum)
+	pr.Max = s.cfg.MaxPacket
 	var fwd []byte
 	for {
 		c.readDeadline(s.cfg.Timeout)

@@ -285,11 +285,13 @@ type PacketReader struct {
 	r   *bufio.Reader
 	buf []byte
 	sum Checksum
+	// Max bounds a packet's payload; NewPacketReader sets MaxPacketSize.
+	Max int
 }
 
 // NewPacketReader reads packets checksummed with sum from r.
 func NewPacketReader(r *bufio.Reader, sum Checksum) *PacketReader {
-	return &PacketReader{r: r, sum: sum}
+	return &PacketReader{r: r, sum: sum, Max: MaxPacketSize}
 }
 
 const growStep = 64 << 10
@@ -305,8 +307,8 @@ func (pr *PacketReader) Next() (Packet, error) {
 	}
 	payload := int64(int32(binary.BigEndian.Uint32(lens[:4])))
 	hlen := int(int16(binary.BigEndian.Uint16(lens[4:])))
-	if payload < 4 || payload > MaxPacketSize {
-		return Packet{}, protoErr("packet payload length %d outside [4, %d]", payload, MaxPacketSize)
+	if payload < 4 || payload > int64(pr.Max) {
+		return Packet{}, protoErr("packet payload length %d outside [4, %d]", payload, pr.Max)
 	}
 	if hlen < 0 || hlen > maxHeaderLen {
 		return Packet{}, protoErr("packet header length %d outside [0, %d]", hlen, maxHeaderLen)
