@@ -81,8 +81,9 @@ type Config struct {
 	// MaxPacket bounds the payload of a packet a peer sends (HDFS's own
 	// bound, 16 MiB, by default: Hadoop clients send 64 KiB unless
 	// dfs.client-write-packet-size is raised). A connection holds at most
-	// one packet plus about 200 KiB of buffers, so the server's memory for
-	// connections is at most MaxConns x (MaxPacket + 200 KiB), and in
+	// one packet plus about 400 KiB of buffers (its reader and writer, a
+	// downstream connection's, a read's packet), so the server's memory for
+	// connections is at most MaxConns x (MaxPacket + 400 KiB), and in
 	// practice the packets' real sizes: a buffer grows only with bytes
 	// that arrive.
 	MaxPacket int
