@@ -106,6 +106,9 @@ func (c *Client) Create(ctx context.Context, u meta.User, path string, opts meta
 	if opts.Perm != 0 {
 		kv = append(kv, "permission", octal(opts.Perm))
 	}
+	if opts.HasUnmasked {
+		kv = append(kv, "unmaskedpermission", octal(opts.Unmasked))
+	}
 	if opts.Replication != 0 {
 		kv = append(kv, "replication", strconv.Itoa(int(opts.Replication)))
 	}

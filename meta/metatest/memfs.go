@@ -230,9 +230,7 @@ func (fs *MemFS) Mkdirs(ctx context.Context, u meta.User, dir string, perm meta.
 	return fs.mkdirs("mkdirs", c, u, perm, nil)
 }
 
-var _ meta.UnmaskedMkdirs = (*MemFS)(nil)
-
-// MkdirsUnmasked implements meta.UnmaskedMkdirs.
+// MkdirsUnmasked implements meta.FileSystem.
 func (fs *MemFS) MkdirsUnmasked(ctx context.Context, u meta.User, dir string, perm, unmasked meta.Perm) error {
 	c, err := fs.begin(ctx, "mkdirs", dir)
 	if err != nil {
