@@ -249,7 +249,10 @@ var treeCases = []Case{
 		if got := c.Read(fs, c.Root, "/e/empty/g"); got != "1" {
 			c.T.Fatalf("moved over an empty directory: %q", got)
 		}
-		c.Is("rename a file over a directory", fs.Rename(ctx, c.Root, "/e/empty/g", "/e/full", meta.RenameOptions{Overwrite: true}), meta.ErrExists)
+		// HDFS checks the types before the emptiness.
+		c.Is("rename a file over a directory", fs.Rename(ctx, c.Root, "/e/empty/g", "/e/full", meta.RenameOptions{Overwrite: true}), meta.ErrIsDir)
+		c.File(fs, c.Root, "/e/h", "h")
+		c.Is("rename a directory over a file", fs.Rename(ctx, c.Root, "/e/full", "/e/h", meta.RenameOptions{Overwrite: true}), meta.ErrNotDir)
 		c.Is("rename the root", fs.Rename(ctx, c.Root, "/", "/z", meta.RenameOptions{}), meta.ErrInvalidArgument)
 	}},
 }

@@ -485,10 +485,12 @@ func (fs *MemFS) Rename(ctx context.Context, u meta.User, src, dst string, o met
 		switch {
 		case !o.Overwrite:
 			return meta.Errorf("rename", d, meta.ErrExists, "")
+		case dn.st.Type == meta.TypeDir && sn.st.Type != meta.TypeDir:
+			return meta.Errorf("rename", d, meta.ErrIsDir, "a file cannot replace a directory")
+		case dn.st.Type != meta.TypeDir && sn.st.Type == meta.TypeDir:
+			return meta.Errorf("rename", d, meta.ErrNotDir, "a directory cannot replace a file")
 		case dn.st.Type == meta.TypeDir && dn.st.ChildrenNum > 0:
 			return meta.Errorf("rename", d, meta.ErrNotEmpty, "")
-		case (dn.st.Type == meta.TypeDir) != (sn.st.Type == meta.TypeDir):
-			return meta.Errorf("rename", d, meta.ErrExists, "source and destination differ in type")
 		}
 		fs.remove(d)
 	}
