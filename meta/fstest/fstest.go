@@ -53,6 +53,10 @@ type Caps struct {
 	XAttrs bool
 	// ConcatTruncate: Truncate and Concat.
 	ConcatTruncate bool
+	// OwnClientName: an empty CreateOptions.Client stands for the
+	// implementation's own name (the Go client has one, ClientName)
+	// instead of being refused as ErrInvalidArgument.
+	OwnClientName bool
 	// Summary: ContentSummary's counts and the space consumed
 	// (length times replication).
 	Summary bool

@@ -92,7 +92,14 @@ var treeCases = []Case{
 		_, err = fs.Create(ctx, c.Root, "/no/f", meta.CreateOptions{Client: "c1"})
 		c.Is("create without parent", err, meta.ErrNotFound)
 		_, err = fs.Create(ctx, c.Root, "/g", meta.CreateOptions{})
-		c.Is("create without client", err, meta.ErrInvalidArgument)
+		if c.Cfg.Caps.OwnClientName {
+			c.Is("create without client", err, nil)
+			if st := c.Stat(fs, "/g"); !st.UnderConstruction {
+				c.T.Fatalf("created under the implementation's name = %+v", st)
+			}
+		} else {
+			c.Is("create without client", err, meta.ErrInvalidArgument)
+		}
 		c.Is("renew", fs.RenewLease(ctx, c.Root, "c1"), nil)
 	}},
 	{Name: "append and read ranges", Run: func(c *C, fs meta.FileSystem) {
