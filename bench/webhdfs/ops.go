@@ -2,6 +2,7 @@ package webhdfs
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -121,9 +122,13 @@ func (c *Client) Create(ctx context.Context, u meta.User, path string, opts meta
 	return &meta.FileStatus{Path: path, Type: meta.TypeFile, Perm: opts.Perm}, nil
 }
 
-// Append checks the file exists; the data comes with Write.
+// Append checks the file exists and is a file; the data comes with Write.
 func (c *Client) Append(ctx context.Context, u meta.User, path, _ string) (*meta.FileStatus, error) {
-	return c.Stat(ctx, u, path)
+	st, err := c.Stat(ctx, u, path)
+	if err == nil && st.Type == meta.TypeDir {
+		return nil, meta.Errorf("append", path, meta.ErrIsDir, "")
+	}
+	return st, err
 }
 
 // Write is APPEND in two steps (offset is not sent: WebHDFS appends at the
@@ -151,13 +156,17 @@ func (c *Client) Read(ctx context.Context, u meta.User, path string, offset, len
 		return nil
 	}
 	resp, err := c.do(ctx, http.MethodGet, c.opURL(path, op, u.Name, "offset", itoa(offset), "length", itoa(length)), nil, op, path, keep)
-	if err != nil {
-		return nil, err
+	if err == nil && resp.status == http.StatusTemporaryRedirect {
+		_, err = c.do(ctx, http.MethodGet, resp.location, nil, op, path, keep)
 	}
-	if resp.status == http.StatusTemporaryRedirect {
-		if _, err := c.do(ctx, http.MethodGet, resp.location, nil, op, path, keep); err != nil {
-			return nil, err
+	if err != nil {
+		var oe *meta.OpError
+		if errors.As(err, &oe) && strings.HasPrefix(oe.Detail, "EOFException:") {
+			// HDFS refuses an offset past the end ("Cannot seek after
+			// EOF"); meta's Read returns nothing there.
+			return []byte{}, nil
 		}
+		return nil, err
 	}
 	return b, nil
 }
@@ -182,17 +191,31 @@ func (c *Client) Rename(ctx context.Context, u meta.User, src, dst string, opts 
 	if opts.Overwrite {
 		kv = append(kv, "renameoptions", "OVERWRITE")
 	}
+	if opts.Overwrite {
+		// rename2 (OVERWRITE) answers 200 with an empty body (HDFS) or an
+		// empty object: either way nothing to read.
+		return c.getJSON(ctx, http.MethodPut, src, "RENAME", u.Name, nil, kv...)
+	}
 	var r wire.BooleanReply
 	if err := c.getJSON(ctx, http.MethodPut, src, "RENAME", u.Name, &r, kv...); err != nil {
 		return err
 	}
-	if opts.Overwrite || r.Boolean { // rename2 (OVERWRITE) answers with an empty object
+	if r.Boolean {
 		return nil
 	}
+	// A bare false: find out why, as far as the namespace tells.
 	if _, err := c.Stat(ctx, u, src); err != nil {
 		return meta.Errorf("rename", src, meta.ErrNotFound, "RENAME returned false")
 	}
-	return meta.Errorf("rename", dst, meta.ErrExists, "RENAME returned false")
+	if _, err := c.Stat(ctx, u, dst); err == nil {
+		return meta.Errorf("rename", dst, meta.ErrExists, "RENAME returned false")
+	}
+	if parent, _ := meta.ParentPath(dst); parent != "" {
+		if _, err := c.Stat(ctx, u, parent); err != nil {
+			return meta.Errorf("rename", dst, meta.ErrNotFound, "RENAME returned false: no parent directory")
+		}
+	}
+	return meta.Errorf("rename", dst, meta.ErrInvalidArgument, "RENAME returned false")
 }
 
 // SetPermission is SETPERMISSION.

@@ -1,7 +1,6 @@
 package fstest
 
 import (
-	"errors"
 	"strings"
 
 	"github.com/nimbus-fs/nimbus/meta"
@@ -43,9 +42,7 @@ var aclCases = []Case{
 		if !fst.AclBit {
 			c.T.Fatal("no aclBit")
 		}
-		if err := fs.ModifyAclEntries(ctx, bob, "/home/d", specOf(c, "user:bob:rwx", true)); !errors.Is(err, meta.ErrPermission) {
-			c.T.Fatalf("non-owner modify: %v", err)
-		}
+		c.Is("non-owner modify", fs.ModifyAclEntries(ctx, bob, "/home/d", specOf(c, "user:bob:rwx", true)), meta.ErrPermission)
 		if err := fs.RemoveAclEntries(ctx, alice, "/home/d", specOf(c, "user:bob", false)); err != nil {
 			c.T.Fatal(err)
 		}
@@ -68,9 +65,7 @@ var aclCases = []Case{
 		if st, _ = fs.GetAclStatus(ctx, alice, "/home/d"); st.Perm != 0o640 || meta.FormatAclSpec(st.Entries, true) != "user:bob:r--,group::---" {
 			c.T.Fatalf("after setAcl: %o %s", st.Perm, meta.FormatAclSpec(st.Entries, true))
 		}
-		if err := fs.SetAcl(ctx, alice, "/home/d", specOf(c, "user:bob:r--", true)); !errors.Is(err, meta.ErrInvalidArgument) {
-			c.T.Fatalf("setAcl without base entries: %v", err)
-		}
+		c.Is("setAcl without base entries", fs.SetAcl(ctx, alice, "/home/d", specOf(c, "user:bob:r--", true)), meta.ErrInvalidArgument)
 	}},
 	{Name: "default ACL inherited", Needs: needs(func(k Caps) bool { return k.ACLs }), Run: func(c *C, fs meta.FileSystem) {
 		ctx := c.Ctx
@@ -147,31 +142,20 @@ var aclCases = []Case{
 		if err := set("user.a", "1", meta.XAttrCreate); err != nil {
 			c.T.Fatal(err)
 		}
-		if err := set("user.a", "2", meta.XAttrCreate); !errors.Is(err, meta.ErrExists) {
-			c.T.Fatalf("create over existing: %v", err)
-		}
-		if err := set("user.b", "2", meta.XAttrReplace); !errors.Is(err, meta.ErrNotFound) {
-			c.T.Fatalf("replace of missing: %v", err)
-		}
+		c.Is("create over existing", set("user.a", "2", meta.XAttrCreate), meta.ErrExists)
+		c.Is("replace of missing", set("user.b", "2", meta.XAttrReplace), meta.ErrNotFound)
 		if err := set("user.a", "3", meta.XAttrCreate|meta.XAttrReplace); err != nil {
 			c.T.Fatal(err)
 		}
-		if err := set("nope.a", "3", meta.XAttrCreate); !errors.Is(err, meta.ErrInvalidArgument) {
-			c.T.Fatalf("bad namespace: %v", err)
-		}
-		if err := set("trusted.a", "3", meta.XAttrCreate); !errors.Is(err, meta.ErrPermission) {
-			c.T.Fatalf("trusted as a user: %v", err)
-		}
+		c.Is("bad namespace", set("nope.a", "3", meta.XAttrCreate), meta.ErrInvalidArgument)
+		c.Is("trusted as a user", set("trusted.a", "3", meta.XAttrCreate), meta.ErrPermission)
 		xs, err := fs.GetXAttrs(ctx, alice, "/home/d", []string{"user.a"})
 		if err != nil || len(xs) != 1 || string(xs[0].Value) != "3" {
 			c.T.Fatalf("GetXAttrs = %v, %v", xs, err)
 		}
-		if _, err := fs.GetXAttrs(ctx, alice, "/home/d", []string{"user.zz"}); !errors.Is(err, meta.ErrNotFound) {
-			c.T.Fatalf("get missing: %v", err)
-		}
-		if err := fs.SetXAttr(ctx, bob, "/home/d", meta.XAttr{Name: "user.b"}, meta.XAttrCreate); !errors.Is(err, meta.ErrPermission) {
-			c.T.Fatalf("bob writes: %v", err)
-		}
+		_, err = fs.GetXAttrs(ctx, alice, "/home/d", []string{"user.zz"})
+		c.Is("get missing", err, meta.ErrNotFound)
+		c.Is("bob writes", fs.SetXAttr(ctx, bob, "/home/d", meta.XAttr{Name: "user.b"}, meta.XAttrCreate), meta.ErrPermission)
 		names, _ := fs.ListXAttrs(ctx, bob, "/home/d")
 		if len(names) != 1 || names[0] != "user.a" {
 			c.T.Fatalf("ListXAttrs = %v", names)
@@ -179,8 +163,6 @@ var aclCases = []Case{
 		if err := fs.RemoveXAttr(ctx, alice, "/home/d", "user.a"); err != nil {
 			c.T.Fatal(err)
 		}
-		if err := fs.RemoveXAttr(ctx, alice, "/home/d", "user.a"); !errors.Is(err, meta.ErrNotFound) {
-			c.T.Fatalf("remove again: %v", err)
-		}
+		c.Is("remove again", fs.RemoveXAttr(ctx, alice, "/home/d", "user.a"), meta.ErrNotFound)
 	}},
 }
