@@ -93,8 +93,8 @@ func (c *Client) CreateFile(ctx context.Context, u meta.User, path string, opts 
 	if perm == 0 {
 		perm = meta.DefaultFile
 	}
-	if err := c.twoStep(ctx, http.MethodPut, path, "CREATE", u.Name, data,
-		"overwrite", strconv.FormatBool(opts.Overwrite), "permission", octal(perm)); err != nil {
+	opts.Perm = perm
+	if err := c.twoStep(ctx, http.MethodPut, path, "CREATE", u.Name, data, createParams(opts)...); err != nil {
 		return nil, err
 	}
 	return &meta.FileStatus{Path: path, Type: meta.TypeFile, Perm: perm, Length: int64(len(data))}, nil
@@ -103,6 +103,14 @@ func (c *Client) CreateFile(ctx context.Context, u meta.User, path string, opts 
 // Create is CREATE with no data: WebHDFS has no open-for-write state, so the
 // file is complete and empty at once; Write appends to it.
 func (c *Client) Create(ctx context.Context, u meta.User, path string, opts meta.CreateOptions) (*meta.FileStatus, error) {
+	if err := c.twoStep(ctx, http.MethodPut, path, "CREATE", u.Name, nil, createParams(opts)...); err != nil {
+		return nil, err
+	}
+	return &meta.FileStatus{Path: path, Type: meta.TypeFile, Perm: opts.Perm}, nil
+}
+
+// createParams are CREATE's parameters for opts.
+func createParams(opts meta.CreateOptions) []string {
 	kv := []string{"overwrite", strconv.FormatBool(opts.Overwrite)}
 	if opts.Perm != 0 {
 		kv = append(kv, "permission", octal(opts.Perm))
@@ -116,10 +124,7 @@ func (c *Client) Create(ctx context.Context, u meta.User, path string, opts meta
 	if opts.BlockSize != 0 {
 		kv = append(kv, "blocksize", itoa(opts.BlockSize))
 	}
-	if err := c.twoStep(ctx, http.MethodPut, path, "CREATE", u.Name, nil, kv...); err != nil {
-		return nil, err
-	}
-	return &meta.FileStatus{Path: path, Type: meta.TypeFile, Perm: opts.Perm}, nil
+	return kv
 }
 
 // Append checks the file exists and is a file; the data comes with Write.

@@ -207,3 +207,48 @@ var attrCases = []Case{
 		}
 	}},
 }
+
+// Optional capabilities, checked where the implementation has them.
+var optionalCases = []Case{
+	{Name: "space quota", Needs: needs(func(k Caps) bool { return k.Quotas }), Run: func(c *C, fs meta.FileSystem) {
+		ctx := c.Ctx
+		c.Is("mkdirs", fs.Mkdirs(ctx, c.Root, "/q", 0), nil)
+		// Space is bytes times replication: 10 bytes at replication 1.
+		c.Is("quota", fs.SetQuota(ctx, c.Root, "/q", -1, 10), nil)
+		_, err := meta.CreateFile(ctx, fs, c.Root, "/q/small", meta.CreateOptions{Client: "c", Replication: 1}, []byte("0123456789"))
+		c.Is("a file that fits", err, nil)
+		_, err = meta.CreateFile(ctx, fs, c.Root, "/q/more", meta.CreateOptions{Client: "c", Replication: 1}, []byte("x"))
+		c.Is("a file past the quota", err, meta.ErrQuota)
+		cs, err := fs.ContentSummary(ctx, c.Root, "/q")
+		c.Is("summary", err, nil)
+		if cs.SpaceQuota != 10 || cs.SpaceConsumed != 10 || cs.Length != 10 {
+			c.T.Fatalf("summary = %+v", cs)
+		}
+		c.Is("delete", fs.Delete(ctx, c.Root, "/q/small", false), nil)
+		_, err = meta.CreateFile(ctx, fs, c.Root, "/q/more", meta.CreateOptions{Client: "c", Replication: 1}, []byte("x"))
+		c.Is("a file once space is freed", err, nil)
+	}},
+	{Name: "recursive chmod and chown", Run: func(c *C, fs meta.FileSystem) {
+		ra, ok := fs.(meta.RecursiveAttrs)
+		if !ok {
+			c.T.Skip("no meta.RecursiveAttrs")
+		}
+		ctx := c.Ctx
+		c.File(fs, c.Root, "/r/a/f", "x")
+		c.File(fs, c.Root, "/r/g", "y")
+		c.Is("chmod -R", ra.SetPermissionRecursive(ctx, c.Root, "/r", 0o700), nil)
+		c.Is("chown -R", ra.SetOwnerRecursive(ctx, c.Root, "/r", "alice", "staff"), nil)
+		for _, p := range []string{"/r", "/r/a", "/r/a/f", "/r/g"} {
+			if st := c.Stat(fs, p); st.Perm != 0o700 || st.Owner != "alice" || st.Group != "staff" {
+				c.T.Fatalf("%s after chmod -R and chown -R: %+v", p, st)
+			}
+		}
+		if c.Cfg.Caps.Permissions {
+			c.Is("chmod -R by another", ra.SetPermissionRecursive(ctx, bob, "/r", 0o777), meta.ErrPermission)
+			if st := c.Stat(fs, "/r/a/f"); st.Perm != 0o700 {
+				c.T.Fatalf("a refused chmod -R changed %+v", st)
+			}
+		}
+		c.At("chmod -R missing", ra.SetPermissionRecursive(ctx, c.Root, "/nope", 0o700), meta.ErrNotFound, "/nope")
+	}},
+}

@@ -93,6 +93,7 @@ func Cases() []Case {
 	cs = append(cs, treeCases...)
 	cs = append(cs, attrCases...)
 	cs = append(cs, aclCases...)
+	cs = append(cs, optionalCases...)
 	return cs
 }
 
