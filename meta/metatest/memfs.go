@@ -185,7 +185,7 @@ func (fs *MemFS) parentDir(op, c string, u meta.User, mkdir bool) error {
 
 // mkdirs is mkdir -p; the ancestors have been checked. unmasked, when not
 // nil, is the client's mode before its umask, for c and the ancestors it
-// creates (see meta.UnmaskedMkdirs). Must hold mu.
+// creates (see meta.FileSystem.MkdirsUnmasked). Must hold mu.
 func (fs *MemFS) mkdirs(op, c string, u meta.User, perm meta.Perm, unmasked *meta.Perm) error {
 	if n := fs.mu.nodes[c]; n != nil {
 		if n.st.Type != meta.TypeDir {
