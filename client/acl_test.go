@@ -69,6 +69,5 @@ func TestACLsAndXAttrsOverRPC(t *testing.T) {
 	}
 }
 
-// noCaps hides MemFS's optional capabilities (a server of an older
-// contract).
+// noCaps hides MemFS's optional capabilities.
 type noCaps struct{ meta.FileSystem }

@@ -17,7 +17,7 @@ func specOf(c *C, s string, withPerm bool) []meta.AclEntry {
 
 // ACLs and extended attributes, as HDFS keeps them.
 var aclCases = []Case{
-	{Name: "ACLs", Needs: needs(func(k Caps) bool { return k.ACLs }), Run: func(c *C, fs meta.FileSystem) {
+	{Name: "ACLs", Needs: func(k Caps) bool { return k.ACLs }, Run: func(c *C, fs meta.FileSystem) {
 		ctx := c.Ctx
 		c.Home(fs)
 		if err := fs.Mkdirs(ctx, alice, "/home/d", 0o750); err != nil {
@@ -67,7 +67,7 @@ var aclCases = []Case{
 		}
 		c.Is("setAcl without base entries", fs.SetAcl(ctx, alice, "/home/d", specOf(c, "user:bob:r--", true)), meta.ErrInvalidArgument)
 	}},
-	{Name: "default ACL inherited", Needs: needs(func(k Caps) bool { return k.ACLs }), Run: func(c *C, fs meta.FileSystem) {
+	{Name: "default ACL inherited", Needs: func(k Caps) bool { return k.ACLs }, Run: func(c *C, fs meta.FileSystem) {
 		ctx := c.Ctx
 		c.Home(fs)
 		if err := fs.Mkdirs(ctx, alice, "/home/d", 0o755); err != nil {
@@ -95,7 +95,7 @@ var aclCases = []Case{
 			c.T.Fatal("file has no aclBit")
 		}
 	}},
-	{Name: "unmasked mode", Needs: needs(func(k Caps) bool { return k.ACLs }), Run: func(c *C, fs meta.FileSystem) {
+	{Name: "unmasked mode", Needs: func(k Caps) bool { return k.ACLs }, Run: func(c *C, fs meta.FileSystem) {
 		ctx := c.Ctx
 		c.Home(fs)
 		for _, d := range []string{"/home/acl", "/home/plain"} {
@@ -130,7 +130,7 @@ var aclCases = []Case{
 			}
 		}
 	}},
-	{Name: "xattrs", Needs: needs(func(k Caps) bool { return k.XAttrs }), Run: func(c *C, fs meta.FileSystem) {
+	{Name: "xattrs", Needs: func(k Caps) bool { return k.XAttrs }, Run: func(c *C, fs meta.FileSystem) {
 		ctx := c.Ctx
 		c.Home(fs)
 		if err := fs.Mkdirs(ctx, alice, "/home/d", 0o755); err != nil {

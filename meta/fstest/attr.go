@@ -56,7 +56,7 @@ var attrCases = []Case{
 		}
 		c.At("touch missing", fs.SetTimes(ctx, c.Root, "/nope", 1, 1), meta.ErrNotFound, "/nope")
 	}},
-	{Name: "truncate, concat, summary", Needs: needs(func(k Caps) bool { return k.ConcatTruncate && k.Summary }), Run: func(c *C, fs meta.FileSystem) {
+	{Name: "truncate, concat, summary", Needs: func(k Caps) bool { return k.ConcatTruncate && k.Summary }, Run: func(c *C, fs meta.FileSystem) {
 		ctx := c.Ctx
 		c.File(fs, c.Root, "/a/f", "hello")
 		c.File(fs, c.Root, "/a/g", "XY")
@@ -81,7 +81,7 @@ var attrCases = []Case{
 			c.T.Fatalf("summary after clearing the quota = %+v, %v", cs, err)
 		}
 	}},
-	{Name: "namespace quota", Needs: needs(func(k Caps) bool { return k.Quotas }), Run: func(c *C, fs meta.FileSystem) {
+	{Name: "namespace quota", Needs: func(k Caps) bool { return k.Quotas }, Run: func(c *C, fs meta.FileSystem) {
 		ctx := c.Ctx
 		c.Is("mkdirs", fs.Mkdirs(ctx, c.Root, "/q", 0), nil)
 		// The directory counts itself, as in HDFS: 3 leaves room for two.
@@ -102,7 +102,7 @@ var attrCases = []Case{
 			c.T.Fatalf("summary = %+v", cs)
 		}
 	}},
-	{Name: "permissions and ownership", Needs: needs(func(k Caps) bool { return k.Permissions }), Run: func(c *C, fs meta.FileSystem) {
+	{Name: "permissions and ownership", Needs: func(k Caps) bool { return k.Permissions }, Run: func(c *C, fs meta.FileSystem) {
 		ctx := c.Ctx
 		c.Home(fs)
 		c.Is("mkdirs as alice", fs.Mkdirs(ctx, alice, "/home/alice", 0o755), nil)
@@ -150,7 +150,7 @@ var attrCases = []Case{
 			c.Is("nobody", fs.Mkdirs(ctx, meta.User{}, "/home/x", 0o755), meta.ErrPermission)
 		}
 	}},
-	{Name: "recursive delete needs rights on the subtree", Needs: needs(func(k Caps) bool { return k.Permissions }), Run: func(c *C, fs meta.FileSystem) {
+	{Name: "recursive delete needs rights on the subtree", Needs: func(k Caps) bool { return k.Permissions }, Run: func(c *C, fs meta.FileSystem) {
 		ctx := c.Ctx
 		c.Home(fs)
 		c.Is("mkdirs as bob", fs.Mkdirs(ctx, bob, "/home/bob", 0o777), nil)
@@ -160,7 +160,7 @@ var attrCases = []Case{
 		c.Stat(fs, "/home/bob/a/f")
 		c.Is("delete by the superuser", fs.Delete(ctx, c.Root, "/home/bob", true), nil)
 	}},
-	{Name: "symlinks", Needs: needs(func(k Caps) bool { return k.Symlinks }), Run: func(c *C, fs meta.FileSystem) {
+	{Name: "symlinks", Needs: func(k Caps) bool { return k.Symlinks }, Run: func(c *C, fs meta.FileSystem) {
 		ctx := c.Ctx
 		c.File(fs, c.Root, "/a/f", "x")
 		c.Is("symlink", fs.CreateSymlink(ctx, c.Root, "/a", "/l/ink", true), nil)
@@ -210,7 +210,7 @@ var attrCases = []Case{
 
 // Optional capabilities, checked where the implementation has them.
 var optionalCases = []Case{
-	{Name: "space quota", Needs: needs(func(k Caps) bool { return k.Quotas }), Run: func(c *C, fs meta.FileSystem) {
+	{Name: "space quota", Needs: func(k Caps) bool { return k.Quotas }, Run: func(c *C, fs meta.FileSystem) {
 		ctx := c.Ctx
 		c.Is("mkdirs", fs.Mkdirs(ctx, c.Root, "/q", 0), nil)
 		// Space is bytes times replication: 10 bytes at replication 1.

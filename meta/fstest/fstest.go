@@ -109,7 +109,7 @@ func Run(t *testing.T, cfg Config, open Opener) {
 			if tc.Needs != nil && !tc.Needs(cfg.Caps) {
 				t.Skipf("needs a capability this implementation lacks (%+v)", cfg.Caps)
 			}
-			tc.Run(&C{T: t, Cfg: cfg, Root: meta.User{Name: cfg.Superuser}, Ctx: context.Background()}, open(t))
+			tc.Run(&C{T: t, Cfg: cfg, Root: meta.User{Name: cfg.Superuser}, Ctx: t.Context()}, open(t))
 		})
 	}
 }
@@ -202,5 +202,3 @@ func (c *C) Read(fs meta.FileSystem, u meta.User, p string) string {
 	c.Is("read "+p, err, nil)
 	return string(b)
 }
-
-func needs(f func(Caps) bool) func(Caps) bool { return f }

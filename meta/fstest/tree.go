@@ -61,7 +61,7 @@ var treeCases = []Case{
 			c.T.Fatalf("parent made by create = %+v", st)
 		}
 	}},
-	{Name: "create, write, complete under a lease", Needs: needs(func(k Caps) bool { return k.OpenFiles }), Run: func(c *C, fs meta.FileSystem) {
+	{Name: "create, write, complete under a lease", Needs: func(k Caps) bool { return k.OpenFiles }, Run: func(c *C, fs meta.FileSystem) {
 		ctx := c.Ctx
 		st, err := fs.Create(ctx, c.Root, "/f", meta.CreateOptions{Client: "c1", Replication: 2})
 		c.Is("create", err, nil)
@@ -145,7 +145,7 @@ var treeCases = []Case{
 		_, err = fs.Append(ctx, c.Root, "/nope", "c1")
 		c.Is("append missing", err, meta.ErrNotFound)
 	}},
-	{Name: "size limit", Needs: needs(func(k Caps) bool { return k.OpenFiles }), Run: func(c *C, fs meta.FileSystem) {
+	{Name: "size limit", Needs: func(k Caps) bool { return k.OpenFiles }, Run: func(c *C, fs meta.FileSystem) {
 		if c.Cfg.MaxFile == 0 {
 			c.T.Skip("no size limit configured")
 		}
