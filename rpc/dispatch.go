@@ -15,6 +15,11 @@ func (s *Server) dispatch(ctx context.Context, req *api.Request, m Method, path 
 	resp := &api.Response{RequestId: req.GetRequestId()}
 	u := meta.User{Name: req.GetUser()}
 	if !m.ReadOnly() {
+		if received.IsZero() {
+			// The reader took no clock reading for a frame that looked
+			// quick (a read) but decoded as a write.
+			received = time.Now()
+		}
 		// Which call this is, for a file system that records the writes
 		// it applied and answers a resubmission from the record
 		// (namespace/once.go): the engine sees it in the context, never
