@@ -1,0 +1,113 @@
+package namespace
+
+import (
+	"context"
+
+	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/store"
+)
+
+// The operations of the local mode (blocks.go) that meet a file in blocks
+// on DataNodes. The engine holds no replica in this mode: it changes rows
+// only, and replicas no row names are the DataNodes' orphans.
+
+// dnReadBlocks: the bytes are on the DataNodes, which the client reads.
+func (t *tx) dnReadBlocks(p string) error {
+	return meta.Errorf("read", p, meta.ErrUnsupported,
+		"the file's bytes are in blocks on DataNodes: read them there (get its block locations)")
+}
+
+// dnWriteBlocks: a file in blocks is written block by block to DataNodes.
+func dnWriteBlocks(p string) error {
+	return meta.Errorf("write", p, meta.ErrUnsupported,
+		"the file's bytes are in blocks on DataNodes: write them there (add a block, then write it through its pipeline)")
+}
+
+// dnTooLarge: an inline file would pass the threshold.
+func (t *tx) dnTooLarge(p string, n *store.Inode, size int) error {
+	return meta.Errorf("write", p, meta.ErrTooLarge,
+		"%d bytes would pass the %d bytes kept in the metadata store: add a block (the file moves to blocks on DataNodes) and write there",
+		n.Written+int64(size), t.e.cfg.InlineThreshold)
+}
+
+// dnDropBlocks deletes the block rows of file n; the DataNodes drop the
+// replicas no row names (the orphan duty).
+func (t *tx) dnDropBlocks(ctx context.Context, n *store.Inode) error {
+	rows, err := t.blockRows(ctx, n.ID)
+	if err != nil {
+		return err
+	}
+	for _, b := range rows {
+		t.delRaw(store.BlockKey(b.File, b.Index))
+	}
+	return nil
+}
+
+// dnTruncateBlocks cuts file n to size bytes when size is on a block
+// boundary (rows only, as HDFS); any other size needs block recovery.
+func (t *tx) dnTruncateBlocks(ctx context.Context, p string, n *store.Inode, size int64) error {
+	rows, err := t.blockRows(ctx, n.ID)
+	if err != nil {
+		return err
+	}
+	var start int64
+	for _, b := range rows {
+		switch {
+		case start >= size:
+			t.delRaw(store.BlockKey(b.File, b.Index))
+		case start+b.Length > size:
+			return meta.Errorf("truncate", p, meta.ErrUnsupported,
+				"length %d is inside block blk_%d [%d, %d): truncating inside a block on DataNodes is not supported; truncate to a block boundary",
+				size, b.ID, start, start+b.Length)
+		}
+		start += b.Length
+	}
+	if size <= t.e.cfg.InlineThreshold && size > 0 {
+		return meta.Errorf("truncate", p, meta.ErrUnsupported,
+			"length %d fits the inline threshold: moving a file in blocks on DataNodes back inline is not supported", size)
+	}
+	if size == 0 {
+		n.Blocks = false
+	}
+	n.Written = size
+	return nil
+}
+
+// dnAppendBlocks: append to a file in blocks on DataNodes (a new stamp for
+// its partial last block, PIPELINE_SETUP_APPEND) is not supported.
+func (t *tx) dnAppendBlocks(p string) error {
+	return meta.Errorf("append", p, meta.ErrUnsupported,
+		"append to a file in blocks on DataNodes is not supported")
+}
+
+// dnRecoverBlocks is lease recovery of file n in blocks on DataNodes: its
+// block being written, if any, is committed at the length of a finalized
+// replica with its stamp, or dropped when it has no byte and no replica.
+// A block whose replicas are all being written needs block recovery by
+// the DataNodes (not done here): the file stays open and the error says
+// so; the lease monitor tries again.
+func (t *tx) dnRecoverBlocks(ctx context.Context, op string, r *resolved, n *store.Inode) error {
+	rows, err := t.blockRows(ctx, n.ID)
+	if err != nil {
+		return err
+	}
+	last := lastOpen(rows)
+	if last == nil {
+		return t.adjust(op, r.path, r.chain[:r.depth()], (sumLengths(rows)-n.Written)*int64(n.Replication))
+	}
+	reps, err := t.e.cfg.DataNodes.Replicas(ctx, []uint64{last.ID}, Location{})
+	if err != nil {
+		return meta.Errorf(op, r.path, meta.ErrInternal, "reading the replicas of blk_%d: %v", last.ID, err)
+	}
+	for _, rep := range reps[0] {
+		if rep.State == ReplicaFinalized && rep.GenStamp == last.GenStamp {
+			return t.commitLast(op, r, n, rows, last, rep.Length, true)
+		}
+	}
+	if len(reps[0]) == 0 && last.Length == 0 {
+		t.delRaw(store.BlockKey(last.File, last.Index))
+		return t.commitLast(op, r, n, rows[:len(rows)-1], &store.Block{}, 0, true)
+	}
+	return meta.Errorf(op, r.path, meta.ErrLease,
+		"block blk_%d_%d has no finalized replica: it needs block recovery by its DataNodes, which this NameNode does not run", last.ID, last.GenStamp)
+}
