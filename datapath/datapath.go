@@ -86,7 +86,9 @@ func info(i registry.Info) namespace.DataNodeInfo {
 		HTTPAddr: i.HTTPAddr, Host: i.Host, Zone: i.Zone}
 }
 
-func loc(l namespace.Location) placement.Location { return placement.Location{Host: l.Host, Zone: l.Zone} }
+func loc(l namespace.Location) placement.Location {
+	return placement.Location{Host: l.Host, Zone: l.Zone}
+}
 
 // ChooseTargets implements namespace.DataNodes with placement.ChooseTargets
 // over the registry's DataNodes.
