@@ -2,6 +2,8 @@ package namespace
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/store"
@@ -108,6 +110,94 @@ func (t *tx) dnRecoverBlocks(ctx context.Context, op string, r *resolved, n *sto
 		t.delRaw(store.BlockKey(last.File, last.Index))
 		return t.commitLast(op, r, n, rows[:len(rows)-1], &store.Block{}, 0, true)
 	}
-	return meta.Errorf(op, r.path, meta.ErrLease,
-		"block blk_%d_%d has no finalized replica: it needs block recovery by its DataNodes, which this NameNode does not run", last.ID, last.GenStamp)
+	if t.e.cfg.BlockRecovery == nil {
+		return meta.Errorf(op, r.path, meta.ErrLease,
+			"block blk_%d_%d has no finalized replica: it needs block recovery by its DataNodes, which this NameNode is not configured to run", last.ID, last.GenStamp)
+	}
+	gs, length, err := t.e.recoverBlock(ctx, last, reps[0])
+	if err != nil {
+		return meta.Errorf(op, r.path, meta.ErrLease, "recovering block blk_%d_%d: %v", last.ID, last.GenStamp, err)
+	}
+	if gs == 0 {
+		// No DataNode has a replica and none was committed: the block had
+		// no byte for sure.
+		t.delRaw(store.BlockKey(last.File, last.Index))
+		return t.commitLast(op, r, n, rows[:len(rows)-1], &store.Block{}, 0, true)
+	}
+	last.GenStamp = gs
+	return t.commitLast(op, r, n, rows, last, length, true)
+}
+
+// recoverBlock is HDFS's block recovery of block row b, driven from here:
+// each DataNode reported to hold a replica of it is asked for its replica
+// (which stops its writer), the length is chosen (a finalized replica's,
+// else the shortest being-written one's: every byte of it is on each),
+// and each is told to finalize at that length under a new stamp. It
+// returns the new stamp and the length; stamp 0 when no DataNode had a
+// replica and the row has no committed byte.
+func (e *Engine) recoverBlock(ctx context.Context, b *store.Block, reps []ReplicaInfo) (uint64, int64, error) {
+	rec := e.cfg.BlockRecovery
+	id := b.GenStamp + 1
+	for _, r := range reps {
+		id = max(id, r.GenStamp+1)
+	}
+	type found struct {
+		node string
+		rep  RecoveredReplica
+	}
+	var got []found
+	var errs []error
+	for _, r := range reps {
+		if r.State == ReplicaCorrupt {
+			continue
+		}
+		rr, err := rec.InitRecovery(ctx, r.Node.HTTPAddr, BlockRef{ID: b.ID, GenStamp: r.GenStamp}, id)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("DataNode %d (%s): %w", r.Node.ID, r.Node.HTTPAddr, err))
+			continue
+		}
+		if rr.State == ReplicaCorrupt {
+			continue
+		}
+		got = append(got, found{r.Node.HTTPAddr, rr})
+	}
+	if len(got) == 0 {
+		if len(errs) == 0 && b.Length == 0 {
+			return 0, 0, nil
+		}
+		return 0, 0, fmt.Errorf("no DataNode could recover a replica: %w", errors.Join(errs...))
+	}
+	length := int64(-1)
+	for _, g := range got {
+		if g.rep.State == ReplicaFinalized {
+			length = g.rep.Length
+			break
+		}
+	}
+	if length < 0 {
+		length = got[0].rep.Length
+		for _, g := range got[1:] {
+			length = min(length, g.rep.Length)
+		}
+	}
+	if length < b.Length {
+		// Bytes a client committed (fsync, a pipeline update) are on every
+		// replica of the pipeline: a shorter one is not this block's.
+		e.log.Warn("block recovery: the replicas hold fewer bytes than committed", "block", b.ID, "committed", b.Length, "replicas", length)
+	}
+	done := 0
+	for _, g := range got {
+		if g.rep.State == ReplicaFinalized && g.rep.Length != length {
+			continue
+		}
+		if err := rec.FinishRecovery(ctx, g.node, BlockRef{ID: b.ID, GenStamp: g.rep.GenStamp}, id, length); err != nil {
+			errs = append(errs, fmt.Errorf("finishing on %s: %w", g.node, err))
+			continue
+		}
+		done++
+	}
+	if done == 0 {
+		return 0, 0, fmt.Errorf("no DataNode finalized its replica: %w", errors.Join(errs...))
+	}
+	return id, length, nil
 }

@@ -119,6 +119,10 @@ type Config struct {
 	// clients write and read themselves (AddBlock, GetBlockLocations), and
 	// the engine keeps their block rows. Exclusive with Blocks.
 	DataNodes DataNodes
+	// BlockRecovery, in the DataNode mode, runs block recovery on the
+	// DataNodes when lease recovery meets a block whose replicas are all
+	// being written (nil: such a file stays open, and recovery fails).
+	BlockRecovery BlockRecovery
 
 	// HoldMemory, when set, is called as a subtree operation's work starts
 	// (a recursive delete, chmod or chown -R, set-quota, a move) and its

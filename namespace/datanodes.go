@@ -135,3 +135,26 @@ type LocatedBlocks struct {
 // yet: the DataNodes have not sent their reports. The client backs off
 // and retries, as HDFS's DFSOutputStream.completeFile does.
 var ErrNotYetReplicated = errors.New("namespace: the block has no reported replica yet")
+
+// BlockRecovery is the DataNode commands lease recovery runs in the
+// DataNode mode (HDFS's initReplicaRecovery and
+// updateReplicaUnderRecovery), sent to a DataNode's HTTP port
+// (DataNodeInfo.HTTPAddr). Package datanode/command's Client does this;
+// the server adapts it. Safe for concurrent use.
+type BlockRecovery interface {
+	// InitRecovery stops any writer of replica block on the DataNode and
+	// answers its stamp, length and state. recoveryID is the stamp the
+	// recovery finalizes under; a smaller one than a recovery already
+	// started is refused.
+	InitRecovery(ctx context.Context, httpAddr string, block BlockRef, recoveryID uint64) (RecoveredReplica, error)
+	// FinishRecovery cuts replica block to newLength and finalizes it
+	// under recoveryID. Sending it again after it succeeded succeeds.
+	FinishRecovery(ctx context.Context, httpAddr string, block BlockRef, recoveryID uint64, newLength int64) error
+}
+
+// RecoveredReplica is a replica as InitRecovery found it.
+type RecoveredReplica struct {
+	GenStamp uint64
+	Length   int64
+	State    ReplicaState
+}

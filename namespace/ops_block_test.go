@@ -25,7 +25,7 @@ func newFakeDataNodes(n int) *fakeDataNodes {
 	f := &fakeDataNodes{replicas: map[uint64][]ReplicaInfo{}}
 	for i := 1; i <= n; i++ {
 		f.nodes = append(f.nodes, DataNodeInfo{ID: uint64(i), UUID: fmt.Sprintf("uuid-%d", i),
-			DataAddr: fmt.Sprintf("10.0.0.%d:9866", i), Host: fmt.Sprintf("h%d", i), Zone: string(rune('a' + i - 1))})
+			DataAddr: fmt.Sprintf("10.0.0.%d:9866", i), HTTPAddr: fmt.Sprintf("10.0.0.%d:9864", i), Host: fmt.Sprintf("h%d", i), Zone: string(rune('a' + i - 1))})
 	}
 	return f
 }
@@ -278,5 +278,95 @@ func TestDataNodeModeLeaseRecovery(t *testing.T) {
 	must(t, err)
 	if st.Length != 70 || st.UnderConstruction {
 		t.Fatalf("after recovery: %+v", st)
+	}
+}
+
+// fakeRecovery is BlockRecovery over the fake's reported replicas: a
+// DataNode answers the replica reported for it, and finishing replaces it
+// by a finalized one.
+type fakeRecovery struct {
+	f        *fakeDataNodes
+	down     string // the HTTP address of a DataNode that does not answer
+	finished []string
+}
+
+func (r *fakeRecovery) find(addr string, b BlockRef) (int, error) {
+	if addr == r.down {
+		return 0, errors.New("connection refused")
+	}
+	for i, rep := range r.f.replicas[b.ID] {
+		if rep.Node.HTTPAddr == addr && rep.GenStamp == b.GenStamp {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("no replica blk_%d_%d", b.ID, b.GenStamp)
+}
+
+func (r *fakeRecovery) InitRecovery(ctx context.Context, addr string, b BlockRef, id uint64) (RecoveredReplica, error) {
+	r.f.mu.Lock()
+	defer r.f.mu.Unlock()
+	i, err := r.find(addr, b)
+	if err != nil {
+		return RecoveredReplica{}, err
+	}
+	rep := r.f.replicas[b.ID][i]
+	return RecoveredReplica{GenStamp: rep.GenStamp, Length: rep.Length, State: rep.State}, nil
+}
+
+func (r *fakeRecovery) FinishRecovery(ctx context.Context, addr string, b BlockRef, id uint64, length int64) error {
+	r.f.mu.Lock()
+	defer r.f.mu.Unlock()
+	i, err := r.find(addr, b)
+	if err != nil {
+		return err
+	}
+	rep := &r.f.replicas[b.ID][i]
+	rep.GenStamp, rep.Length, rep.State = id, length, ReplicaFinalized
+	r.finished = append(r.finished, fmt.Sprintf("%s %d %d", addr, id, length))
+	return nil
+}
+
+func TestDataNodeModeBlockRecovery(t *testing.T) {
+	dn := newFakeDataNodes(3)
+	rec := &fakeRecovery{f: dn, down: dn.nodes[2].HTTPAddr}
+	e, _, err := openEngineDirWith(t.TempDir(), func(c *Config) {
+		c.InlineThreshold = 1000
+		c.MinBlockSize = 0
+		c.DataNodes = dn
+		c.BlockRecovery = rec
+		c.LeaseMonitor = false
+	})
+	must(t, err)
+	t.Cleanup(func() { e.Close() })
+	ctx := context.Background()
+	_, err = e.Create(ctx, root, "/f", meta.CreateOptions{Client: "w", BlockSize: 4096, Replication: 3})
+	must(t, err)
+	lb, err := e.AddBlock(ctx, root, "/f", "w", nil, nil, Location{})
+	must(t, err)
+	must(t, e.Fsync(ctx, root, "/f", "w", 40))
+	// Being written on three DataNodes, at different lengths; the third
+	// does not answer.
+	dn.mu.Lock()
+	for i, l := range []int64{80, 50, 90} {
+		dn.replicas[lb.ID] = append(dn.replicas[lb.ID], ReplicaInfo{Node: dn.nodes[i], GenStamp: lb.GenStamp, Length: l, State: ReplicaBeingWritten})
+	}
+	dn.mu.Unlock()
+	now := time.Now().Add(e.cfg.LeaseHardLimit + time.Minute)
+	e.cfg.Now = func() time.Time { return now }
+	must(t, e.RecoverExpiredLeases(ctx))
+	st, err := e.Stat(ctx, root, "/f")
+	must(t, err)
+	if st.UnderConstruction || st.Length != 50 {
+		t.Fatalf("after recovery: %+v, want closed at the shortest replica's 50 bytes", st)
+	}
+	id := lb.GenStamp + 1
+	want := []string{fmt.Sprintf("%s %d 50", dn.nodes[0].HTTPAddr, id), fmt.Sprintf("%s %d 50", dn.nodes[1].HTTPAddr, id)}
+	if !slices.Equal(rec.finished, want) {
+		t.Fatalf("finished %q, want %q", rec.finished, want)
+	}
+	locs, err := e.GetBlockLocations(ctx, root, "/f", 0, 100, Location{})
+	must(t, err)
+	if len(locs.Blocks) != 1 || locs.Blocks[0].GenStamp != id || len(locs.Blocks[0].Targets) != 2 || !locs.LastBlockComplete {
+		t.Fatalf("located after recovery: %+v", locs)
 	}
 }
