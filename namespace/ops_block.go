@@ -573,3 +573,49 @@ func (e *Engine) GetBlockLocations(ctx context.Context, u meta.User, path string
 	out.LastBlockComplete = rows[lastIdx].Complete
 	return &out, nil
 }
+
+// AdditionalDataNode chooses n more DataNodes for the file's block being
+// written, to replace DataNodes a pipeline lost (HDFS's
+// getAdditionalDatanode): existing are the pipeline's DataNodes (counted
+// in the zone spread), exclude the ones not to choose. The answer's
+// Targets are the new DataNodes only; its token allows writing and
+// copying (the client has an existing DataNode transfer the replica).
+//
+// Locks: the file shared.
+func (e *Engine) AdditionalDataNode(ctx context.Context, u meta.User, path, client string, block BlockRef, existing, exclude []uint64, n int, writer Location) (*LocatedBlock, error) {
+	const op = "get additional datanode"
+	p, err := clean(op, path)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.dnMode(op, p); err != nil {
+		return nil, err
+	}
+	if n <= 0 {
+		return nil, meta.Errorf(op, p, meta.ErrInvalidArgument, "%d DataNodes asked", n)
+	}
+	var b store.Block
+	var offset, bs int64
+	err = e.run(ctx, op, p, u, func(t *tx) error {
+		_, f, rows, last, err := t.openBlock(ctx, op, p, client, block, false)
+		if err != nil {
+			return err
+		}
+		b, offset, bs = *last, sumLengths(rows[:len(rows)-1]), f.BlockSize
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	dn := e.cfg.DataNodes
+	targets, err := dn.ChooseTargets(ctx, n, bs, writer, exclude, existing)
+	if err != nil {
+		return nil, meta.Errorf(op, p, meta.ErrInternal, "choosing DataNodes: %v", err)
+	}
+	if len(targets) == 0 {
+		return nil, &meta.OpError{Op: op, Path: p, Err: fmt.Errorf("%w: %w", meta.ErrBusy, ErrNoDataNode),
+			Detail: fmt.Sprintf("no further DataNode can take blk_%d", b.ID)}
+	}
+	return &LocatedBlock{Pool: dn.BlockPool(), ID: b.ID, GenStamp: b.GenStamp, NumBytes: b.Length, Offset: offset,
+		Targets: targets, Token: dn.Token(u.Name, b.ID, TokenWrite, TokenCopy)}, nil
+}

@@ -126,6 +126,14 @@ func TestDataNodeModeBlocks(t *testing.T) {
 			t.Fatalf("excluded DataNode 2 chosen: %+v", lb1.Targets)
 		}
 	}
+	// A DataNode to replace one the pipeline lost: not one it has, nor an excluded one.
+	add, err := e.AdditionalDataNode(ctx, root, "/f", "w", BlockRef{ID: lb1.ID}, []uint64{1}, []uint64{3}, 1, Location{})
+	must(t, err)
+	if len(add.Targets) != 1 || add.Targets[0].ID != 2 || add.ID != lb1.ID {
+		t.Fatalf("additional DataNode %+v, want DataNode 2", add)
+	}
+	_, err = e.AdditionalDataNode(ctx, root, "/f", "w", BlockRef{ID: lb1.ID}, []uint64{1, 2, 3}, nil, 1, Location{})
+	wantKind(t, err, ErrNoDataNode)
 	// A resent AddBlock answers the same block.
 	again, err := e.AddBlock(ctx, root, "/f", "w", &b0, nil, Location{})
 	must(t, err)
