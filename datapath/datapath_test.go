@@ -342,3 +342,53 @@ func TestExcludedDataNode(t *testing.T) {
 		}
 	}
 }
+
+func TestReadWhileWritten(t *testing.T) {
+	c := newCluster(t)
+	ctx := context.Background()
+	data := randomBytes(3000, 4)
+	_, err := c.e.Create(ctx, root, "/w", meta.CreateOptions{Client: "w", BlockSize: 8192, Replication: 3})
+	must(t, err)
+	lb, err := c.e.AddBlock(ctx, root, "/w", "w", nil, nil, namespace.Location{Zone: "b"})
+	must(t, err)
+	b := dataxfer.Block{Pool: lb.Pool, ID: lb.ID, GenStamp: lb.GenStamp}
+	bw, err := c.xfer.WriteBlock(ctx, b, BlockToken(lb.Token), targets(lb.Targets), dataxfer.WriteOptions{})
+	must(t, err)
+	_, err = bw.Write(data[:1000])
+	must(t, err)
+	must(t, bw.Sync(ctx)) // hsync: every DataNode of the pipeline has the bytes on disk
+	must(t, c.e.Fsync(ctx, root, "/w", "w", 1000))
+	// The block being written is located on the DataNodes that reported
+	// their replica being written, and readable to the committed length.
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var locs *namespace.LocatedBlocks
+	for {
+		locs, err = c.e.GetBlockLocations(ctx, root, "/w", 0, 1<<20, namespace.Location{Zone: "c"})
+		must(t, err)
+		if locs.LastBlock != nil && len(locs.LastBlock.Targets) == 3 {
+			break
+		}
+		pause(t, wctx)
+	}
+	if !locs.UnderConstruction || locs.FileLength != 1000 || locs.LastBlockComplete || locs.LastBlock.NumBytes != 1000 ||
+		locs.LastBlock.Targets[0].Zone != "c" {
+		t.Fatalf("a file being written located as %+v, last %+v", locs, locs.LastBlock)
+	}
+	lbr := locs.LastBlock
+	br, err := c.xfer.ReadBlock(ctx, lbr.Targets[0].DataAddr, dataxfer.Block{Pool: lbr.Pool, ID: lbr.ID, GenStamp: lbr.GenStamp, NumBytes: lbr.NumBytes},
+		BlockToken(lbr.Token), 0, 1000)
+	must(t, err)
+	got, err := io.ReadAll(br)
+	br.Close()
+	must(t, err)
+	if !bytes.Equal(got, data[:1000]) {
+		t.Fatalf("read %d bytes of the block being written that differ from the 1000 flushed", len(got))
+	}
+	_, err = bw.Write(data[1000:])
+	must(t, err)
+	n, err := bw.Close(ctx)
+	must(t, err)
+	c.complete(t, "/w", &namespace.BlockRef{ID: lb.ID, GenStamp: lb.GenStamp, NumBytes: n})
+	c.readBack(t, "/w", data, namespace.Location{})
+}

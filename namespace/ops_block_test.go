@@ -174,9 +174,11 @@ func TestDataNodeModeBlocks(t *testing.T) {
 	// The file's bytes are not the engine's: Read and Write say where.
 	_, err = e.Read(ctx, root, "/f", 0, 10)
 	wantKind(t, err, meta.ErrUnsupported)
+	fsckClean(t, e)
 	if err := e.Delete(ctx, root, "/f", false); err != nil {
 		t.Fatal(err)
 	}
+	fsckClean(t, e)
 }
 
 func TestDataNodeModeInlineToBlocks(t *testing.T) {
@@ -209,6 +211,7 @@ func TestDataNodeModeInlineToBlocks(t *testing.T) {
 	if cs.SpaceConsumed != 1200 {
 		t.Fatalf("space consumed %d, want 1200", cs.SpaceConsumed)
 	}
+	fsckClean(t, e)
 	must(t, e.Delete(ctx, root, "/q/f", false))
 	cs, err = e.ContentSummary(ctx, root, "/q")
 	must(t, err)
@@ -377,4 +380,5 @@ func TestDataNodeModeBlockRecovery(t *testing.T) {
 	if len(locs.Blocks) != 1 || locs.Blocks[0].GenStamp != id || len(locs.Blocks[0].Targets) != 2 || !locs.LastBlockComplete {
 		t.Fatalf("located after recovery: %+v", locs)
 	}
+	fsckClean(t, e)
 }
