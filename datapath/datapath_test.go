@@ -392,3 +392,55 @@ func TestReadWhileWritten(t *testing.T) {
 	c.complete(t, "/w", &namespace.BlockRef{ID: lb.ID, GenStamp: lb.GenStamp, NumBytes: n})
 	c.readBack(t, "/w", data, namespace.Location{})
 }
+
+// TestPipelineRecovery: the client drops the last DataNode of a pipeline in
+// the middle of a block (as when it fails), gets a new stamp, finishes the
+// block on the two others by a streaming recovery and records the new
+// pipeline; readers are sent to the two replicas of the new stamp only.
+func TestPipelineRecovery(t *testing.T) {
+	c := newCluster(t)
+	ctx := context.Background()
+	data := randomBytes(200_000, 5)
+	_, err := c.e.Create(ctx, root, "/r", meta.CreateOptions{Client: "w", BlockSize: 1 << 20, Replication: 3})
+	must(t, err)
+	lb, err := c.e.AddBlock(ctx, root, "/r", "w", nil, nil, namespace.Location{Zone: "a"})
+	must(t, err)
+	old := dataxfer.Block{Pool: lb.Pool, ID: lb.ID, GenStamp: lb.GenStamp}
+	bw, err := c.xfer.WriteBlock(ctx, old, BlockToken(lb.Token), targets(lb.Targets), dataxfer.WriteOptions{})
+	must(t, err)
+	_, err = bw.Write(data[:100_000])
+	must(t, err)
+	must(t, bw.Flush(ctx))
+	acked := bw.Acked()
+	bw.Abort()
+	nb, err := c.e.UpdateBlockForPipeline(ctx, root, "/r", "w", namespace.BlockRef{ID: lb.ID, GenStamp: lb.GenStamp})
+	must(t, err)
+	if nb.GenStamp <= lb.GenStamp {
+		t.Fatalf("new stamp %d after %d", nb.GenStamp, lb.GenStamp)
+	}
+	kept := lb.Targets[:2]
+	rb, err := c.xfer.WriteBlock(ctx, old, BlockToken(nb.Token), targets(kept), dataxfer.WriteOptions{
+		Stage: dataxfer.StageStreamingRecovery, Offset: acked, MinBytesRcvd: acked, MaxBytesRcvd: 100_000, LatestGenStamp: nb.GenStamp,
+	})
+	must(t, err)
+	must(t, c.e.UpdatePipeline(ctx, root, "/r", "w", namespace.BlockRef{ID: lb.ID, GenStamp: lb.GenStamp},
+		namespace.BlockRef{ID: lb.ID, GenStamp: nb.GenStamp, NumBytes: acked}, []uint64{kept[0].ID, kept[1].ID}))
+	_, err = rb.Write(data[acked:])
+	must(t, err)
+	n, err := rb.Close(ctx)
+	must(t, err)
+	if n != int64(len(data)) {
+		t.Fatalf("recovered block of %d bytes, want %d", n, len(data))
+	}
+	c.complete(t, "/r", &namespace.BlockRef{ID: lb.ID, GenStamp: nb.GenStamp, NumBytes: n})
+	locs := c.readBack(t, "/r", data, namespace.Location{})
+	got := locs.Blocks[0].Targets
+	if len(got) != 2 || locs.Blocks[0].GenStamp != nb.GenStamp {
+		t.Fatalf("located on %+v under stamp %d, want the two DataNodes kept under %d", got, locs.Blocks[0].GenStamp, nb.GenStamp)
+	}
+	for _, d := range got {
+		if d.ID == lb.Targets[2].ID {
+			t.Fatalf("located on the dropped DataNode %d", d.ID)
+		}
+	}
+}
