@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	mrand "math/rand/v2"
 	"testing"
@@ -443,4 +444,25 @@ func TestPipelineRecovery(t *testing.T) {
 			t.Fatalf("located on the dropped DataNode %d", d.ID)
 		}
 	}
+}
+
+// TestConcurrentWriters: clients write files at once through the same
+// engine and DataNodes.
+func TestConcurrentWriters(t *testing.T) {
+	c := newCluster(t)
+	ctx := context.Background()
+	t.Run("writers", func(t *testing.T) {
+		for i := range 4 {
+			t.Run(fmt.Sprint(i), func(t *testing.T) {
+				t.Parallel()
+				p := fmt.Sprintf("/c%d", i)
+				data := randomBytes(9000+i*1000, uint64(10+i))
+				_, err := c.e.Create(ctx, root, p, meta.CreateOptions{Client: "w", BlockSize: 4096, Replication: 2, CreateParent: true})
+				must(t, err)
+				last, _ := c.writeBlocks(t, p, data, 4096, namespace.Location{Zone: string(rune('a' + i%3))}, nil)
+				c.complete(t, p, last)
+				c.readBack(t, p, data, namespace.Location{})
+			})
+		}
+	})
 }

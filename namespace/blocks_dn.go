@@ -124,6 +124,7 @@ func (t *tx) dnRecoverBlocks(ctx context.Context, op string, r *resolved, n *sto
 		t.delRaw(store.BlockKey(last.File, last.Index))
 		return t.commitLast(op, r, n, rows[:len(rows)-1], &store.Block{}, 0, true)
 	}
+	t.e.log.Info("block recovered", "path", r.path, "block", last.ID, "genstamp", gs, "length", length)
 	last.GenStamp = gs
 	return t.commitLast(op, r, n, rows, last, length, true)
 }
