@@ -107,8 +107,7 @@ func (t *tx) dnRecoverBlocks(ctx context.Context, op string, r *resolved, n *sto
 		}
 	}
 	if len(reps[0]) == 0 && last.Length == 0 {
-		t.delRaw(store.BlockKey(last.File, last.Index))
-		return t.commitLast(op, r, n, rows[:len(rows)-1], &store.Block{}, 0, true)
+		return t.dropLast(op, r, n, rows)
 	}
 	if t.e.cfg.BlockRecovery == nil {
 		return meta.Errorf(op, r.path, meta.ErrLease,
@@ -121,8 +120,7 @@ func (t *tx) dnRecoverBlocks(ctx context.Context, op string, r *resolved, n *sto
 	if gs == 0 {
 		// No DataNode has a replica and none was committed: the block had
 		// no byte for sure.
-		t.delRaw(store.BlockKey(last.File, last.Index))
-		return t.commitLast(op, r, n, rows[:len(rows)-1], &store.Block{}, 0, true)
+		return t.dropLast(op, r, n, rows)
 	}
 	t.e.log.Info("block recovered", "path", r.path, "block", last.ID, "genstamp", gs, "length", length)
 	last.GenStamp = gs

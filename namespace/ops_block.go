@@ -85,6 +85,20 @@ func (t *tx) commitLast(op string, r *resolved, n *store.Inode, rows []store.Blo
 	return nil
 }
 
+// dropLast deletes the file's last block row (being written, with no
+// byte of the file committed in it) and settles n.Written and usage.
+func (t *tx) dropLast(op string, r *resolved, n *store.Inode, rows []store.Block) error {
+	last := rows[len(rows)-1]
+	t.delRaw(store.BlockKey(last.File, last.Index))
+	rows = rows[:len(rows)-1]
+	total := sumLengths(rows)
+	if err := t.adjust(op, r.path, r.chain[:r.depth()], (total-n.Written)*int64(n.Replication)); err != nil {
+		return err
+	}
+	n.Written = total
+	return nil
+}
+
 // checkRef fails unless ref names block row b (id and stamp).
 func checkRef(op, p string, b *store.Block, ref BlockRef) error {
 	if b == nil {
@@ -277,8 +291,7 @@ func (e *Engine) CompleteBlock(ctx context.Context, u meta.User, path, client st
 					return err
 				}
 				if last.NumBytes == 0 {
-					t.delRaw(store.BlockKey(open.File, open.Index))
-					if err := t.commitLast(op, r, n, rows[:len(rows)-1], &store.Block{}, 0, true); err != nil {
+					if err := t.dropLast(op, r, n, rows); err != nil {
 						return err
 					}
 					break
@@ -418,12 +431,11 @@ func (e *Engine) AbandonBlock(ctx context.Context, u meta.User, path, client str
 		return err
 	}
 	return e.run(ctx, op, p, u, func(t *tx) error {
-		r, n, rows, last, err := t.openBlock(ctx, op, p, client, block, true)
+		r, n, rows, _, err := t.openBlock(ctx, op, p, client, block, true)
 		if err != nil {
 			return err
 		}
-		t.delRaw(store.BlockKey(last.File, last.Index))
-		if err := t.commitLast(op, r, n, rows[:len(rows)-1], &store.Block{}, 0, true); err != nil {
+		if err := t.dropLast(op, r, n, rows); err != nil {
 			return err
 		}
 		t.put(n)

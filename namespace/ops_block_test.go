@@ -258,6 +258,7 @@ func TestDataNodeModeRefusals(t *testing.T) {
 	if locs.LastBlock != nil || len(locs.Blocks) != 0 {
 		t.Fatalf("abandoned block still located: %+v", locs)
 	}
+	fsckClean(t, e)
 	// Not in the DataNode mode: the calls say so.
 	e2, _ := newEngine(t)
 	_, err = e2.AddBlock(ctx, root, "/f", "w", nil, nil, Location{})
