@@ -466,3 +466,39 @@ func TestConcurrentWriters(t *testing.T) {
 		}
 	})
 }
+
+// TestAppend: a file whose last block is partial is appended to through a
+// PIPELINE_SETUP_APPEND pipeline on that block's replicas, under the stamp
+// AppendBlock gives.
+func TestAppend(t *testing.T) {
+	c := newCluster(t)
+	ctx := context.Background()
+	data := randomBytes(7000, 6)
+	_, err := c.e.Create(ctx, root, "/a", meta.CreateOptions{Client: "w", BlockSize: 4096, Replication: 3})
+	must(t, err)
+	last, _ := c.writeBlocks(t, "/a", data[:5000], 4096, namespace.Location{}, nil)
+	c.complete(t, "/a", last)
+	st, ab, err := c.e.AppendBlock(ctx, root, "/a", "w2", namespace.Location{Zone: "b"})
+	must(t, err)
+	if !st.UnderConstruction || ab == nil || ab.ID != last.ID || ab.GenStamp <= last.GenStamp || ab.Offset != 4096 || len(ab.Targets) != 3 {
+		t.Fatalf("append: %+v, block %+v", st, ab)
+	}
+	bw, err := c.xfer.WriteBlock(ctx, dataxfer.Block{Pool: ab.Pool, ID: ab.ID, GenStamp: last.GenStamp, NumBytes: ab.NumBytes},
+		BlockToken(ab.Token), targets(ab.Targets), dataxfer.WriteOptions{Append: true, Offset: ab.NumBytes, LatestGenStamp: ab.GenStamp})
+	must(t, err)
+	_, err = bw.Write(data[5000:])
+	must(t, err)
+	n, err := bw.Close(ctx)
+	must(t, err)
+	if n != 7000-4096 {
+		t.Fatalf("appended block of %d bytes, want %d", n, 7000-4096)
+	}
+	st, err = retry(t, func() (*meta.FileStatus, error) {
+		return c.e.CompleteBlock(ctx, root, "/a", "w2", &namespace.BlockRef{ID: ab.ID, GenStamp: ab.GenStamp, NumBytes: n})
+	})
+	must(t, err)
+	if st.Length != 7000 {
+		t.Fatalf("length %d after append", st.Length)
+	}
+	c.readBack(t, "/a", data, namespace.Location{})
+}

@@ -75,11 +75,25 @@ func (t *tx) dnTruncateBlocks(ctx context.Context, p string, n *store.Inode, siz
 	return nil
 }
 
-// dnAppendBlocks: append to a file in blocks on DataNodes (a new stamp for
-// its partial last block, PIPELINE_SETUP_APPEND) is not supported.
-func (t *tx) dnAppendBlocks(p string) error {
-	return meta.Errorf("append", p, meta.ErrUnsupported,
-		"append to a file in blocks on DataNodes is not supported")
+// dnAppendBlocks reopens file n in blocks on DataNodes for an append:
+// its last block, when not full, is being written again under a new
+// stamp (the client sets up an append pipeline on its replicas:
+// AppendBlock). Rows only.
+func (t *tx) dnAppendBlocks(ctx context.Context, n *store.Inode) error {
+	rows, err := t.blockRows(ctx, n.ID)
+	if err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	last := rows[len(rows)-1]
+	if last.Length < n.BlockSize {
+		last.GenStamp++
+		last.Complete = false
+		t.putBlock(&last)
+	}
+	return nil
 }
 
 // dnRecoverBlocks is lease recovery of file n in blocks on DataNodes: its
@@ -103,6 +117,13 @@ func (t *tx) dnRecoverBlocks(ctx context.Context, op string, r *resolved, n *sto
 	}
 	for _, rep := range reps[0] {
 		if rep.State == ReplicaFinalized && rep.GenStamp == last.GenStamp {
+			return t.commitLast(op, r, n, rows, last, rep.Length, true)
+		}
+	}
+	for _, rep := range reps[0] {
+		// Reopened for an append that wrote nothing: the block is as it was.
+		if rep.State == ReplicaFinalized && rep.GenStamp == last.GenStamp-1 && rep.Length == last.Length {
+			last.GenStamp = rep.GenStamp
 			return t.commitLast(op, r, n, rows, last, rep.Length, true)
 		}
 	}

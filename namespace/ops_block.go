@@ -182,7 +182,11 @@ func (e *Engine) AddBlock(ctx context.Context, u meta.User, path, client string,
 		case last != nil && previous == nil:
 			return meta.Errorf(op, p, meta.ErrInvalidArgument, "block blk_%d_%d is being written: name it as the previous block", last.ID, last.GenStamp)
 		case last == nil && previous != nil:
-			return meta.Errorf(op, p, meta.ErrInvalidArgument, "block blk_%d_%d: the file has no block being written", previous.ID, previous.GenStamp)
+			// After an append that found the last block full, the client
+			// names that block.
+			if len(rows) == 0 || rows[len(rows)-1].ID != previous.ID {
+				return meta.Errorf(op, p, meta.ErrInvalidArgument, "block blk_%d_%d: the file has no block being written", previous.ID, previous.GenStamp)
+			}
 		case last != nil:
 			if err := checkRef(op, p, last, *previous); err != nil {
 				return err
@@ -630,4 +634,63 @@ func (e *Engine) AdditionalDataNode(ctx context.Context, u meta.User, path, clie
 	}
 	return &LocatedBlock{Pool: dn.BlockPool(), ID: b.ID, GenStamp: b.GenStamp, NumBytes: b.Length, Offset: offset,
 		Targets: targets, Token: dn.Token(u.Name, b.ID, TokenWrite, TokenCopy)}, nil
+}
+
+// AppendBlock opens file path for appending by client (as Append) and
+// returns its last block when it is not full, under a new stamp, with the
+// DataNodes holding its replicas (of the previous stamp) and a write
+// token: the client sets up a PIPELINE_SETUP_APPEND pipeline on them and
+// goes on with AddBlock or CompleteBlock naming the block under the new
+// stamp. A nil block: the last block is full (or the file has none, or is
+// inline): the client adds a block (inline: writes with Write first).
+//
+// Locks: the file exclusive, then shared to locate the block.
+func (e *Engine) AppendBlock(ctx context.Context, u meta.User, path, client string, writer Location) (*meta.FileStatus, *LocatedBlock, error) {
+	const op = "append"
+	p, err := clean(op, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := e.dnMode(op, p); err != nil {
+		return nil, nil, err
+	}
+	st, err := e.Append(ctx, u, p, client)
+	if err != nil {
+		return nil, nil, err
+	}
+	var last *store.Block
+	var offset int64
+	err = e.run(ctx, op, p, u, func(t *tx) error {
+		last = nil
+		_, n, err := t.writerFile(ctx, op, p, client)
+		if err != nil || !n.Blocks {
+			return err
+		}
+		rows, err := t.blockRows(ctx, n.ID)
+		if err != nil {
+			return err
+		}
+		if b := lastOpen(rows); b != nil {
+			last, offset = b, sumLengths(rows[:len(rows)-1])
+		}
+		return nil
+	})
+	if err != nil || last == nil {
+		return st, nil, err
+	}
+	dn := e.cfg.DataNodes
+	reps, err := dn.Replicas(ctx, []uint64{last.ID}, writer)
+	if err != nil {
+		return nil, nil, meta.Errorf(op, p, meta.ErrInternal, "reading the replicas of blk_%d: %v", last.ID, err)
+	}
+	lb := e.locatedForWrite(u.Name, last, offset, nil)
+	for _, r := range reps[0] {
+		if r.State == ReplicaFinalized && r.GenStamp == last.GenStamp-1 && r.Length == last.Length {
+			lb.Targets = append(lb.Targets, r.Node)
+		}
+	}
+	if len(lb.Targets) == 0 {
+		return nil, nil, meta.Errorf(op, p, meta.ErrInternal, "block blk_%d_%d has no finalized replica to append to", last.ID, last.GenStamp-1)
+	}
+	return st, lb, nil
 }

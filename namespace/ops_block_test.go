@@ -383,3 +383,65 @@ func TestDataNodeModeBlockRecovery(t *testing.T) {
 	}
 	fsckClean(t, e)
 }
+
+func TestDataNodeModeAppend(t *testing.T) {
+	dn := newFakeDataNodes(2)
+	e := newDNEngine(t, dn)
+	ctx := context.Background()
+	_, err := e.Create(ctx, root, "/f", meta.CreateOptions{Client: "w", BlockSize: 4096, Replication: 2})
+	must(t, err)
+	lb, err := e.AddBlock(ctx, root, "/f", "w", nil, nil, Location{})
+	must(t, err)
+	b0 := BlockRef{ID: lb.ID, GenStamp: lb.GenStamp, NumBytes: 4096}
+	dn.report(b0, ReplicaFinalized, 1, 2)
+	lb, err = e.AddBlock(ctx, root, "/f", "w", &b0, nil, Location{})
+	must(t, err)
+	b1 := BlockRef{ID: lb.ID, GenStamp: lb.GenStamp, NumBytes: 100}
+	dn.report(b1, ReplicaFinalized, 1, 2)
+	_, err = e.CompleteBlock(ctx, root, "/f", "w", &b1)
+	must(t, err)
+
+	// The partial last block comes back under a new stamp, on its replicas.
+	st, ab, err := e.AppendBlock(ctx, root, "/f", "a", Location{})
+	must(t, err)
+	if !st.UnderConstruction || ab == nil || ab.ID != b1.ID || ab.GenStamp != b1.GenStamp+1 || ab.NumBytes != 100 ||
+		ab.Offset != 4096 || len(ab.Targets) != 2 {
+		t.Fatalf("append: %+v, block %+v", st, ab)
+	}
+	// Lease recovery of an append that wrote nothing restores the block.
+	now := time.Now().Add(e.cfg.LeaseHardLimit + time.Minute)
+	e.cfg.Now = func() time.Time { return now }
+	must(t, e.RecoverExpiredLeases(ctx))
+	e.cfg.Now = time.Now
+	locs, err := e.GetBlockLocations(ctx, root, "/f", 0, 1<<20, Location{})
+	must(t, err)
+	if locs.UnderConstruction || locs.FileLength != 4196 || locs.LastBlock.GenStamp != b1.GenStamp || len(locs.LastBlock.Targets) != 2 {
+		t.Fatalf("after recovering an empty append: %+v, last %+v", locs, locs.LastBlock)
+	}
+	// Append again, write 50 bytes, complete.
+	_, ab, err = e.AppendBlock(ctx, root, "/f", "a", Location{})
+	must(t, err)
+	grown := BlockRef{ID: ab.ID, GenStamp: ab.GenStamp, NumBytes: 150}
+	dn.report(grown, ReplicaFinalized, 2)
+	st, err = e.CompleteBlock(ctx, root, "/f", "a", &grown)
+	must(t, err)
+	if st.Length != 4246 {
+		t.Fatalf("length after append %d, want 4246", st.Length)
+	}
+	fsckClean(t, e)
+	// A file whose last block is full: no block back; the client adds one,
+	// naming the full block as the previous.
+	must(t, e.Truncate(ctx, root, "/f", 4096))
+	err = e.Truncate(ctx, root, "/f", 4000)
+	wantKind(t, err, meta.ErrUnsupported) // inside a block
+	st, ab, err = e.AppendBlock(ctx, root, "/f", "a", Location{})
+	must(t, err)
+	if ab != nil || st.Length != 4096 {
+		t.Fatalf("append to a file ending on a full block: %+v, %+v", st, ab)
+	}
+	nb, err := e.AddBlock(ctx, root, "/f", "a", &BlockRef{ID: b0.ID, GenStamp: b0.GenStamp, NumBytes: 4096}, nil, Location{})
+	must(t, err)
+	if nb.Offset != 4096 {
+		t.Fatalf("block after append at %d", nb.Offset)
+	}
+}

@@ -44,9 +44,10 @@ func (e *Engine) Append(ctx context.Context, u meta.User, path, client string) (
 		n.LeaseRenewed = t.now
 		n.Written = n.Length
 		if n.Blocks && t.e.cfg.DataNodes != nil {
-			return t.dnAppendBlocks(p)
-		}
-		if n.Blocks {
+			if err := t.dnAppendBlocks(ctx, n); err != nil {
+				return err
+			}
+		} else if n.Blocks {
 			if err := t.appendBlocks(ctx, n, holder); err != nil {
 				return err
 			}
