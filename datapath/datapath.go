@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nimbus-fs/nimbus/datanode/registry"
+	"github.com/nimbus-fs/nimbus/dataxfer"
 	"github.com/nimbus-fs/nimbus/dataxfer/blocktoken"
 	"github.com/nimbus-fs/nimbus/namespace"
 	"github.com/nimbus-fs/nimbus/placement"
@@ -145,13 +146,15 @@ func (d *DataNodes) Replicas(ctx context.Context, blocks []uint64, reader namesp
 		for _, p := range sorted {
 			l := byNode[p.ID]
 			out[i] = append(out[i], namespace.ReplicaInfo{Node: info(l.Node), GenStamp: l.Replica.GenStamp,
-				Length: l.Replica.Length, State: state(l.Replica.State)})
+				Length: l.Replica.Length, State: State(l.Replica.State)})
 		}
 	}
 	return out, nil
 }
 
-func state(s store.ReplicaState) namespace.ReplicaState {
+// State converts a replica state of the store (the registry's rows, the
+// DataNode commands' answers) to the namespace's.
+func State(s store.ReplicaState) namespace.ReplicaState {
 	switch s {
 	case store.ReplicaFinalized:
 		return namespace.ReplicaFinalized
@@ -175,4 +178,14 @@ func (d *DataNodes) Token(user string, block uint64, modes ...namespace.TokenMod
 // protocol's.
 func BlockToken(t namespace.BlockToken) blocktoken.Token {
 	return blocktoken.Token{Identifier: t.Identifier, Password: t.Password, Kind: t.Kind, Service: t.Service}
+}
+
+// Targets converts DataNodes the engine named (a pipeline, a block's
+// replicas) to the data transfer protocol's targets.
+func Targets(ds []namespace.DataNodeInfo) []dataxfer.Target {
+	out := make([]dataxfer.Target, len(ds))
+	for i, d := range ds {
+		out[i] = dataxfer.Target{Addr: d.DataAddr, UUID: d.UUID, Hostname: d.Host, StorageID: d.StorageID}
+	}
+	return out
 }

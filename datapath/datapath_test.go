@@ -140,14 +140,6 @@ func retry[T any](t *testing.T, fn func() (T, error)) (T, error) {
 	}
 }
 
-func targets(ds []namespace.DataNodeInfo) []dataxfer.Target {
-	out := make([]dataxfer.Target, len(ds))
-	for i, d := range ds {
-		out[i] = dataxfer.Target{Addr: d.DataAddr, UUID: d.UUID, Hostname: d.Host, StorageID: d.StorageID}
-	}
-	return out
-}
-
 // writeBlocks writes data (from the file's offset 0) to the file's blocks
 // as a client does: AddBlock, the pipeline, and the next; it returns the
 // last block and the blocks it was given.
@@ -166,7 +158,7 @@ func (c *cluster) writeBlocks(t *testing.T, p string, data []byte, bs int, write
 		}
 		got = append(got, lb)
 		b := dataxfer.Block{Pool: lb.Pool, ID: lb.ID, GenStamp: lb.GenStamp}
-		bw, err := c.xfer.WriteBlock(ctx, b, BlockToken(lb.Token), targets(lb.Targets), dataxfer.WriteOptions{})
+		bw, err := c.xfer.WriteBlock(ctx, b, BlockToken(lb.Token), Targets(lb.Targets), dataxfer.WriteOptions{})
 		must(t, err)
 		chunk := data[off:min(len(data), off+bs)]
 		_, err = bw.Write(chunk)
@@ -353,7 +345,7 @@ func TestReadWhileWritten(t *testing.T) {
 	lb, err := c.e.AddBlock(ctx, root, "/w", "w", nil, nil, namespace.Location{Zone: "b"})
 	must(t, err)
 	b := dataxfer.Block{Pool: lb.Pool, ID: lb.ID, GenStamp: lb.GenStamp}
-	bw, err := c.xfer.WriteBlock(ctx, b, BlockToken(lb.Token), targets(lb.Targets), dataxfer.WriteOptions{})
+	bw, err := c.xfer.WriteBlock(ctx, b, BlockToken(lb.Token), Targets(lb.Targets), dataxfer.WriteOptions{})
 	must(t, err)
 	_, err = bw.Write(data[:1000])
 	must(t, err)
@@ -407,7 +399,7 @@ func TestPipelineRecovery(t *testing.T) {
 	lb, err := c.e.AddBlock(ctx, root, "/r", "w", nil, nil, namespace.Location{Zone: "a"})
 	must(t, err)
 	old := dataxfer.Block{Pool: lb.Pool, ID: lb.ID, GenStamp: lb.GenStamp}
-	bw, err := c.xfer.WriteBlock(ctx, old, BlockToken(lb.Token), targets(lb.Targets), dataxfer.WriteOptions{})
+	bw, err := c.xfer.WriteBlock(ctx, old, BlockToken(lb.Token), Targets(lb.Targets), dataxfer.WriteOptions{})
 	must(t, err)
 	_, err = bw.Write(data[:100_000])
 	must(t, err)
@@ -420,7 +412,7 @@ func TestPipelineRecovery(t *testing.T) {
 		t.Fatalf("new stamp %d after %d", nb.GenStamp, lb.GenStamp)
 	}
 	kept := lb.Targets[:2]
-	rb, err := c.xfer.WriteBlock(ctx, old, BlockToken(nb.Token), targets(kept), dataxfer.WriteOptions{
+	rb, err := c.xfer.WriteBlock(ctx, old, BlockToken(nb.Token), Targets(kept), dataxfer.WriteOptions{
 		Stage: dataxfer.StageStreamingRecovery, Offset: acked, MinBytesRcvd: acked, MaxBytesRcvd: 100_000, LatestGenStamp: nb.GenStamp,
 	})
 	must(t, err)
@@ -484,7 +476,7 @@ func TestAppend(t *testing.T) {
 		t.Fatalf("append: %+v, block %+v", st, ab)
 	}
 	bw, err := c.xfer.WriteBlock(ctx, dataxfer.Block{Pool: ab.Pool, ID: ab.ID, GenStamp: last.GenStamp, NumBytes: ab.NumBytes},
-		BlockToken(ab.Token), targets(ab.Targets), dataxfer.WriteOptions{Append: true, Offset: ab.NumBytes, LatestGenStamp: ab.GenStamp})
+		BlockToken(ab.Token), Targets(ab.Targets), dataxfer.WriteOptions{Append: true, Offset: ab.NumBytes, LatestGenStamp: ab.GenStamp})
 	must(t, err)
 	_, err = bw.Write(data[5000:])
 	must(t, err)

@@ -16,4 +16,10 @@
 // count move, so a DataNodes made at a NameNode's start chooses no target
 // until a heartbeat period has passed: AddBlock answers "no DataNode
 // available" (retryable) meanwhile.
+//
+// A client of the DataNode mode converts what the engine answers with
+// Targets (a pipeline or a block's replicas as dataxfer targets) and
+// BlockToken (the token dataxfer sends). State converts a replica state of
+// the store, as the DataNode commands answer it, for an adapter of
+// namespace.BlockRecovery over those commands.
 package datapath
