@@ -335,6 +335,9 @@ func (t *tx) finishBlocks(ctx context.Context, op string, r *resolved, n *store.
 // and the file's length becomes what the blocks hold. The caller closes the
 // file in its transaction.
 func (t *tx) recoverBlocks(ctx context.Context, op string, r *resolved, n *store.Inode) error {
+	if t.e.cfg.DataNodes != nil {
+		return t.dnRecoverBlocks(ctx, op, r, n)
+	}
 	if err := t.stopStream(n.ID); err != nil {
 		return err
 	}
@@ -413,6 +416,9 @@ func (e *Engine) recoverReplica(ctx context.Context, b *store.Block) (length int
 
 // readBlocks reads [offset, offset+length) of block file n, within size bytes.
 func (t *tx) readBlocks(ctx context.Context, p string, n *store.Inode, offset, length, size int64) ([]byte, error) {
+	if t.e.cfg.DataNodes != nil {
+		return nil, t.dnReadBlocks(p)
+	}
 	if offset >= size || length == 0 {
 		return []byte{}, nil
 	}
@@ -467,6 +473,9 @@ func readAppend(out []byte, r io.Reader, n int64) ([]byte, error) {
 // dropBlocks deletes the block rows of file n; the replicas are deleted once
 // the transaction commits.
 func (t *tx) dropBlocks(ctx context.Context, n *store.Inode) error {
+	if t.e.cfg.DataNodes != nil {
+		return t.dnDropBlocks(ctx, n)
+	}
 	rows, err := t.blockRows(ctx, n.ID)
 	if err != nil {
 		return err
@@ -520,6 +529,9 @@ func (t *tx) appendBlocks(ctx context.Context, n *store.Inode, holder string) er
 // truncateBlocks cuts block file n to size bytes. A result that fits the
 // inline threshold moves back to content rows.
 func (t *tx) truncateBlocks(ctx context.Context, p string, n *store.Inode, size int64) error {
+	if t.e.cfg.DataNodes != nil {
+		return t.dnTruncateBlocks(ctx, p, n, size)
+	}
 	if size <= t.e.cfg.InlineThreshold {
 		data, err := t.readBlocks(ctx, p, n, 0, size, n.Length)
 		if err != nil {

@@ -114,6 +114,15 @@ type Config struct {
 	// lease recovery then cuts off (bytes are durable for sure at close).
 	Blocks    blocks.Store
 	SyncEvery int64
+	// DataNodes, when set, selects the DataNode mode (datanodes.go): the
+	// bytes of files larger than InlineThreshold are on DataNodes, which
+	// clients write and read themselves (AddBlock, GetBlockLocations), and
+	// the engine keeps their block rows. Exclusive with Blocks.
+	DataNodes DataNodes
+	// BlockRecovery, in the DataNode mode, runs block recovery on the
+	// DataNodes when lease recovery meets a block whose replicas are all
+	// being written (nil: such a file stays open, and recovery fails).
+	BlockRecovery BlockRecovery
 
 	// HoldMemory, when set, is called as a subtree operation's work starts
 	// (a recursive delete, chmod or chown -R, set-quota, a move) and its
@@ -244,6 +253,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("namespace: RequestTTL %v and RequestSweep %v: want RequestTTL >= 0 and, when on, RequestSweep > 0", c.RequestTTL, c.RequestSweep)
 	case c.Now == nil:
 		return errors.New("namespace: Now is nil")
+	case c.Blocks != nil && c.DataNodes != nil:
+		return errors.New("namespace: both Blocks and DataNodes are set: blocks are kept by this NameNode or by DataNodes, not both")
 	}
 	return nil
 }

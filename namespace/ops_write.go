@@ -43,7 +43,11 @@ func (e *Engine) Append(ctx context.Context, u meta.User, path, client string) (
 		n.LeaseHolder = holder
 		n.LeaseRenewed = t.now
 		n.Written = n.Length
-		if n.Blocks {
+		if n.Blocks && t.e.cfg.DataNodes != nil {
+			if err := t.dnAppendBlocks(ctx, n); err != nil {
+				return err
+			}
+		} else if n.Blocks {
 			if err := t.appendBlocks(ctx, n, holder); err != nil {
 				return err
 			}
@@ -76,6 +80,9 @@ func (e *Engine) Write(ctx context.Context, u meta.User, path, client string, of
 		if err != nil {
 			return err
 		}
+		if n.Blocks && t.e.cfg.DataNodes != nil {
+			return dnWriteBlocks(p)
+		}
 		if n.Blocks {
 			bf, fw = n, t.e.writers.get(n.ID)
 			if fw == nil {
@@ -97,6 +104,9 @@ func (e *Engine) Write(ctx context.Context, u meta.User, path, client string, of
 				"writes are sequential: offset %d, but %d bytes are written", offset, n.Written)
 		}
 		if n.Written+int64(len(data)) > t.e.cfg.InlineThreshold {
+			if t.e.cfg.DataNodes != nil {
+				return t.dnTooLarge(p, n, len(data))
+			}
 			if t.e.blocks != nil {
 				bf = n
 				fw, err = t.toBlocks(ctx, n, n.LeaseHolder)
@@ -269,6 +279,9 @@ func (t *tx) dropOwnRows(ctx context.Context, n *store.Inode) error {
 // Complete implements meta.FileSystem.
 // Locks: the file exclusive.
 func (e *Engine) Complete(ctx context.Context, u meta.User, path, client string) (*meta.FileStatus, error) {
+	if e.cfg.DataNodes != nil {
+		return e.CompleteBlock(ctx, u, path, client, nil)
+	}
 	const op = "complete"
 	p, err := clean(op, path)
 	if err != nil {
