@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/nimbus-fs/nimbus/cache"
+	"github.com/nimbus-fs/nimbus/internal/backoff"
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/namespace/subtree"
 	"github.com/nimbus-fs/nimbus/store"
@@ -97,18 +97,10 @@ func (e *Engine) busyError(opName, path string, f flagRef) error {
 // flag: short at first (a small subtree's operation takes a few
 // milliseconds), growing to 20ms.
 func flagWait(ctx context.Context, n int) error {
-	d := time.Duration(100<<min(n, 8)) * time.Microsecond
-	d = min(d, 20*time.Millisecond)
-	d = d/2 + rand.N(d/2+1)
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-tm.C:
-		return nil
-	}
+	return flagWaitBackoff.Sleep(ctx, n)
 }
+
+var flagWaitBackoff = backoff.Policy{Initial: 100 * time.Microsecond, Max: 20 * time.Millisecond, Jitter: backoff.Equal}
 
 // subtreeOp runs work, an operation on the directory at path, under the
 // protocol. work runs the work phase owning the flag f (its transactions
@@ -455,11 +447,16 @@ func (e *Engine) markChecked(ctx context.Context, f flagRef) error {
 		if err == nil || !store.IsRetryable(err) || try == 20 {
 			return err
 		}
-		if serr := sleepCtx(ctx, min(5*time.Millisecond<<min(try, 7), 500*time.Millisecond)); serr != nil {
+		if serr := flagRetry.Sleep(ctx, try); serr != nil {
 			return err
 		}
 	}
 }
+
+// flagRetry is the backoff of the small transactions of the subtree
+// protocol that are tried again after a failure that may pass: from 5 ms,
+// doubling to 500 ms.
+var flagRetry = backoff.Policy{Initial: 5 * time.Millisecond, Max: 500 * time.Millisecond}
 
 // clearFlagRetrying is clearFlag, tried again after a failure that may
 // pass (a lock held a moment, a write floor raised meanwhile, a coherence
@@ -477,7 +474,7 @@ func (e *Engine) clearFlagRetrying(ctx context.Context, f flagRef) error {
 		if try == 0 {
 			e.log.Warn("clearing a subtree flag failed; trying again", "path", f.path, "err", err)
 		}
-		if serr := sleepCtx(ctx, min(5*time.Millisecond<<min(try, 7), 500*time.Millisecond)); serr != nil {
+		if serr := flagRetry.Sleep(ctx, try); serr != nil {
 			return err
 		}
 	}
