@@ -65,25 +65,36 @@ func (t *tx) invalidate(ctx context.Context) (func(bool), error) {
 	return release, nil
 }
 
-// invalidateRaw is invalidate for a write outside a tx (clearFlag): it
-// holds targets across the commit of txn (and runs a Guarded invalidator's
-// check on txn before it).
-func (e *Engine) invalidateRaw(ctx context.Context, txn store.Txn, targets ...cache.Target) error {
+// commitRaw commits txn, a write outside a tx (the engine's background
+// and recovery work: subtree flags cleared, taken over or marked, half-done
+// recursive operations finished, the batches of a recursive chmod or
+// chown), as a tx commits: a Guarded invalidator's check (the fence and the
+// write floor: an instance that lost its session commits nothing more)
+// runs on txn just before its commit, and targets, what the write changes
+// in caches, are held at every instance that may cache them across the
+// commit. Without targets it runs the check alone. A target is sent
+// Everywhere: the writes here do not read the type of the rows they change
+// (ownership.go).
+func (e *Engine) commitRaw(ctx context.Context, txn store.Txn, targets ...cache.Target) error {
 	if e.inv == nil || e.cfg.DisableInvalidation {
 		return txn.Commit(ctx)
 	}
-	e.metrics.invTargets.Observe(float64(len(targets)))
-	for _, x := range targets {
-		e.metrics.invTargetKinds.WithLabelValues(kindLabel(x.Kind)).Inc()
+	if len(targets) > 0 {
+		e.metrics.invTargets.Observe(float64(len(targets)))
+		for _, x := range targets {
+			e.metrics.invTargetKinds.WithLabelValues(kindLabel(x.Kind)).Inc()
+		}
 	}
-	var release func(bool)
+	release := noRelease
 	var err error
 	if g, ok := e.inv.(Guarded); ok {
 		var check func(context.Context, store.Txn) error
-		// clearFlag's: the key of a flagged row, whose type is not at hand.
-		ts := make([]Target, len(targets))
-		for i, x := range targets {
-			ts[i] = everywhere(x)
+		var ts []Target
+		if len(targets) > 0 {
+			ts = make([]Target, len(targets))
+			for i, x := range targets {
+				ts[i] = everywhere(x)
+			}
 		}
 		check, release, err = g.InvalidateGuarded(ctx, ts)
 		if err == nil {
@@ -92,7 +103,7 @@ func (e *Engine) invalidateRaw(ctx context.Context, txn store.Txn, targets ...ca
 				return err
 			}
 		}
-	} else {
+	} else if len(targets) > 0 {
 		release, err = e.inv.Invalidate(ctx, targets)
 	}
 	if err != nil {
@@ -101,23 +112,6 @@ func (e *Engine) invalidateRaw(ctx context.Context, txn store.Txn, targets ...ca
 	err = txn.Commit(ctx)
 	release(err == nil)
 	return err
-}
-
-// guardRaw runs a Guarded invalidator's check, without targets (the fence
-// alone), on a write transaction outside tx whose rows no cache holds (the
-// batches of a recursive chmod or chown, below their flagged directory):
-// an instance that lost its session commits nothing more, there either.
-func (e *Engine) guardRaw(ctx context.Context, txn store.Txn) error {
-	g, ok := e.inv.(Guarded)
-	if !ok || e.cfg.DisableInvalidation {
-		return nil
-	}
-	check, release, err := g.InvalidateGuarded(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("%w: cache invalidation: %v", store.ErrUnavailable, err)
-	}
-	release(true)
-	return check(ctx, txn)
 }
 
 func kindLabel(k cache.Kind) string {

@@ -440,7 +440,7 @@ func (e *Engine) markChecked(ctx context.Context, f flagRef) error {
 		}
 		row.Checked = true
 		txn.Put(k, store.EncodeSubtreeOp(nil, &row))
-		return txn.Commit(ctx)
+		return e.commitRaw(ctx, txn)
 	}
 	for try := 0; ; try++ {
 		err := mark(ctx)
@@ -509,7 +509,7 @@ func (e *Engine) clearFlag(ctx context.Context, f flagRef) error {
 	}
 	// The flagged row is not cached (the engine does not fill one), but a
 	// fill that read it before the flag was set may be in flight.
-	if err := e.invalidateRaw(ctx, txn, cache.Key(f.parent, f.name)); err != nil {
+	if err := e.commitRaw(ctx, txn, cache.Key(f.parent, f.name)); err != nil {
 		return err
 	}
 	if f.owner == e.instance {
@@ -748,7 +748,7 @@ func (e *Engine) resumeDelete(ctx context.Context, f flagRef) error {
 	}
 	if vals[0] == nil || vals[1] == nil || n.ID != f.id || n.SubtreeOwner == 0 {
 		txn.Delete(store.SubtreeOpKey(f.id))
-		return txn.Commit(ctx)
+		return e.commitRaw(ctx, txn)
 	}
 	if n.SubtreeOwner != f.owner {
 		return nil
@@ -763,12 +763,12 @@ func (e *Engine) resumeDelete(ctx context.Context, f flagRef) error {
 		txn.Put(key, store.EncodeInode(nil, &n))
 		txn.Delete(store.SubtreeOpKey(f.id))
 		e.log.Info("cancelled a recursive delete left before its permission check", "path", f.path)
-		return e.invalidateRaw(ctx, txn, cache.Key(f.parent, f.name))
+		return e.commitRaw(ctx, txn, cache.Key(f.parent, f.name))
 	}
 	n.SubtreeOwner, row.Owner = e.instance, e.instance
 	txn.Put(key, store.EncodeInode(nil, &n))
 	txn.Put(store.SubtreeOpKey(f.id), store.EncodeSubtreeOp(nil, &row))
-	if err := txn.Commit(ctx); err != nil {
+	if err := e.commitRaw(ctx, txn, cache.Key(f.parent, f.name)); err != nil {
 		return err
 	}
 	e.subtrees.Lock()
