@@ -66,7 +66,6 @@ func NewMetrics(reg prometheus.Registerer, backend string) *Metrics {
 	return m
 }
 
-
 // Op records one call of op that took since start and ended with err.
 func (m *Metrics) Op(op string, start time.Time, err error) {
 	if m == nil {
