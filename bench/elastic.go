@@ -9,8 +9,7 @@ import (
 	"time"
 )
 
-// ElasticConfig is one elasticity run (issue 29, "What it must show"; the
-// λFS evaluation's Figures 8 and 14): the spotify driver's open loop with
+// ElasticConfig is one elasticity run (the λFS evaluation's Figures 8 and 14): the spotify driver's open loop with
 // a step in place of the Pareto draws — BaseRate for Warm, Step times it
 // for Burst, then nothing for Idle, long enough for the platform's
 // keep-alive to reclaim what the burst started — while the platform's GET
@@ -19,7 +18,7 @@ import (
 type ElasticConfig struct {
 	Mix      Mix
 	BaseRate float64       // ops/s before and after the burst
-	Step     float64       // the burst's rate, in multiples of BaseRate (the issue's 8)
+	Step     float64       // the burst's rate, in multiples of BaseRate (λFS's step is 8)
 	Warm     time.Duration // at BaseRate first; whole seconds
 	Burst    time.Duration // at Step × BaseRate; whole seconds
 	Idle     time.Duration // nothing offered; whole seconds

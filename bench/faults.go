@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// The fault run (issue 29, "What it must show"; λFS's Figure 15): an
+// The fault run (λFS's Figure 15): an
 // elastic run with ElasticConfig.KillEvery set kills one serving instance
 // every KillEvery, round robin over the deployments, through the gateway's
 // POST /platform/kill (`nimbus serve --fault-injection`), while the open

@@ -13,7 +13,7 @@ import (
 
 // Ledger records what a run's clients were told about the namespace
 // changes they asked for, so that the namespace can be checked against it
-// afterwards (the fault run of issue 29: instances killed under load,
+// afterwards (the fault run: instances killed under load,
 // every acknowledged operation in the namespace, nothing applied twice).
 //
 // A path's expected state follows its acknowledged operations: present

@@ -43,7 +43,7 @@ type SpotifyConfig struct {
 	Keep      bool  // keep the files and directories the run made
 	// HotWriters, from 0 to 1, adds that fraction of Workers as closed-loop
 	// clients creating files in one directory for the whole run, beside
-	// the open loop (issue 30: a mixed run where a tenth of the clients
+	// the open loop (a mixed run where, say, a tenth of the clients
 	// write into one directory). Their creates are reported apart, as
 	// per_op "create-hot", and are not in the run's totals.
 	HotWriters float64

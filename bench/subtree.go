@@ -18,7 +18,7 @@ var SubtreeOps = []string{"delete", "mv", "chmod"}
 // the owner's rwx on directories so that the walk can go on below them.
 const SubtreeChmodPerm meta.Perm = 0o750
 
-// SubtreeConfig is the subtree-operation workload (issue 26): build a tree,
+// SubtreeConfig is the subtree-operation workload: build a tree,
 // run one operation on its root, and watch the server's memory and a
 // background load outside the tree while it runs.
 type SubtreeConfig struct {

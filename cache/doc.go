@@ -1,5 +1,5 @@
-// Package cache is a NameNode instance's metadata cache (issue 28, item 3):
-// the inode rows that paths resolve through, and pages of directory
+// Package cache is a NameNode instance's metadata cache: the
+// inode rows that paths resolve through, and pages of directory
 // listings, in memory, bounded by a byte budget, kept coherent by
 // invalidations that the coherence protocol delivers.
 //

@@ -50,7 +50,7 @@ func heap() uint64 {
 }
 
 // TestMemoryPerEntry measures the heap a million cached inodes take: the
-// issue's target is 300 bytes per inode and its name. The names here are
+// target is 300 bytes per inode and its name. The names here are
 // 8-11 bytes, so 300 bytes of budget per entry leave room for the name.
 func TestMemoryPerEntry(t *testing.T) {
 	if testing.Short() {

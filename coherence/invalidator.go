@@ -22,7 +22,7 @@ import (
 // (coherence/loop) implements it over the network, as a Guarded one: INV
 // to every live instance that may cache a target, wait for the ACKs, check
 // the fence and the write floor in the write's transaction, then RELEASE
-// after the commit (docs/ELASTIC.md, "Coherence across servers (wired)").
+// after the commit (docs/ELASTIC.md, "Coherence across servers").
 type Invalidator interface {
 	Invalidate(ctx context.Context, targets []cache.Target) (release func(committed bool), err error)
 }

@@ -231,7 +231,7 @@ func reportCPU(b *testing.B, cpu time.Duration) {
 // BenchmarkCachedReads measures stat of a file at depth 7 and a listing of
 // a directory of 100 entries (List, and ListShared), over Pebble, without and with the metadata
 // cache (Config.Cache), from 2×GOMAXPROCS goroutines: with the cache, both
-// are answered without a store transaction (docs/ELASTIC.md, "Wired into
+// are answered without a store transaction (docs/ELASTIC.md, "The cache in
 // the engine").
 func BenchmarkCachedReads(b *testing.B) {
 	for _, cached := range []bool{false, true} {

@@ -125,11 +125,10 @@ type Config struct {
 	// Cache is this instance's metadata cache (package cache): stats and
 	// listings of cached paths are answered from it without a store round
 	// trip, and every write invalidates what it changes through
-	// Invalidator. Nil: no cache (the default until measured over every
-	// store; docs/ELASTIC.md, "Wired into the engine"). A cache serves one
-	// engine; with several engines on one store it is coherent only with
-	// an Invalidator that reaches them all (coherence/loop) and
-	// CacheServing.
+	// Invalidator. Nil: no cache (the default; docs/ELASTIC.md, "The
+	// cache in the engine"). A cache serves one engine; with several
+	// engines on one store it is coherent only with an Invalidator that
+	// reaches them all (coherence/loop) and CacheServing.
 	Cache *cache.Cache
 	// Invalidator receives the invalidation targets of every write before
 	// its commit (invalidate.go). Nil with a Cache: the cache itself, held

@@ -15,7 +15,7 @@ import (
 	"github.com/nimbus-fs/nimbus/store"
 )
 
-// Recursive chmod and chown (issue 26): one operation of the server under
+// Recursive chmod and chown: one operation of the server under
 // the subtree protocol (subtree.go), not a client's walk of SetPermission
 // and SetOwner calls, which it changes as that walk would: every file and
 // directory, symbolic links below excepted. Its work, owning the flag of the

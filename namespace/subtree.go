@@ -13,7 +13,7 @@ import (
 	"github.com/nimbus-fs/nimbus/store"
 )
 
-// The subtree operations protocol (HopsFS section 6, issue 26; the phases
+// The subtree operations protocol (HopsFS section 6; the phases
 // are namespace/subtree's Machine, driven here). A move, chmod or chown of
 // a non-empty directory first runs as a plain operation, which finds it has
 // a subtree and answers errNeedSubtree; subtreeOp then sets the flag on the

@@ -1,4 +1,4 @@
-// Package platform is the serverless platform seam of issue 29: where an
+// Package platform is the serverless platform seam: where an
 // invocation of a deployment goes, when an instance starts, when an idle
 // one is reclaimed. This file is its scaling policy, a state machine with
 // no goroutines, clocks or processes inside (docs/ELASTIC.md, "Serverless

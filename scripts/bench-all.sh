@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces every figure of docs/BENCHMARKS.md (issue 11): Nimbus over its RPC, Nimbus over WebHDFS
+# Reproduces every figure of docs/BENCHMARKS.md's comparison with HDFS: Nimbus over its RPC, Nimbus over WebHDFS
 # and HDFS 3.4.1 over WebHDFS driven by `nimbus bench`, plus HDFS's own NNThroughputBenchmark over
 # Hadoop RPC against the same NameNode, all on this machine, on loopback.
 #
@@ -21,7 +21,7 @@
 #            other, and each system's best round is kept (raw runs in $OUT/raw/): on a shared 2-core VM
 #            the noise between runs minutes apart is larger than most differences worth measuring.
 #   hot      create with --hot-dir (every client in one directory) on the three targets
-#   issue2   issue 2's reference points: stat and create at 32 clients over Nimbus's RPC (with a CPU
+#   issue2   the reference points: stat and create at 32 clients over Nimbus's RPC (with a CPU
 #            profile of the server over the stat point, issue2-stat-32.cpu.pprof, and its /metrics
 #            before and after)
 #   bigdir   nimbus bench bigdir --entries $BIGDIR (a million) on Nimbus over its RPC and its WebHDFS
@@ -31,7 +31,7 @@
 #   stop     stop both servers (also done on exit for servers this script started, unless KEEP=1)
 #
 # NIMBUS_SERVE_FLAGS are added to `nimbus serve` (NIMBUS_SERVE_FLAGS="--cache-bytes 256m": the
-# metadata cache on, as issue 28's listing target asks).
+# metadata cache on, as the cached-listing comparison asks).
 #
 # Fresh servers: when this script starts a server itself in a run that has the prepare stage, it
 # first deletes that server's data (Nimbus's $NIMBUS_DATA, HDFS's $HDFS_PEER_DIR; the Hadoop jars stay
@@ -332,7 +332,7 @@ for stage in build servers prepare echo compare hot issue2 bigdir plot report st
       run bigdir-hdfs-webhdfs "$BIN" bench bigdir --target "$HDFS_WEB" --root /bigdir --entries "$BIGDIR" --json "$OUT/bigdir-hdfs-webhdfs.json" ;;
     plot)
       peer_doc # HDFS over Hadoop RPC as a fourth line
-      # the sweeps only: issue 2's single points and the prepare runs would add stray points
+      # the sweeps only: the reference points and the prepare runs would add stray points
       peer=(); [[ -s "$OUT/peer-hdfs-rpc.json" ]] && peer=("$OUT/peer-hdfs-rpc.json")
       "$BIN" bench plot "$OUT"/echo-*.json "$OUT"/micro-*.json "$OUT"/hot-*.json "$OUT"/bigdir-*.json "${peer[@]}" --out "$OUT/" ;;
     report)
@@ -443,7 +443,7 @@ for op in OPS:
         print()
     summary.append((op, rr, rw, res, nn))
 
-print("## Targets of issue 11\n")
+print("## Targets against HDFS\n")
 print("| op | Nimbus RPC / HDFS RPC, per client count | target | met? | Nimbus WebHDFS / HDFS WebHDFS, per client count | target | met? |")
 print("|---|---|---:|---|---|---:|---|")
 for op, rr, rw, res, nn in summary:
@@ -484,7 +484,7 @@ for c in sorted(set().union(*[set(v) for v in hot.values()])):
     a = hot["nimbus-webhdfs"].get(c); b = hot["hdfs-webhdfs"].get(c)
     print(f"| {c} | {' | '.join(cells)} | {fr(a['throughput_ops_s']/b['throughput_ops_s']) if a and b else '–'} |")
 print()
-print("## Issue 2's reference points (Nimbus over its RPC, 32 clients)\n")
+print("## Reference points (Nimbus over its RPC, 32 clients)\n")
 print("| op | ops/s | p50 ms | p99 ms | echo at 32 (same command) | fraction of echo | errors | target |")
 print("|---|---:|---:|---:|---:|---:|---:|---|")
 for op, tgt in (("stat", 40000), ("create", 8000)):

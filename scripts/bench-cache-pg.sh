@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# Issue 28's speed targets over PostgreSQL (docs/ELASTIC.md, "Caches on and off over PostgreSQL,
-# measured"): two deployments of process instances (`nimbus serve --platform local --hosting process
+# The caches' speed targets over PostgreSQL (docs/BENCHMARKS.md, "Caches and coherence"): two deployments of process instances (`nimbus serve --platform local --hosting process
 # --deployments 2`, one instance each, always: the `disabled` profile's shape) on one private
 # PostgreSQL cluster and one etcd member, with the metadata caches on (--cache-bytes $CACHE) and then
 # off (0), each on a fresh database and tree, driven through the gateway with the hybrid client

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The figures of docs/BENCHMARKS.md's "Elasticity (Figures 8 and 14)" and "Faults (Figure 15)"
-# (issue 29, "What it must show"), in one run on a private PostgreSQL and etcd (scripts/pg.sh,
+# The figures of docs/BENCHMARKS.md's "Elasticity (Figures 8 and 14)" and "Faults (Figure 15)",
+# in one run on a private PostgreSQL and etcd (scripts/pg.sh,
 # scripts/etcd.sh) behind `nimbus serve --platform local --hosting process --deployments 2
 # --fault-injection`, every client a hybrid one (--hybrid) through the gateway:
 #   1. `nimbus bench elastic`: the paper's mix at $BASE ops/s for $WARM, $STEP times that for

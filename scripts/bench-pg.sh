@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The figures of docs/STORE.md's "Speed" (PostgreSQL, issue 27), in one run on one private cluster
+# The figures of docs/STORE.md's "Speed" (PostgreSQL), in one run on one private cluster
 # (scripts/pg.sh):
 #   1. `nimbus bench micro` of $OPS at each of $CLIENTS against `nimbus serve` on Pebble, then against
 #      `nimbus serve --store postgres://.../nimbus_bench` (a fresh database), each on a fresh tree of

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The λFS evaluation's comparison on this machine (issue 30, docs/BENCHMARKS.md "The paper's
+# The λFS evaluation's comparison on this machine (docs/BENCHMARKS.md "The paper's
 # evaluation: every profile on one Spotify run"): every baseline profile of `nimbus bench --profile`
 # on the same Spotify run (same seed, same tree, same rates), side by side.
 #

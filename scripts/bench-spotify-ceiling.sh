@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How far the Spotify mix goes on this machine (issue 30, "Speed to reach": 40,000 ops/s sustained
+# How far the Spotify mix goes on this machine (the target: 40,000 ops/s sustained
 # with the lambda profile; docs/BENCHMARKS.md "The Spotify mix's ceiling"). One private PostgreSQL
 # cluster and one etcd member (scripts/pg-etcd-lib.sh); one `nimbus serve` with the profile's flags
 # ($PROFILE, default lambda: the local platform, process instances, scaling on) on a fresh database

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/bench-subtree.sh: the subtree operations of issue 26 on Nimbus and on HDFS 3.4.1 in one run.
+# scripts/bench-subtree.sh: the subtree operations on Nimbus and on HDFS 3.4.1 in one run.
 #
 # For each operation (delete, mv, chmod) and tree size, `nimbus bench subtree` builds a tree of N
 # files in the Spotify shape and times the one operation on its root, with a background stat/create

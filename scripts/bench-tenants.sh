@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/bench-tenants.sh — a tenant's latency beside a runaway job, with
-# and without --tenant-limit (issue 30 item 4).
+# and without --tenant-limit.
 #
 # One fresh `nimbus serve` per case on a prepared tree; alice runs
 # `nimbus bench micro --op stat --clients 16` for DURATION while, in two of

@@ -46,7 +46,7 @@ type Inode struct {
 	ACL string
 
 	// SubtreeOwner, when not 0, is the subtree-lock flag (HopsFS's
-	// subtree operations protocol, issue 26): the instance id of the engine
+	// subtree operations protocol): the instance id of the engine
 	// whose subtree operation owns this directory and everything below it.
 	// Path resolution backs off from it; a flag of an instance that is not
 	// the running one is stale. Its operation has a row in the subtree

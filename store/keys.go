@@ -21,8 +21,13 @@ import (
 //	'h' holder               -> Unix ms (holder.go)    a lease holder's last renewal, on a shared store
 //	'r' requestID:8 client   -> RequestRecord (request.go) a write a client sent with a request id, for
 //	                                                  a bounded time: its resubmission is answered from it
+//	'k' datanodeID:8         -> DataNode (datanode.go) a DataNode as its heartbeats publish it
+//	'u' uuid                 -> datanodeID:8          the id a DataNode UUID was given when it first registered
+//	'p' blockID:8 datanodeID:8 -> Replica (replica.go) a replica as its DataNode's block reports say
+//	'q' datanodeID:8 blockID:8 -> Replica              the same row indexed by DataNode, for full reports
 //	'c' name                 -> uint64 (8, big-endian) id counters (AllocateIDs)
-//	'm' name                 -> bytes                 store-wide metadata (format version, ...)
+//	'm' name                 -> bytes                 store-wide metadata (format version, cluster
+//	                                                  secret and identity, ...)
 //
 // Inodes are keyed (parent id, name) and so partitioned by parent id, as in
 // HopsFS: a directory's entries are one contiguous range, listed by one scan,
@@ -34,8 +39,13 @@ import (
 // ACL is part of its row (acl.go says why); its extended attributes, keyed by
 // inode id like content, never move on a rename.
 //
-// Later tables (replicas, leases by holder, datanodes) take the next free
-// prefix letters.
+// DataNode and replica rows are written by the DataNodes themselves (their
+// registration, heartbeats and block reports) and read by every NameNode;
+// docs/BLOCKS.md, "DataNodes". A replica is keyed by block first, so the
+// holders of a block are one scan, and indexed by DataNode, so a full
+// report is reconciled with one scan per batch in block order.
+//
+// Later tables (leases by holder, ...) take the next free prefix letters.
 const (
 	tableInode    = 'i'
 	tableData     = 'd'
@@ -47,6 +57,11 @@ const (
 	tableRequest  = 'r'
 	tableCounter  = 'c'
 	tableMeta     = 'm'
+
+	tableDataNode     = 'k'
+	tableDataNodeUUID = 'u'
+	tableReplica      = 'p'
+	tableNodeReplica  = 'q'
 )
 
 // RootID is the inode id of "/". Its row is InodeKey(0, "").
@@ -281,6 +296,15 @@ func FormatKey(k []byte) string {
 	}
 	if id, name, ok := DecodeXAttrKey(k); ok {
 		return fmt.Sprintf("xattr(%d,%q)", id, name)
+	}
+	if id, ok := DecodeDataNodeKey(k); ok {
+		return fmt.Sprintf("datanode(%d)", id)
+	}
+	if b, n, ok := DecodeReplicaKey(k); ok {
+		return fmt.Sprintf("replica(blk_%d,dn %d)", b, n)
+	}
+	if n, b, ok := DecodeNodeReplicaKey(k); ok {
+		return fmt.Sprintf("replica-of-node(dn %d,blk_%d)", n, b)
 	}
 	if id, client, ok := DecodeRequestKey(k); ok {
 		return fmt.Sprintf("request(%s,%#x)", client, id)

@@ -7,7 +7,7 @@ import (
 )
 
 // SubtreeOp is one row of the subtree operation table: a subtree operation
-// (HopsFS's protocol, issue 26) under way on the directory whose id keys the
+// (HopsFS's protocol) under way on the directory whose id keys the
 // row, whose row carries the matching flag (Inode.SubtreeOwner). The row is
 // written with the flag and deleted with it, in the same transactions; after
 // a crash it tells the engine which flags to clear (or which operations to

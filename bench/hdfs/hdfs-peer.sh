@@ -102,7 +102,7 @@ write_conf() {
     prop dfs.client.block.write.replace-datanode-on-failure.enable false
     prop dfs.namenode.fs-limits.min-block-size 0
     prop dfs.namenode.accesstime.precision 3600000
-    # ACLs and xattrs (issue 31): already the 3.4.1 defaults (hdfs-default.xml), spelled out so that the
+    # ACLs and xattrs: already the 3.4.1 defaults (hdfs-default.xml), spelled out so that the
     # ACL/xattr outputs in tests/hadoop/expected/ stay reproducible against this peer.
     prop dfs.namenode.acls.enabled true
     prop dfs.namenode.xattrs.enabled true

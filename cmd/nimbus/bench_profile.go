@@ -9,7 +9,7 @@ import (
 	"github.com/nimbus-fs/nimbus/server"
 )
 
-// benchProfile is a baseline of the λFS evaluation (issue 30) as a set of
+// benchProfile is a baseline of the λFS evaluation as a set of
 // `nimbus serve` flags: the same code, configured. A profile applies to
 // the embedded server a run starts; against a running server (--target)
 // it only labels the results, and the server must have been started with

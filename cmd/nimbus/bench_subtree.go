@@ -9,7 +9,7 @@ import (
 	"github.com/nimbus-fs/nimbus/bench"
 )
 
-// benchSubtree times one subtree operation on a fresh tree (issue 26).
+// benchSubtree times one subtree operation on a fresh tree.
 func benchSubtree(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("subtree", stderr)
 	var c benchCommon

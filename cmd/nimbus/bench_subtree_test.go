@@ -9,7 +9,7 @@ import (
 )
 
 // The command on the embedded target (a real server in this process): the
-// summary line, the JSON file with the field names, exit 0.
+// summary line, the JSON file with the documented field names, exit 0.
 func TestBenchSubtreeEmbedded(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "subtree.json")
 	code, stdout, stderr := runBench("subtree", "--files", "200", "--op", "delete", "--window", "200ms", "--json", out)

@@ -14,7 +14,7 @@ import (
 )
 
 // newMemHarness runs the shell against a MemFS, which keeps ACLs and
-// xattrs (the engine does once issue 31's engine side is in).
+// xattrs and can be made to block or fail on cue.
 func newMemHarness(t *testing.T) *harness {
 	return &harness{t: t, fs: metatest.NewMemFS(), user: meta.User{Name: "alice"}, now: harnessTime}
 }

@@ -27,6 +27,7 @@ func commands() []command {
 	return []command{
 		{"serve", "run the embedded Nimbus server", cmdServe},
 		{"namenode", "run one NameNode instance of the local platform (serve --platform local starts them)", cmdNamenode},
+		{"datanode", "run one DataNode: block replicas, published in the shared metadata store", cmdDatanode},
 		{"fs", "file system shell (ls, mkdir, put, get, cat, mv, rm, ...)", cmdFS},
 		{"fsck", "check the namespace invariants", cmdFsck},
 		{"status", "what the running server is doing (--tenants: who loads it)", cmdStatus},

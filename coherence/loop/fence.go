@@ -11,7 +11,7 @@ import (
 )
 
 // The fence and the write floor in the store (coherence/doc.go, "Joins"
-// and "Fencing"; docs/ELASTIC.md, "Coherence across servers (wired)").
+// and "Fencing"; docs/ELASTIC.md, "Coherence across servers").
 // Two kinds of rows, in the store-wide metadata table:
 //
 //	'm' "coherence/floor"        -> uint64 (8, big-endian): the write floor, a membership revision
@@ -27,10 +27,9 @@ import (
 // every write of the cluster, and as a PostgreSQL row lock that cost each
 // write a multixact. Where the store can, the check is an expectation of
 // the write's commit (expect, store.Expecter), which on PostgreSQL saves
-// the round trip a read before the commit costs (with the stream
-// transport, creates over PostgreSQL with the caches on went from
-// 0.47–0.53 to 0.83–0.84 of their uncached rate: docs/BENCHMARKS.md,
-// "Writes with the caches on, again"). The shared reads are
+// the round trip a read before the commit costs (docs/BENCHMARKS.md,
+// "Caches and coherence", has what the check costs a create). The
+// shared reads are
 // NoWait (they are taken out of the key order, after the write's other
 // locks): a write that meets a raise or a fence under way fails with
 // store.ErrLockBusy and is run again, and nothing can deadlock.

@@ -41,7 +41,7 @@ import (
 // A stream costs a write and a read per burst of batches where a POST
 // cost a whole HTTP exchange each: with a POST per batch the transport
 // was a third of an instance's CPU in a create run over PostgreSQL
-// (docs/ELASTIC.md, "Writes with the caches on").
+// (docs/BENCHMARKS.md, "Caches and coherence").
 
 // Path is where the Handler is mounted on every server.
 const Path = "/coherence"

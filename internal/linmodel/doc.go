@@ -2,7 +2,7 @@
 // checking recorded histories of concurrent clients for linearizability with
 // porcupine (github.com/anishathalye/porcupine).
 //
-// It covers the operations whose interplay the subtree protocol (issue 26) is
+// It covers the operations whose interplay the subtree protocol is
 // about: mkdirs, create, stat, list, rename, chmod, recursive delete and
 // set-quota, with owners, modes, namespace quotas and the engine's order of
 // checks (the first failing check decides the error kind). Results are

@@ -53,7 +53,9 @@ func op(client int, call, ret int64, in Input, out Output) porcupine.Operation {
 	return porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret}
 }
 
-// The two histories of issue 26, written by hand: the checker must reject
+// The two histories the subtree protocol prevents (a create of /a/b/c that
+// resolved its path before a move or chmod of /a, and commits after it),
+// written by hand: the checker must reject
 // them, and accept the same calls when the create returns before the rename
 // (or the chmod) is called.
 func TestIssue26Histories(t *testing.T) {
@@ -92,7 +94,7 @@ func TestIssue26Histories(t *testing.T) {
 		{"create before rename", setup, append(rename[:1:1], op(0, 0, 1, Input{Op: Create, User: "ann", Path: "/a/b/c", Perm: 0o644}, ok),
 			op(2, 7, 8, Input{Op: Stat, User: "root", Path: "/z/b/c"}, file("ann"))), true},
 		// Without root's stat, the create may come first: legal. (So the
-		// issue's history needs an observation that pins the create late.)
+		// history needs an observation that pins the create late.)
 		{"chmod without the stat", chmodSetup, append(chmod[:2:2], create("bob", 1, 6)), true},
 	} {
 		res, err := Check(c.init, c.h, 0, t.TempDir(), "unit")

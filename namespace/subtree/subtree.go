@@ -1,5 +1,5 @@
 // Package subtree is HopsFS's subtree operations protocol (section 6 of the
-// HopsFS paper; issue 26) as a pure state machine, in the manner of etcd's
+// HopsFS paper) as a pure state machine, in the manner of etcd's
 // raft: no goroutines, clocks or store inside. The namespace engine drives
 // it: it asks the Machine what to do next, does it (a store transaction, a
 // wait), and steps the Machine with what happened. The engine also keeps a

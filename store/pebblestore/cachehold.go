@@ -25,7 +25,7 @@ type cacheHold struct {
 // tree just written fills it with the tree's blocks, all dead once the
 // delete commits, in proportion to the tree up to the cache's size
 // (measured by `nimbus bench subtree`: docs/BENCHMARKS.md, "Subtree
-// operations at the issue's sizes").
+// operations").
 // The row and scan caches need no hold: what a subtree operation puts in
 // them it replaces or removes as it writes. On a closed or failed store the
 // hold does nothing.

@@ -92,7 +92,7 @@ func dirUsage(t testing.TB, dir string) (all, tables int64) {
 }
 
 // TestFootprint measures bytes on disk per empty-file inode row after a
-// full compaction; the target (issue 2) is at most 200 bytes.
+// full compaction; the target is at most 200 bytes.
 func TestFootprint(t *testing.T) {
 	t.Run("parquet-names", func(t *testing.T) { testFootprint(t, false) })
 	t.Run("random-names", func(t *testing.T) { testFootprint(t, true) })

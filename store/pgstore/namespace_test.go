@@ -19,7 +19,7 @@ import (
 )
 
 // TestNamespaceRoundTrips counts the round trips of the namespace's
-// operations over this store (issue 27's budget: 1 for a stat, 3 for a
+// operations over this store (the budget: 1 for a stat, 3 for a
 // create), warm: the namespace's directory-id hints filled, every
 // statement prepared on the connections used.
 func TestNamespaceRoundTrips(t *testing.T) {

@@ -217,7 +217,7 @@ func testClosed(t *testing.T, h *harness) {
 // without one are read once every lock is granted, not before the wait. The
 // namespace reads a path's ancestors unlocked with the locks of its last
 // components; read before a wait, an ancestor would miss what was committed
-// while the batch waited (a subtree operation's flag, issue 26).
+// while the batch waited (a subtree operation's flag).
 func testUnlockedReadAfterLocks(t *testing.T, h *harness) {
 	st := h.store()
 	put(t, st, "a", "old", "b", "x")

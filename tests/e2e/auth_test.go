@@ -20,7 +20,7 @@ import (
 	"github.com/nimbus-fs/nimbus/meta"
 )
 
-// Hostile clients (issue 24): what one user can do to another through the
+// Hostile clients: what one user can do to another through the
 // real server, and what the service port exposes.
 
 func dialClient(t *testing.T, s *server) *client.Client {

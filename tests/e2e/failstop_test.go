@@ -26,7 +26,8 @@ import (
 const failStopBound = 20 * time.Second
 
 // waitExit waits up to d for the server process to exit and returns its exit
-// code; the test fails if it is still running (the hang of issue 24).
+// code; the test fails if it is still running (a server that hangs
+// instead of stopping after its store failed).
 func (s *server) waitExit(d time.Duration) int {
 	s.t.Helper()
 	done := make(chan error, 1)

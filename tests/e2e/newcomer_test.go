@@ -1,6 +1,6 @@
 package e2e
 
-// A newcomer's first hour (issue 25): what the README and the CLI promise,
+// A newcomer's first hour: what the README and the CLI promise,
 // checked on the real binary.
 
 import (

@@ -15,7 +15,7 @@ import (
 	"github.com/nimbus-fs/nimbus/meta"
 )
 
-// The fault tests of a server on PostgreSQL (issue 27, "Faults"): the
+// The fault tests of a server on PostgreSQL: the
 // database restarted or failed over under a write load, and the server
 // itself killed. A client's operation during a database outage must fail
 // with a retryable error (meta.ErrBusy: it did not happen) or with an

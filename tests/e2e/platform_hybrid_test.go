@@ -95,7 +95,7 @@ func TestFSThroughGateway(t *testing.T) {
 	}
 }
 
-// TestHybridTCPVersusHTTP measures what the hybrid RPC buys (issue 29's
+// TestHybridTCPVersusHTTP measures what the hybrid RPC buys (the
 // target: a stat over TCP at most a fifth of one over HTTP, at p50): 2,000
 // sequential stats of a cached path through `nimbus serve --platform
 // local`'s gateway, by two hybrid clients of one process, interleaved in

@@ -22,7 +22,7 @@ import (
 )
 
 // subtreeCrashFiles is the size of the trees of TestSubtreeCrashEachPhase:
-// 2^14 files in CI; NIMBUS_SUBTREE_CRASH_FILES=262144 runs the issue's
+// 2^14 files in CI; NIMBUS_SUBTREE_CRASH_FILES=262144 runs the target's
 // 2^18 (minutes, not a CI test).
 func subtreeCrashFiles(t *testing.T) int {
 	t.Helper()

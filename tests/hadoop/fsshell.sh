@@ -217,7 +217,7 @@ done
 
 fi # FSSHELL_ONLY
 
-# ACLs and extended attributes (issue 31): output compared with tests/hadoop/expected/*.txt, which
+# ACLs and extended attributes: output compared with tests/hadoop/expected/*.txt, which
 # hold what HDFS 3.4.1's FsShell prints (captured from bench/hdfs's peer with FSSHELL_CAPTURE, not
 # edited), with the work dir shown as B and owner and group as OWNER,
 # GROUP. -getfattr -d prints a HashMap, so its lines are compared sorted.

@@ -20,7 +20,7 @@ import (
 	"github.com/nimbus-fs/nimbus/meta"
 )
 
-// Linearizability under churn (issue 28, "What it must show"): cached
+// Linearizability under churn: cached
 // NameNode processes of two deployments on one PostgreSQL database and one
 // etcd prefix, while instances are started, stopped and killed with
 // SIGKILL under the clients. A client reaches the cluster through a

@@ -3,6 +3,6 @@
 // Go client against the real `nimbus serve` binary — and checks them with
 // porcupine against the sequential model in internal/linmodel.
 //
-// See docs/TESTING-LINEARIZABILITY.md for what is checked, the issue-26
-// races that the subtree protocol fixed, and how to replay a seed.
+// See docs/TESTING-LINEARIZABILITY.md for what is checked, the races
+// the subtree protocol prevents, and how to replay a seed.
 package linearizability

@@ -67,7 +67,7 @@ func openEngine(t *testing.T, wrap func(store.Store) store.Store) *namespace.Eng
 // openEngineWith is openEngine; with syncIDs every new inode's id is
 // reserved durably on its own (an id batch of 1, no prefetch): a create then
 // waits for a sync of the store between reading its path and committing,
-// which widens the window of the issue-26 races from microseconds to a
+// which widens the window of the subtree races from microseconds to a
 // sync, without touching the engine.
 func openEngineWith(t *testing.T, wrap func(store.Store) store.Store, syncIDs bool) *namespace.Engine {
 	t.Helper()

@@ -30,7 +30,7 @@ import (
 )
 
 // Linearizability with the platform scaling instances in and out and the
-// hybrid RPC losing its connections (issue 29, "What it must show"): the
+// hybrid RPC losing its connections: the
 // local platform's gateway (`nimbus serve --platform local`, process
 // hosting, PostgreSQL and etcd, cached instances of two deployments,
 // concurrency 1 and a keep-alive of 1 s), hybrid clients whose first

@@ -62,8 +62,8 @@ func outcome(o linmodel.Output) string {
 // engine in process, over Pebble. Every operation — creates, mkdirs, stats,
 // listings, renames and chmods of files and directories, quotas, recursive
 // deletes — runs concurrently on a namespace of a few names, so that they
-// collide. (Until the subtree protocol, issue 26, the operations that change
-// a directory above others' paths had to run alone.)
+// collide, the operations that change a directory above others' paths
+// included (the subtree protocol orders them).
 func TestLinearizableEngine(t *testing.T) {
 	e := openEngine(t, nil)
 	start := time.Now()

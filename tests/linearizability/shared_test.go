@@ -14,7 +14,7 @@ import (
 )
 
 // The tests here run against two `nimbus serve` processes on one real
-// PostgreSQL database (issue 27): two NameNodes, each a stateless HopsFS
+// PostgreSQL database: two NameNodes, each a stateless HopsFS
 // NameNode with its own hint cache, serving one namespace, with the
 // clients spread across them.
 
@@ -89,7 +89,7 @@ func TestLinearizableTwoServers(t *testing.T) {
 	}
 }
 
-// TestIssue26RacesAcrossServers: the issue-26 races with the creates on one
+// TestIssue26RacesAcrossServers: the subtree races with the creates on one
 // NameNode and the move or chmod on the other, whose quiesce cannot count
 // the other's operations and walks the subtree's locks in the database.
 func TestIssue26RacesAcrossServers(t *testing.T) {

@@ -15,8 +15,8 @@ import (
 	"github.com/nimbus-fs/nimbus/meta"
 )
 
-// The tests here try to provoke the issue-26 races without any help (no
-// gate, no hook). The subtree protocol (namespace/subtree.go) fixed them:
+// The tests here try to provoke the subtree races without any help (no
+// gate, no hook). The subtree protocol (namespace/subtree.go) prevents them:
 // they are strict, a violation fails them.
 
 // subtreeRace is a workload for one race: three creators fill /a/b, then

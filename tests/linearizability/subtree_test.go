@@ -17,14 +17,16 @@ import (
 	"github.com/nimbus-fs/nimbus/store"
 )
 
-// The two histories of issue 26, recorded from the real engine over Pebble.
+// The two histories the subtree protocol prevents (a create of c that
+// resolved its path before a move or chmod of an ancestor, and commits after
+// it), recorded from the real engine over Pebble.
 // To make the interleaving certain rather than lucky, the store is wrapped
 // so that the commit of the create of c waits until the test lets it go: the
-// create has resolved its path and holds its locks, as in the issue, while
+// create has resolved its path and holds its locks, while
 // the other calls run. The engine is not changed; only the store is slowed.
-// Before the subtree protocol (namespace/subtree.go) the engine let the move
-// or chmod return first and the create commit after; now the move or chmod
-// waits for the create (its quiesce), the harness lets the create go after a
+// Without the subtree protocol (namespace/subtree.go) the engine would let
+// the move or chmod return first and the create commit after; with it the
+// move or chmod waits for the create (its quiesce), the harness lets the create go after a
 // second, and the history must be linearizable: the tests are strict.
 
 // gateStore holds back the first commit that writes an inode row named
