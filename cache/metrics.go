@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nimbus-fs/nimbus/internal/promreg"
 )
 
 // metrics are the cache's Prometheus metrics (namespace nimbus, subsystem
@@ -56,19 +58,17 @@ func newMetrics(reg prometheus.Registerer, c *Cache) (*metrics, error) {
 	}
 	const hitHelp = "Lookups answered from the cache, by kind (entry: one path component; listing: one page; attrs: an inode's hot attributes; content: a small file's bytes)."
 	const missHelp = "Lookups the cache could not answer, by kind (entry: a path's first uncached component; listing: a page; attrs: an inode's hot attributes; content: a small file's bytes)."
-	for _, col := range []prometheus.Collector{
+	if err := promreg.RegisterAll(reg,
 		lookups("hits_total", hitHelp, "entry", &m.hitEntry), lookups("hits_total", hitHelp, "listing", &m.hitListing),
 		lookups("misses_total", missHelp, "entry", &m.missEntry), lookups("misses_total", missHelp, "listing", &m.missListing),
 		lookups("hits_total", hitHelp, "attrs", &m.hitAttrs), lookups("misses_total", missHelp, "attrs", &m.missAttrs),
 		lookups("hits_total", hitHelp, "content", &m.hitContent), lookups("misses_total", missHelp, "content", &m.missContent),
-		m.evictions, m.invalidations, m.fillsDropped, bytes, entries, pages} {
-		if err := reg.Register(col); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if errors.As(err, &are) {
-				return nil, errors.New("cache: metrics already registered (one cache per registerer)")
-			}
-			return nil, err
+		m.evictions, m.invalidations, m.fillsDropped, bytes, entries, pages); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			return nil, errors.New("cache: metrics already registered (one cache per registerer)")
 		}
+		return nil, err
 	}
 	return m, nil
 }

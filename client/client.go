@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/nimbus-fs/nimbus/api"
+	retry "github.com/nimbus-fs/nimbus/internal/backoff"
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/rpc"
 )
@@ -647,6 +648,9 @@ type settleState struct {
 	tries int
 }
 
+// settleBackoff is settle's wait before a resubmission is sent again.
+var settleBackoff = retry.Policy{Initial: 20 * time.Millisecond, Max: time.Second, Jitter: retry.Full}
+
 // settle decides, for a resubmitted write answered err, whether to send
 // it again (Options.SettleWait): when err is busy, after a backoff from
 // 20 ms doubling to 1 s with full jitter, while SettleWait since the first
@@ -662,9 +666,9 @@ func (c *Client) settle(ctx context.Context, st *settleState, err error) bool {
 	if now.Sub(st.since) >= c.opts.SettleWait {
 		return false
 	}
-	backoff := min(20*time.Millisecond<<min(st.tries, 6), time.Second)
+	wait := settleBackoff.Jittered(st.tries, mrand.Float64())
 	st.tries++
-	t := time.NewTimer(mrand.N(backoff) + time.Millisecond)
+	t := time.NewTimer(wait + time.Millisecond)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

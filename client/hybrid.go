@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/nimbus-fs/nimbus/api"
+	retry "github.com/nimbus-fs/nimbus/internal/backoff"
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/rpc"
 )
@@ -612,11 +613,7 @@ func retryAfter(se *rpc.StatusError) time.Duration {
 // backoff is the wait before HTTP retry n (0 first): full jitter, a
 // uniform draw u in [0, 1) of the exponential bound min(max, base·2^n).
 func backoff(n int, base, max time.Duration, u float64) time.Duration {
-	b := max
-	if n < 32 && base<<n > 0 && base<<n < max {
-		b = base << n
-	}
-	return time.Duration(u * float64(b))
+	return retry.Policy{Initial: base, Max: max, Jitter: retry.Full}.Jittered(n, u)
 }
 
 // retryHTTP waits before an invocation is sent again and reports whether

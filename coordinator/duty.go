@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/nimbus-fs/nimbus/internal/backoff"
 )
 
 // Duty is work that one member at a time may do (lease recovery, orphan
@@ -48,7 +50,7 @@ func RunDuty(ctx context.Context, sess Session, d Duty) error {
 		d.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	log := d.Logger.With("duty", d.Election, "member", sess.Member().ID)
-	backoff := 100 * time.Millisecond
+	retry := backoff.New(backoff.Policy{Initial: 100 * time.Millisecond, Max: 5 * time.Second})
 	for {
 		l, err := sess.Campaign(ctx, d.Election)
 		switch {
@@ -67,12 +69,11 @@ func RunDuty(ctx context.Context, sess Session, d Duty) error {
 				return nil
 			case <-sess.Lost():
 				return sess.Err()
-			case <-time.After(backoff):
+			case <-time.After(retry.Next()):
 			}
-			backoff = min(2*backoff, 5*time.Second)
 			continue
 		}
-		backoff = 100 * time.Millisecond
+		retry.Reset()
 		runLeading(ctx, sess, l, d, log)
 		if ctx.Err() != nil {
 			resign(l, log)

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nimbus-fs/nimbus/internal/promreg"
 )
 
 // Metrics are the coordinator metrics (namespace nimbus, subsystem
@@ -51,30 +53,17 @@ func NewMetrics(reg prometheus.Registerer, backend string) *Metrics {
 			Help: "Membership events delivered to watchers, by kind (snapshot, joined, left)."}, []string{"kind"}),
 	}
 	if reg != nil {
-		m.ops = register(reg, m.ops)
-		m.opSeconds = register(reg, m.opSeconds)
-		m.sessions = register(reg, m.sessions)
-		m.sessionsLost = register(reg, m.sessionsLost)
-		m.renewals = register(reg, m.renewals)
-		m.renewSeconds = register(reg, m.renewSeconds)
-		m.headroom = register(reg, m.headroom)
-		m.leaderships = register(reg, m.leaderships)
-		m.watchEvents = register(reg, m.watchEvents)
+		m.ops = promreg.MustReuse(reg, m.ops)
+		m.opSeconds = promreg.MustReuse(reg, m.opSeconds)
+		m.sessions = promreg.MustReuse(reg, m.sessions)
+		m.sessionsLost = promreg.MustReuse(reg, m.sessionsLost)
+		m.renewals = promreg.MustReuse(reg, m.renewals)
+		m.renewSeconds = promreg.MustReuse(reg, m.renewSeconds)
+		m.headroom = promreg.MustReuse(reg, m.headroom)
+		m.leaderships = promreg.MustReuse(reg, m.leaderships)
+		m.watchEvents = promreg.MustReuse(reg, m.watchEvents)
 	}
 	return m
-}
-
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if ex, ok := are.ExistingCollector.(C); ok {
-				return ex
-			}
-		}
-		panic(err) // a name clash with a different collector: a programming error
-	}
-	return c
 }
 
 // Op records one call of op that took since start and ended with err.

@@ -20,6 +20,7 @@ import (
 	"github.com/nimbus-fs/nimbus/blocks"
 	"github.com/nimbus-fs/nimbus/blocks/local"
 	"github.com/nimbus-fs/nimbus/datanode/registry"
+	retry "github.com/nimbus-fs/nimbus/internal/backoff"
 	"github.com/nimbus-fs/nimbus/store"
 )
 
@@ -439,11 +440,7 @@ func (d *DataNode) reportLoop(ctx context.Context) {
 
 // backoff is base × 2^(failures-1), at most a minute.
 func backoff(base time.Duration, failures int) time.Duration {
-	d := base
-	for i := 1; i < failures && d < time.Minute; i++ {
-		d *= 2
-	}
-	return min(d, time.Minute)
+	return retry.Policy{Initial: base, Max: time.Minute}.Delay(failures - 1)
 }
 
 // sendIncremental sends the pending changes, in batches, until none are

@@ -1,6 +1,10 @@
 package datanode
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nimbus-fs/nimbus/internal/promreg"
+)
 
 // metrics of a DataNode (nimbus_datanode_*).
 type metrics struct {
@@ -53,28 +57,13 @@ func newMetrics(reg prometheus.Registerer, pending, transfers func() float64) (*
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "nimbus", Subsystem: "datanode", Name: "transfers",
 			Help: "Data transfers in flight."}, transfers),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for i, c := range m.all {
-		if err := reg.Register(c); err != nil {
-			for _, done := range m.all[:i] {
-				reg.Unregister(done)
-			}
-			return nil, err
-		}
+	if err := promreg.RegisterAll(reg, m.all...); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
 
-func (m *metrics) unregister() {
-	if m.reg == nil {
-		return
-	}
-	for _, c := range m.all {
-		m.reg.Unregister(c)
-	}
-}
+func (m *metrics) unregister() { promreg.UnregisterAll(m.reg, m.all...) }
 
 func boolGauge(b bool) float64 {
 	if b {

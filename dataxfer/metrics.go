@@ -1,6 +1,10 @@
 package dataxfer
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nimbus-fs/nimbus/internal/promreg"
+)
 
 // metrics of one Server, registered on Config.Registerer.
 type metrics struct {
@@ -28,26 +32,13 @@ func newMetrics(reg prometheus.Registerer, active func() float64) (*metrics, err
 			Help: "Connections being served (HDFS's xceiver count)."}, active),
 	}
 	m.all = []prometheus.Collector{m.ops, m.bytesIn, m.bytesOut, m.refused, m.active}
-	if reg != nil {
-		for i, col := range m.all {
-			if err := reg.Register(col); err != nil {
-				for _, done := range m.all[:i] {
-					reg.Unregister(done)
-				}
-				return nil, err
-			}
-		}
+	if err := promreg.RegisterAll(reg, m.all...); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
 
-func (m *metrics) unregister() {
-	if m.reg != nil {
-		for _, col := range m.all {
-			m.reg.Unregister(col)
-		}
-	}
-}
+func (m *metrics) unregister() { promreg.UnregisterAll(m.reg, m.all...) }
 
 func (m *metrics) op(op Op, err error) {
 	r := "ok"

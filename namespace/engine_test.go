@@ -65,12 +65,22 @@ func withCache(maxBytes int64) func(*Config) {
 
 // openEngineDirWith is openEngineDir with edit applied to the Config.
 func openEngineDirWith(dir string, edit func(*Config)) (*Engine, store.Store, error) {
+	return openEngineDirWithStore(dir, nil, edit)
+}
+
+// openEngineDirWithStore is openEngineDirWith with the engine on
+// wrap(store) when wrap is not nil.
+func openEngineDirWithStore(dir string, wrap func(store.Store) store.Store, edit func(*Config)) (*Engine, store.Store, error) {
 	opts := pebblestore.DefaultOptions()
 	opts.CacheSize = 8 << 20
 	opts.MemTableSize = 4 << 20
+	var st store.Store
 	st, err := pebblestore.Open(dir, opts)
 	if err != nil {
 		return nil, nil, err
+	}
+	if wrap != nil {
+		st = wrap(st)
 	}
 	cfg := DefaultConfig()
 	cfg.Superuser = "root"

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/nimbus-fs/nimbus/internal/backoff"
 )
 
 // grace counts the attempts in flight (engine.attempt, each one store
@@ -60,16 +62,11 @@ func (g *grace) wait(ctx context.Context) error {
 	defer g.mu.Unlock()
 	old := g.epoch.Add(1) - 1
 	c := &g.n[old&1]
-	d := 20 * time.Microsecond
+	b := backoff.New(backoff.Policy{Initial: 20 * time.Microsecond, Max: 2 * time.Millisecond})
 	for c.Load() != 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		if err := b.Wait(ctx); err != nil {
+			return err
 		}
-		d = min(2*d, 2*time.Millisecond)
 	}
 	return nil
 }

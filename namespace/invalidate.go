@@ -5,44 +5,17 @@ import (
 	"fmt"
 
 	"github.com/nimbus-fs/nimbus/cache"
+	"github.com/nimbus-fs/nimbus/coherence"
 	"github.com/nimbus-fs/nimbus/store"
 )
 
-// Invalidator is told, by a write holding its locks and before it commits,
-// the cache targets the write changes; it returns once every instance that
-// may cache them holds them (cache.Hold: drops what they cover and refuses
-// fills of it), and the write calls the returned release after its commit
-// or abort, exactly once. An error fails the write's attempt before
-// anything is committed; the attempt is retried. Implementations must be
-// safe for concurrent use.
-//
-// The local implementation (localInvalidator, over the engine's own
-// cache) serves one instance. The coherence layer (coherence/loop)
-// implements it over the network, as a Guarded one: INV to every live
-// instance that may cache a target, wait for the ACKs, check the fence and
-// the write floor in the write's transaction, then RELEASE after the
-// commit (docs/ELASTIC.md, "Coherence across servers").
-type Invalidator interface {
-	Invalidate(ctx context.Context, targets []cache.Target) (release func(committed bool), err error)
-}
-
-// Guarded is an Invalidator whose writes must pass a check in their own
-// store transaction just before they commit (an optional capability, found
-// by type assertion): the coherence layer's fence and write floor
-// (coherence/doc.go; coherence/loop). The engine calls InvalidateGuarded
-// instead of Invalidate for every write attempt that writes rows, with no
-// targets too (a write that changes nothing cached is still fenced), runs
-// check on the attempt's transaction after its last other read and before
-// its Commit, and calls release after the commit or abort, exactly once.
-// An error from check aborts the attempt, and is retryable when it wraps
-// store.ErrLockBusy or store.ErrUnavailable. Each target says which
-// instances may cache it (ownership.go): a Guarded invalidator may send a
-// target that is not Everywhere only to the instances of the deployment
-// that owns its Route.
-type Guarded interface {
-	Invalidator
-	InvalidateGuarded(ctx context.Context, targets []Target) (check func(context.Context, store.Txn) error, release func(committed bool), err error)
-}
+// Invalidator and Guarded are the seam between the engine and what keeps
+// caches coherent, defined in package coherence, below both: the engine's
+// own localInvalidator serves one instance, coherence/loop many.
+type (
+	Invalidator = coherence.Invalidator
+	Guarded     = coherence.Guarded
+)
 
 // localInvalidator holds the targets in one cache: the engine's own.
 type localInvalidator struct{ c *cache.Cache }
@@ -92,25 +65,36 @@ func (t *tx) invalidate(ctx context.Context) (func(bool), error) {
 	return release, nil
 }
 
-// invalidateRaw is invalidate for a write outside a tx (clearFlag): it
-// holds targets across the commit of txn (and runs a Guarded invalidator's
-// check on txn before it).
-func (e *Engine) invalidateRaw(ctx context.Context, txn store.Txn, targets ...cache.Target) error {
+// commitRaw commits txn, a write outside a tx (the engine's background
+// and recovery work: subtree flags cleared, taken over or marked, half-done
+// recursive operations finished, the batches of a recursive chmod or
+// chown), as a tx commits: a Guarded invalidator's check (the fence and the
+// write floor: an instance that lost its session commits nothing more)
+// runs on txn just before its commit, and targets, what the write changes
+// in caches, are held at every instance that may cache them across the
+// commit. Without targets it runs the check alone. A target is sent
+// Everywhere: the writes here do not read the type of the rows they change
+// (ownership.go).
+func (e *Engine) commitRaw(ctx context.Context, txn store.Txn, targets ...cache.Target) error {
 	if e.inv == nil || e.cfg.DisableInvalidation {
 		return txn.Commit(ctx)
 	}
-	e.metrics.invTargets.Observe(float64(len(targets)))
-	for _, x := range targets {
-		e.metrics.invTargetKinds.WithLabelValues(kindLabel(x.Kind)).Inc()
+	if len(targets) > 0 {
+		e.metrics.invTargets.Observe(float64(len(targets)))
+		for _, x := range targets {
+			e.metrics.invTargetKinds.WithLabelValues(kindLabel(x.Kind)).Inc()
+		}
 	}
-	var release func(bool)
+	release := noRelease
 	var err error
 	if g, ok := e.inv.(Guarded); ok {
 		var check func(context.Context, store.Txn) error
-		// clearFlag's: the key of a flagged row, whose type is not at hand.
-		ts := make([]Target, len(targets))
-		for i, x := range targets {
-			ts[i] = everywhere(x)
+		var ts []Target
+		if len(targets) > 0 {
+			ts = make([]Target, len(targets))
+			for i, x := range targets {
+				ts[i] = everywhere(x)
+			}
 		}
 		check, release, err = g.InvalidateGuarded(ctx, ts)
 		if err == nil {
@@ -119,7 +103,7 @@ func (e *Engine) invalidateRaw(ctx context.Context, txn store.Txn, targets ...ca
 				return err
 			}
 		}
-	} else {
+	} else if len(targets) > 0 {
 		release, err = e.inv.Invalidate(ctx, targets)
 	}
 	if err != nil {
@@ -128,23 +112,6 @@ func (e *Engine) invalidateRaw(ctx context.Context, txn store.Txn, targets ...ca
 	err = txn.Commit(ctx)
 	release(err == nil)
 	return err
-}
-
-// guardRaw runs a Guarded invalidator's check, without targets (the fence
-// alone), on a write transaction outside tx whose rows no cache holds (the
-// batches of a recursive chmod or chown, below their flagged directory):
-// an instance that lost its session commits nothing more, there either.
-func (e *Engine) guardRaw(ctx context.Context, txn store.Txn) error {
-	g, ok := e.inv.(Guarded)
-	if !ok || e.cfg.DisableInvalidation {
-		return nil
-	}
-	check, release, err := g.InvalidateGuarded(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("%w: cache invalidation: %v", store.ErrUnavailable, err)
-	}
-	release(true)
-	return check(ctx, txn)
 }
 
 func kindLabel(k cache.Kind) string {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/nimbus-fs/nimbus/cache"
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/namespace/subtree"
 	"github.com/nimbus-fs/nimbus/store"
@@ -447,10 +448,7 @@ func (e *Engine) changeRows(ctx context.Context, reqs []store.ReadReq, c attrCha
 	if e.testHookCommit != nil {
 		e.testHookCommit()
 	}
-	if err := e.guardRaw(ctx, txn); err != nil {
-		return err
-	}
-	return txn.Commit(ctx)
+	return e.commitRaw(ctx, txn)
 }
 
 // markAttrsStarted rewrites, in txn, the operation row of flag f with
@@ -515,7 +513,7 @@ func (e *Engine) resumeAttrs(ctx context.Context, f flagRef) (ok bool, err error
 	}
 	if vals[0] == nil || n.ID != f.id || n.SubtreeOwner == 0 {
 		txn.Delete(store.SubtreeOpKey(f.id))
-		return true, txn.Commit(ctx)
+		return true, e.commitRaw(ctx, txn)
 	}
 	if n.SubtreeOwner != f.owner {
 		return true, nil
@@ -523,7 +521,7 @@ func (e *Engine) resumeAttrs(ctx context.Context, f flagRef) (ok bool, err error
 	n.SubtreeOwner, row.Owner = e.instance, e.instance
 	txn.Put(key, store.EncodeInode(nil, &n))
 	txn.Put(store.SubtreeOpKey(f.id), store.EncodeSubtreeOp(nil, &row))
-	if err := txn.Commit(ctx); err != nil {
+	if err := e.commitRaw(ctx, txn, cache.Key(f.parent, f.name)); err != nil {
 		return true, err
 	}
 	e.subtrees.Lock()

@@ -2,6 +2,7 @@ package namespace
 
 import (
 	"github.com/nimbus-fs/nimbus/cache"
+	"github.com/nimbus-fs/nimbus/coherence"
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/routing"
 	"github.com/nimbus-fs/nimbus/store"
@@ -28,12 +29,9 @@ import (
 // cannot disagree: that agreement is what makes a Local target sound.
 
 // Target is one cache target of a write with its reach: Everywhere, or
-// only the instances of the deployment that owns Route (routing.Owner).
-type Target struct {
-	cache.Target
-	Everywhere bool
-	Route      uint64
-}
+// only the instances of the deployment that owns Route (routing.Owner);
+// coherence.Target, which Guarded invalidators are handed.
+type Target = coherence.Target
 
 // rowRoute is the routing key of row n's entry: shared (every deployment
 // may cache it) for a directory, whose row every path through it resolves,

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/nimbus-fs/nimbus/cache"
+	"github.com/nimbus-fs/nimbus/internal/backoff"
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/namespace/subtree"
 	"github.com/nimbus-fs/nimbus/store"
@@ -97,18 +97,10 @@ func (e *Engine) busyError(opName, path string, f flagRef) error {
 // flag: short at first (a small subtree's operation takes a few
 // milliseconds), growing to 20ms.
 func flagWait(ctx context.Context, n int) error {
-	d := time.Duration(100<<min(n, 8)) * time.Microsecond
-	d = min(d, 20*time.Millisecond)
-	d = d/2 + rand.N(d/2+1)
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-tm.C:
-		return nil
-	}
+	return flagWaitBackoff.Sleep(ctx, n)
 }
+
+var flagWaitBackoff = backoff.Policy{Initial: 100 * time.Microsecond, Max: 20 * time.Millisecond, Jitter: backoff.Equal}
 
 // subtreeOp runs work, an operation on the directory at path, under the
 // protocol. work runs the work phase owning the flag f (its transactions
@@ -448,18 +440,23 @@ func (e *Engine) markChecked(ctx context.Context, f flagRef) error {
 		}
 		row.Checked = true
 		txn.Put(k, store.EncodeSubtreeOp(nil, &row))
-		return txn.Commit(ctx)
+		return e.commitRaw(ctx, txn)
 	}
 	for try := 0; ; try++ {
 		err := mark(ctx)
 		if err == nil || !store.IsRetryable(err) || try == 20 {
 			return err
 		}
-		if serr := sleepCtx(ctx, min(5*time.Millisecond<<min(try, 7), 500*time.Millisecond)); serr != nil {
+		if serr := flagRetry.Sleep(ctx, try); serr != nil {
 			return err
 		}
 	}
 }
+
+// flagRetry is the backoff of the small transactions of the subtree
+// protocol that are tried again after a failure that may pass: from 5 ms,
+// doubling to 500 ms.
+var flagRetry = backoff.Policy{Initial: 5 * time.Millisecond, Max: 500 * time.Millisecond}
 
 // clearFlagRetrying is clearFlag, tried again after a failure that may
 // pass (a lock held a moment, a write floor raised meanwhile, a coherence
@@ -477,7 +474,7 @@ func (e *Engine) clearFlagRetrying(ctx context.Context, f flagRef) error {
 		if try == 0 {
 			e.log.Warn("clearing a subtree flag failed; trying again", "path", f.path, "err", err)
 		}
-		if serr := sleepCtx(ctx, min(5*time.Millisecond<<min(try, 7), 500*time.Millisecond)); serr != nil {
+		if serr := flagRetry.Sleep(ctx, try); serr != nil {
 			return err
 		}
 	}
@@ -512,7 +509,7 @@ func (e *Engine) clearFlag(ctx context.Context, f flagRef) error {
 	}
 	// The flagged row is not cached (the engine does not fill one), but a
 	// fill that read it before the flag was set may be in flight.
-	if err := e.invalidateRaw(ctx, txn, cache.Key(f.parent, f.name)); err != nil {
+	if err := e.commitRaw(ctx, txn, cache.Key(f.parent, f.name)); err != nil {
 		return err
 	}
 	if f.owner == e.instance {
@@ -751,7 +748,7 @@ func (e *Engine) resumeDelete(ctx context.Context, f flagRef) error {
 	}
 	if vals[0] == nil || vals[1] == nil || n.ID != f.id || n.SubtreeOwner == 0 {
 		txn.Delete(store.SubtreeOpKey(f.id))
-		return txn.Commit(ctx)
+		return e.commitRaw(ctx, txn)
 	}
 	if n.SubtreeOwner != f.owner {
 		return nil
@@ -766,12 +763,12 @@ func (e *Engine) resumeDelete(ctx context.Context, f flagRef) error {
 		txn.Put(key, store.EncodeInode(nil, &n))
 		txn.Delete(store.SubtreeOpKey(f.id))
 		e.log.Info("cancelled a recursive delete left before its permission check", "path", f.path)
-		return e.invalidateRaw(ctx, txn, cache.Key(f.parent, f.name))
+		return e.commitRaw(ctx, txn, cache.Key(f.parent, f.name))
 	}
 	n.SubtreeOwner, row.Owner = e.instance, e.instance
 	txn.Put(key, store.EncodeInode(nil, &n))
 	txn.Put(store.SubtreeOpKey(f.id), store.EncodeSubtreeOp(nil, &row))
-	if err := txn.Commit(ctx); err != nil {
+	if err := e.commitRaw(ctx, txn, cache.Key(f.parent, f.name)); err != nil {
 		return err
 	}
 	e.subtrees.Lock()

@@ -5,11 +5,11 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/nimbus-fs/nimbus/internal/backoff"
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/store"
 )
@@ -311,20 +311,15 @@ func (e *Engine) finish(opName, path string, err error) error {
 	return meta.Errorf(opName, path, meta.ErrInternal, "%v", err)
 }
 
+// restartBackoff is the wait before an operation's restart from the
+// fourth attempt on: from 50 us, doubling ten times, at least half of it.
+var restartBackoff = backoff.Policy{Initial: 50 * time.Microsecond, Max: 50 * time.Microsecond << 10, Jitter: backoff.Equal}
+
 func sleepBackoff(ctx context.Context, attempt int) error {
 	if attempt < 3 {
 		return ctx.Err() // the first restarts are usually stale hints: no wait
 	}
-	d := time.Duration(50<<min(attempt-3, 10)) * time.Microsecond
-	d = d/2 + rand.N(d/2+1)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return restartBackoff.Sleep(ctx, attempt-3)
 }
 
 // want says how an operation needs one path: the lock mode of its last

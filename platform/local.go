@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	retry "github.com/nimbus-fs/nimbus/internal/backoff"
 )
 
 // Local is the local platform: the thin I/O loop that drives the scaling
@@ -441,6 +443,12 @@ func (l *Local) gaugesLocked() {
 	}
 }
 
+// startRetry is the backoff after failed starts: from initial, doubling
+// ten times at most, and never above limit.
+func startRetry(initial, limit time.Duration) retry.Policy {
+	return retry.Policy{Initial: initial, Max: min(limit, initial<<10)}
+}
+
 // start carries out one Start: the host's start, timed, then Started (or,
 // after a backoff, Gone), then a watch for the instance's exit.
 func (l *Local) start(rec *instanceRec) {
@@ -461,7 +469,7 @@ func (l *Local) start(rec *instanceRec) {
 		l.met.startFails.Inc()
 		l.mu.Lock()
 		l.mu.failures++
-		backoff := min(l.opts.PermanentBackoff<<min(l.mu.failures-1, 10), time.Minute)
+		backoff := startRetry(l.opts.PermanentBackoff, time.Minute).Delay(l.mu.failures - 1)
 		l.mu.broken, l.mu.retryAt = err, time.Now().Add(backoff)
 		// Those waiting would wait for nothing: they fail now, with the
 		// instance's error.
@@ -483,7 +491,7 @@ func (l *Local) start(rec *instanceRec) {
 		l.met.startFails.Inc()
 		l.mu.Lock()
 		l.mu.failures++
-		backoff := min(l.opts.StartBackoff<<min(l.mu.failures-1, 10), 5*time.Second)
+		backoff := startRetry(l.opts.StartBackoff, 5*time.Second).Delay(l.mu.failures - 1)
 		l.mu.Unlock()
 		if l.ctx.Err() == nil {
 			l.log.Warn("an instance failed to start", "instance", rec.id, "deployment", rec.dep, "took", took, "retry_after", backoff, "err", err)

@@ -1,12 +1,13 @@
 package platform
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nimbus-fs/nimbus/internal/promreg"
 )
 
 // localMetrics are the local platform's (subsystem platform): what the
@@ -55,12 +56,8 @@ func newLocalMetrics(reg prometheus.Registerer, deployments int) (*localMetrics,
 		m.invocations.WithLabelValues(l)
 		m.refused.WithLabelValues(l)
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.instances, m.queue, m.invocations, m.refused, m.coldStarts, m.startFails, m.crashes, m.coldStart, m.wait} {
-			if err := reg.Register(c); err != nil {
-				return nil, fmt.Errorf("platform: registering the local platform's metrics: %w", err)
-			}
-		}
+	if err := promreg.RegisterAll(reg, m.instances, m.queue, m.invocations, m.refused, m.coldStarts, m.startFails, m.crashes, m.coldStart, m.wait); err != nil {
+		return nil, fmt.Errorf("platform: registering the local platform's metrics: %w", err)
 	}
 	return m, nil
 }
@@ -106,7 +103,7 @@ func newGatewayMetrics(reg prometheus.Registerer, held func() float64, budget fl
 			Help: "Bytes of /rpc/call request bodies the gateway holds (read, not yet answered by an instance)."}, held)
 		limit := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "nimbus", Subsystem: "gateway", Name: "body_budget_bytes",
 			Help: "The bound on nimbus_gateway_body_bytes; past it requests are answered 503."}, func() float64 { return budget })
-		if err := errors.Join(reg.Register(m.requests), reg.Register(m.latency), reg.Register(bodies), reg.Register(limit)); err != nil {
+		if err := promreg.RegisterAll(reg, m.requests, m.latency, bodies, limit); err != nil {
 			return nil, fmt.Errorf("platform: registering the gateway's metrics: %w", err)
 		}
 	}

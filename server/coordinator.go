@@ -11,6 +11,7 @@ import (
 	"github.com/nimbus-fs/nimbus/coordinator"
 	"github.com/nimbus-fs/nimbus/coordinator/etcdcoord"
 	"github.com/nimbus-fs/nimbus/coordinator/memcoord"
+	"github.com/nimbus-fs/nimbus/internal/backoff"
 )
 
 // The server registers itself with the coordinator as a member of
@@ -169,7 +170,8 @@ func (s *Server) keepMember(m *membership) {
 		}
 		s.log.Error("this server's coordinator session was lost (cut off from the coordinator longer than its lease); joining again",
 			"member", sess.Member().ID)
-		for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
+		retry := backoff.New(backoff.Policy{Initial: 100 * time.Millisecond, Max: 5 * time.Second})
+		for {
 			m.mu.Lock()
 			m.mu.incarnation++
 			next := m.base
@@ -191,7 +193,7 @@ func (s *Server) keepMember(m *membership) {
 			select {
 			case <-m.stop:
 				return
-			case <-time.After(backoff):
+			case <-time.After(retry.Next()):
 			}
 		}
 	}

@@ -1,10 +1,11 @@
 package webhdfs
 
 import (
-	"errors"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nimbus-fs/nimbus/internal/promreg"
 )
 
 // metrics counts requests per op and status, and the bytes moved.
@@ -43,23 +44,24 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	cs := []prometheus.Collector{m.requests, m.seconds, m.bytesRead, m.bytesWritten, m.disconnects}
-	for i, c := range cs {
-		if err := reg.Register(c); err != nil {
-			// A second handler on the same registry shares the first one's
-			// collectors instead of failing.
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				return nil, err
-			}
-			cs[i] = are.ExistingCollector
-		}
+	// A second handler on the same registry shares the first one's
+	// collectors instead of failing.
+	var err error
+	if m.requests, err = promreg.Reuse(reg, m.requests); err != nil {
+		return nil, err
 	}
-	m.requests = cs[0].(*prometheus.CounterVec)
-	m.seconds = cs[1].(*prometheus.HistogramVec)
-	m.bytesRead = cs[2].(prometheus.Counter)
-	m.bytesWritten = cs[3].(prometheus.Counter)
-	m.disconnects = cs[4].(prometheus.Counter)
+	if m.seconds, err = promreg.Reuse(reg, m.seconds); err != nil {
+		return nil, err
+	}
+	if m.bytesRead, err = promreg.Reuse(reg, m.bytesRead); err != nil {
+		return nil, err
+	}
+	if m.bytesWritten, err = promreg.Reuse(reg, m.bytesWritten); err != nil {
+		return nil, err
+	}
+	if m.disconnects, err = promreg.Reuse(reg, m.disconnects); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 

@@ -1,6 +1,10 @@
 package local
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nimbus-fs/nimbus/internal/promreg"
+)
 
 // metrics of one Store, registered on Config.Registerer.
 type metrics struct {
@@ -26,23 +30,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		recoveries:       c("recoveries_total", "Replicas finalized by Recover."),
 	}
 	m.all = []prometheus.Collector{m.bytesWritten, m.bytesRead, m.checksumFailures, m.fsyncs, m.recoveries}
-	if reg != nil {
-		for i, col := range m.all {
-			if err := reg.Register(col); err != nil {
-				for _, done := range m.all[:i] {
-					reg.Unregister(done)
-				}
-				return nil, err
-			}
-		}
+	if err := promreg.RegisterAll(reg, m.all...); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
 
-func (m *metrics) unregister() {
-	if m.reg != nil {
-		for _, col := range m.all {
-			m.reg.Unregister(col)
-		}
-	}
-}
+func (m *metrics) unregister() { promreg.UnregisterAll(m.reg, m.all...) }

@@ -7,11 +7,10 @@ import (
 
 	"github.com/nimbus-fs/nimbus/cache"
 	"github.com/nimbus-fs/nimbus/coherence"
-	"github.com/nimbus-fs/nimbus/namespace"
 	"github.com/nimbus-fs/nimbus/store"
 )
 
-// Invalidator is the coherent namespace.Invalidator (and namespace.Guarded)
+// Invalidator is the coherent coherence.Invalidator (and coherence.Guarded)
 // over a Loop: a write holding its row locks hands its targets to the
 // core (WriteLocked), waits for the write's Commit (every live instance
 // has acknowledged its INV, or left the membership), then has the fence
@@ -20,21 +19,21 @@ import (
 // reports Committed, and the core sends RELEASE.
 type Invalidator struct{ l *Loop }
 
-// Invalidator returns the loop's namespace.Invalidator.
+// Invalidator returns the loop's coherence.Invalidator.
 func (l *Loop) Invalidator() Invalidator { return Invalidator{l} }
 
-// Invalidate implements namespace.Invalidator. Without the store check it
+// Invalidate implements coherence.Invalidator. Without the store check it
 // cannot be sound across servers; the engine calls InvalidateGuarded.
 func (iv Invalidator) Invalidate(ctx context.Context, targets []cache.Target) (func(bool), error) {
 	return nil, fmt.Errorf("%w: coherence: Invalidate without the store check", store.ErrUnavailable)
 }
 
-// InvalidateGuarded implements namespace.Guarded. A target keeps the
+// InvalidateGuarded implements coherence.Guarded. A target keeps the
 // engine's reach (namespace/ownership.go): Everywhere, or only the
 // instances of the deployment that owns its Route (Config.Deployments,
 // routing.Owner), since only those fill it. A write without targets only
 // takes the fence check.
-func (iv Invalidator) InvalidateGuarded(ctx context.Context, targets []namespace.Target) (func(context.Context, store.Txn) error, func(bool), error) {
+func (iv Invalidator) InvalidateGuarded(ctx context.Context, targets []coherence.Target) (func(context.Context, store.Txn) error, func(bool), error) {
 	l := iv.l
 	if len(targets) == 0 {
 		s := l.state.Load()

@@ -16,6 +16,7 @@ import (
 	"github.com/nimbus-fs/nimbus/cache"
 	"github.com/nimbus-fs/nimbus/coherence"
 	"github.com/nimbus-fs/nimbus/coordinator"
+	"github.com/nimbus-fs/nimbus/internal/backoff"
 	"github.com/nimbus-fs/nimbus/internal/clusterauth"
 	"github.com/nimbus-fs/nimbus/routing"
 	"github.com/nimbus-fs/nimbus/store"
@@ -297,10 +298,11 @@ func (l *Loop) run(ctx context.Context, coord coordinator.Coordinator, sessions 
 func (l *Loop) watch(ctx context.Context, coord coordinator.Coordinator) <-chan coordinator.Event {
 	out := make(chan coordinator.Event, 64)
 	go func() {
-		for backoff := 50 * time.Millisecond; ctx.Err() == nil; backoff = min(2*backoff, 2*time.Second) {
+		b := backoff.New(backoff.Policy{Initial: 50 * time.Millisecond, Max: 2 * time.Second})
+		for ctx.Err() == nil {
 			ch, err := coord.Watch(ctx, coordinator.All)
 			if err == nil {
-				backoff = 50 * time.Millisecond
+				b.Reset()
 				for ev := range ch {
 					select {
 					case out <- ev:
@@ -314,7 +316,7 @@ func (l *Loop) watch(ctx context.Context, coord coordinator.Coordinator) <-chan 
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(backoff):
+			case <-time.After(b.Next()):
 			}
 		}
 	}()
@@ -649,7 +651,8 @@ func (b backoffStop) Unwrap() error { return b.err }
 // untilDone runs f until it succeeds, returns a backoffStop, ctx ends or
 // changed is closed, with a backoff between attempts.
 func (l *Loop) untilDone(ctx context.Context, changed <-chan struct{}, what string, f func(context.Context) error) error {
-	for backoff := 20 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+	b := backoff.New(backoff.Policy{Initial: 20 * time.Millisecond, Max: time.Second})
+	for {
 		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		err := f(actx)
 		cancel()
@@ -666,7 +669,7 @@ func (l *Loop) untilDone(ctx context.Context, changed <-chan struct{}, what stri
 			return ctx.Err()
 		case <-changed:
 			return ErrClosed
-		case <-time.After(backoff):
+		case <-time.After(b.Next()):
 		}
 	}
 }

@@ -1,9 +1,9 @@
 package loop
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nimbus-fs/nimbus/internal/promreg"
 )
 
 // metrics of the coherence I/O loop (namespace nimbus, subsystem coherence).
@@ -49,31 +49,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "1 while the cache may answer reads (joined, floor raised, session deadline ahead), as of the loop's latest step."}),
 	}
 	if reg != nil {
-		m.sent = register(reg, m.sent)
-		m.received = register(reg, m.received)
-		m.sendErrors = register(reg, m.sendErrors)
-		m.dropped = register(reg, m.dropped)
-		m.refused = register(reg, m.refused)
-		m.writes = register(reg, m.writes)
-		m.ackWait = register(reg, m.ackWait)
-		m.fences = register(reg, m.fences)
-		m.floors = register(reg, m.floors)
-		m.holding = register(reg, m.holding)
-		m.serving = register(reg, m.serving)
+		m.sent = promreg.MustReuse(reg, m.sent)
+		m.received = promreg.MustReuse(reg, m.received)
+		m.sendErrors = promreg.MustReuse(reg, m.sendErrors)
+		m.dropped = promreg.MustReuse(reg, m.dropped)
+		m.refused = promreg.MustReuse(reg, m.refused)
+		m.writes = promreg.MustReuse(reg, m.writes)
+		m.ackWait = promreg.MustReuse(reg, m.ackWait)
+		m.fences = promreg.MustReuse(reg, m.fences)
+		m.floors = promreg.MustReuse(reg, m.floors)
+		m.holding = promreg.MustReuse(reg, m.holding)
+		m.serving = promreg.MustReuse(reg, m.serving)
 	}
 	return m
-}
-
-// register registers c, or returns the collector already registered.
-func register[T prometheus.Collector](reg prometheus.Registerer, c T) T {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(T); ok {
-				return existing
-			}
-		}
-		panic(err)
-	}
-	return c
 }

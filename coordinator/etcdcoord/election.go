@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/nimbus-fs/nimbus/coordinator"
+	"github.com/nimbus-fs/nimbus/internal/backoff"
 )
 
 // leadership is a candidacy, then a won election. The candidacy is the
@@ -108,16 +109,9 @@ func (s *Session) Campaign(ctx context.Context, election string) (_ coordinator.
 	return l, nil
 }
 
-// backoff sleeps d (doubling it, to at most a second) unless ctx ends.
-func backoff(ctx context.Context, d *time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(*d):
-	}
-	*d = min(2**d, time.Second)
-	return nil
-}
+// retryPolicy is the backoff between the attempts of a campaign's steps:
+// from 50 ms, doubling to at most a second.
+var retryPolicy = backoff.Policy{Initial: 50 * time.Millisecond, Max: time.Second}
 
 // putCandidacy writes l's key if it is not there (a retried write that
 // committed although its reply was lost finds it) and learns its create
@@ -125,7 +119,7 @@ func backoff(ctx context.Context, d *time.Duration) error {
 func (s *Session) putCandidacy(ctx context.Context, l *leadership) error {
 	c := s.c
 	val, _ := json.Marshal(s.member)
-	wait := 50 * time.Millisecond
+	wait := backoff.New(retryPolicy)
 	for {
 		octx, cancel := c.opCtx(ctx)
 		resp, err := c.cli.Txn(octx).If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", 0)).
@@ -146,7 +140,7 @@ func (s *Session) putCandidacy(ctx context.Context, l *leadership) error {
 		default:
 			c.log.Debug("campaign: put candidacy; retrying", "election", l.election, "member", s.member.ID, "err", err)
 		}
-		if err := backoff(ctx, &wait); err != nil {
+		if err := wait.Wait(ctx); err != nil {
 			return err
 		}
 	}
@@ -156,7 +150,7 @@ func (s *Session) putCandidacy(ctx context.Context, l *leadership) error {
 // delete of the one just older, then looks again.
 func (s *Session) waitTurn(ctx context.Context, l *leadership) error {
 	c := s.c
-	wait := 50 * time.Millisecond
+	wait := backoff.New(retryPolicy)
 	opts := append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(l.rev-1))
 	for {
 		octx, cancel := c.opCtx(ctx)
@@ -164,7 +158,7 @@ func (s *Session) waitTurn(ctx context.Context, l *leadership) error {
 		cancel()
 		if err != nil {
 			c.log.Debug("campaign: read candidacies; retrying", "election", l.election, "err", err)
-			if err := backoff(ctx, &wait); err != nil {
+			if err := wait.Wait(ctx); err != nil {
 				return err
 			}
 			continue
@@ -191,7 +185,7 @@ func (s *Session) waitTurn(ctx context.Context, l *leadership) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		wait = 50 * time.Millisecond
+		wait.Reset()
 	}
 }
 
@@ -219,7 +213,7 @@ func (s *Session) withdraw(l *leadership) <-chan struct{} {
 	}
 	if !c.track(func() {
 		defer finished()
-		wait := 50 * time.Millisecond
+		wait := backoff.New(retryPolicy)
 		for s.Err() == nil {
 			ctx, cancel := context.WithTimeout(c.life, c.cfg.OpTimeout)
 			_, err := c.cli.Delete(ctx, l.key)
@@ -229,13 +223,12 @@ func (s *Session) withdraw(l *leadership) <-chan struct{} {
 			}
 			c.log.Debug("withdrawing a candidacy; retrying", "election", l.election, "member", s.member.ID, "err", err)
 			select {
-			case <-time.After(wait):
+			case <-time.After(wait.Next()):
 			case <-c.life.Done():
 				return
 			case <-s.lost:
 				return
 			}
-			wait = min(2*wait, time.Second)
 		}
 	}) {
 		finished() // closing: the session's lease is revoked or expires

@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/nimbus-fs/nimbus/coordinator"
+	"github.com/nimbus-fs/nimbus/internal/backoff"
 )
 
 // Watch reports the membership of deployment: a Snapshot read at one
@@ -62,7 +63,7 @@ func (c *Coordinator) watch(ctx context.Context, deployment int, rev int64, out 
 			return false
 		}
 	}
-	backoff := 50 * time.Millisecond
+	retry := backoff.New(backoff.Policy{Initial: 50 * time.Millisecond, Max: time.Second})
 	for ctx.Err() == nil {
 		// WithRequireLeader: a member cut off from its cluster cancels the
 		// watch instead of going silent; it is resumed on another.
@@ -103,7 +104,7 @@ func (c *Coordinator) watch(ctx context.Context, deployment int, rev int64, out 
 					return
 				}
 			}
-			backoff = 50 * time.Millisecond
+			retry.Reset()
 		}
 		wcancel()
 		if ctx.Err() != nil {
@@ -124,8 +125,7 @@ func (c *Coordinator) watch(ctx context.Context, deployment int, rev int64, out 
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(backoff):
+		case <-time.After(retry.Next()):
 		}
-		backoff = min(2*backoff, time.Second)
 	}
 }

@@ -232,14 +232,25 @@ func startCluster(bin string) (string, error) {
 	if err := run(cluster.asUser, filepath.Join(bin, "initdb"), "-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"); err != nil {
 		return "", fmt.Errorf("initdb: %w", err)
 	}
-	port, err := freePort()
-	if err != nil {
-		return "", err
-	}
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=200 -c shared_buffers=64MB", port, dir)
-	if err := run(cluster.asUser, cluster.pgCtl, "-D", data, "-l", filepath.Join(dir, "log"), "-o", opts, "-w", "-t", "60", "start"); err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "log"))
-		return "", fmt.Errorf("pg_ctl start: %w\n%s", err, log)
+	// PostgreSQL takes its port from the command line (its socket's name
+	// and the URL need it before it binds), so the port is picked before
+	// the server binds it, and another process on the shared machine may
+	// take it meanwhile: a failed start tries another port, as
+	// Cluster.startFirst does.
+	var port int
+	for try := 0; ; try++ {
+		if port, err = freePort(); err != nil {
+			return "", err
+		}
+		opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=200 -c shared_buffers=64MB", port, dir)
+		err = run(cluster.asUser, cluster.pgCtl, "-D", data, "-l", filepath.Join(dir, "log"), "-o", opts, "-w", "-t", "60", "start")
+		if err == nil {
+			break
+		}
+		if try == 2 {
+			log, _ := os.ReadFile(filepath.Join(dir, "log"))
+			return "", fmt.Errorf("pg_ctl start: %w\n%s", err, log)
+		}
 	}
 	startWatchdog(data)
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port), nil

@@ -1,8 +1,10 @@
 // Package testproc runs the real nimbus binary for the tests that need a
 // process of their own (tests/e2e, tests/soak, tests/linearizability): it
-// builds the binary once per test package, picks a free loopback port,
-// starts `nimbus serve` and waits until it answers /readyz, and keeps the
-// server's output where a test may read it while the server writes.
+// builds the binary once per test package, starts `nimbus serve` on a
+// loopback port the kernel picks (the server binds port 0 and prints the
+// address it got, so nothing else on the machine can take the port
+// between a pick and the bind), waits until it answers /readyz, and keeps
+// the server's output where a test may read it while the server writes.
 //
 // It is for tests only; nothing outside them imports it. Log is also the
 // log sink of in-process tests whose servers and stores log from goroutines.
@@ -17,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sync"
 	"syscall"
 	"testing"
@@ -53,7 +56,10 @@ func Main(m *testing.M, binary *string) {
 	os.Exit(code)
 }
 
-// FreeAddr returns a loopback host:port that was free a moment ago.
+// FreeAddr returns a loopback host:port that was free a moment ago. Another
+// process may take it before the caller binds it: use it only where the
+// address must be known before the server starts (a restart on the same
+// address, NIMBUS_ADDR for a daemon, a port where nobody listens).
 func FreeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -87,13 +93,17 @@ func (l *Log) String() string {
 // Server is one `nimbus serve` child process.
 type Server struct {
 	Data string // its --data directory
-	Addr string // host:port it listens on
+	// Addr is the host:port it listens on; for a server started on port 0
+	// it is empty until WaitReady (Start waits) has read the address the
+	// server printed.
+	Addr string
 	Cmd  *exec.Cmd
 	Log  *Log // its stdout and stderr
 }
 
 // Start runs `binary serve --data data --listen addr args...` (data: a
-// fresh temporary directory when empty; addr: a free port when empty) and
+// fresh temporary directory when empty; addr: port 0 on loopback when
+// empty, the address the server got read from its output) and
 // waits, up to 30 s, until /readyz answers 200. The process is killed when
 // the test ends; a failed test logs the server's output first.
 func Start(t testing.TB, binary, data, addr string, args ...string) *Server {
@@ -113,15 +123,17 @@ func Spawn(t testing.TB, binary, data, addr string, args ...string) *Server {
 	if data == "" {
 		data = t.TempDir()
 	}
-	if addr == "" {
-		addr = FreeAddr(t)
+	listen := addr
+	if listen == "" {
+		listen = "127.0.0.1:0"
 	}
-	return Launch(t, exec.Command(binary, append([]string{"serve", "--data", data, "--listen", addr}, args...)...), data, addr)
+	return Launch(t, exec.Command(binary, append([]string{"serve", "--data", data, "--listen", listen}, args...)...), data, addr)
 }
 
 // Launch starts cmd, a `nimbus serve` on data and addr behind a wrapper of
 // the test's (prlimit, taskset), with its output in the server's Log and
-// the same cleanup as Spawn.
+// the same cleanup as Spawn. An empty addr: the server listens on port 0,
+// and WaitReady learns its address from its output.
 func Launch(t testing.TB, cmd *exec.Cmd, data, addr string) *Server {
 	t.Helper()
 	s := &Server{Data: data, Addr: addr, Cmd: cmd, Log: &Log{}}
@@ -138,9 +150,34 @@ func Launch(t testing.TB, cmd *exec.Cmd, data, addr string) *Server {
 	return s
 }
 
-// WaitReady polls /readyz until it answers 200 or timeout passes.
+// servingLine is the line `nimbus serve` prints on its standard output
+// once it serves, as one server or as a platform's gateway; its first
+// group is the host:port it listens on.
+var servingLine = regexp.MustCompile(`nimbus serving on http://((?:\[[^\]]*\]|[^\s:/\[]+):[0-9]+)`)
+
+// waitAddr sets s.Addr from the server's output, waiting until deadline
+// for the line that names it.
+func (s *Server) waitAddr(deadline time.Time) error {
+	for s.Addr == "" {
+		if m := servingLine.FindStringSubmatch(s.Log.String()); m != nil {
+			s.Addr = m[1]
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the server printed no %q line", "nimbus serving on http://...")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
+
+// WaitReady learns the server's address when it was started on port 0,
+// then polls /readyz until it answers 200 or timeout passes.
 func (s *Server) WaitReady(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
+	if err := s.waitAddr(deadline); err != nil {
+		return err
+	}
 	for {
 		resp, err := http.Get(s.URL() + "/readyz")
 		if err == nil {

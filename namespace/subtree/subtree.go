@@ -29,6 +29,8 @@ import (
 	"errors"
 	"strings"
 	"time"
+
+	"github.com/nimbus-fs/nimbus/internal/backoff"
 )
 
 // Kind names a subtree operation; it is persisted in the subtree operation
@@ -280,14 +282,17 @@ func (m *Machine) finish(o Outcome) Action {
 	return Action{Do: DoFinish, Outcome: o}
 }
 
+// contention is the wait after the Machine met contention: from 100 us,
+// doubling to 51.2 ms.
+var contention = backoff.Policy{Initial: 100 * time.Microsecond, Max: 100 * time.Microsecond << 9}
+
 // backoff waits after contention, or gives up past the limit.
 func (m *Machine) backoff(now time.Duration) Action {
 	if now-m.start >= m.limit {
 		return m.finish(GaveUp)
 	}
 	m.contends++
-	d := time.Duration(100<<min(m.contends-1, 9)) * time.Microsecond // 100µs .. 51ms
-	d = min(d, m.limit-(now-m.start))
+	d := min(contention.Delay(m.contends-1), m.limit-(now-m.start))
 	m.last = DoWait
 	return Action{Do: DoWait, Wait: d}
 }

@@ -1,6 +1,10 @@
 package lockmgr
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nimbus-fs/nimbus/internal/promreg"
+)
 
 // metrics are touched only when a Lock call has to wait or fails, never on
 // the uncontended path.
@@ -33,15 +37,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "NoWait lock requests that failed with store.ErrLockBusy.",
 		}),
 	}
-	if reg != nil {
-		for i, c := range m.collectors() {
-			if err := reg.Register(c); err != nil {
-				for _, r := range m.collectors()[:i] {
-					reg.Unregister(r)
-				}
-				return nil, err
-			}
-		}
+	if err := promreg.RegisterAll(reg, m.collectors()...); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -50,10 +47,4 @@ func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.waits, m.waitSeconds, m.timeouts, m.busy}
 }
 
-func (m *metrics) unregister() {
-	if m.reg != nil {
-		for _, c := range m.collectors() {
-			m.reg.Unregister(c)
-		}
-	}
-}
+func (m *metrics) unregister() { promreg.UnregisterAll(m.reg, m.collectors()...) }

@@ -3,6 +3,8 @@ package pebblestore
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/nimbus-fs/nimbus/internal/promreg"
 )
 
 // metrics: the store's own commit latency, and a collector that reads
@@ -79,16 +81,8 @@ func newMetrics(s *Store) *metrics {
 
 // register registers the metrics on reg (nil: none).
 func (m *metrics) register(reg prometheus.Registerer) error {
-	if reg == nil {
-		return nil
-	}
-	for i, c := range m.collectors() {
-		if err := reg.Register(c); err != nil {
-			for _, done := range m.collectors()[:i] {
-				reg.Unregister(done)
-			}
-			return err
-		}
+	if err := promreg.RegisterAll(reg, m.collectors()...); err != nil {
+		return err
 	}
 	m.reg = reg
 	return nil
@@ -98,13 +92,7 @@ func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.commitSeconds, m.pebble, m.rowCacheHits, m.rowCacheMisses, m.durableWaits, m.scanSkipped, m.scanFlushes, m.scanCacheHits, m.scanCacheMiss, m.failed, m.backgroundErrors, m.rangeDeletes, m.cacheHeld}
 }
 
-func (m *metrics) unregister() {
-	if m.reg != nil {
-		for _, c := range m.collectors() {
-			m.reg.Unregister(c)
-		}
-	}
-}
+func (m *metrics) unregister() { promreg.UnregisterAll(m.reg, m.collectors()...) }
 
 type pebbleCollector struct {
 	s                                             *Store

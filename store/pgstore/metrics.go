@@ -1,6 +1,10 @@
 package pgstore
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nimbus-fs/nimbus/internal/promreg"
+)
 
 // Statement kinds, the label of nimbus_pgstore_statements_total.
 const (
@@ -81,25 +85,11 @@ func (m *metrics) collectors() []prometheus.Collector {
 
 // register registers the metrics on reg (nil: none).
 func (m *metrics) register(reg prometheus.Registerer) error {
-	if reg == nil {
-		return nil
-	}
-	for i, c := range m.collectors() {
-		if err := reg.Register(c); err != nil {
-			for _, done := range m.collectors()[:i] {
-				reg.Unregister(done)
-			}
-			return err
-		}
+	if err := promreg.RegisterAll(reg, m.collectors()...); err != nil {
+		return err
 	}
 	m.reg = reg
 	return nil
 }
 
-func (m *metrics) unregister() {
-	if m.reg != nil {
-		for _, c := range m.collectors() {
-			m.reg.Unregister(c)
-		}
-	}
-}
+func (m *metrics) unregister() { promreg.UnregisterAll(m.reg, m.collectors()...) }

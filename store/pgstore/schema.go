@@ -126,7 +126,8 @@ UPDATE nimbus_schema SET version = 2;
 const schemaLock = 0x6e696d627573 // "nimbus"
 
 // ensureSchema creates the schema on a fresh database and checks the version
-// of an existing one; it returns the version found.
+// of an existing one, in one transaction that the session's
+// statement_timeout does not bound; it returns the version found.
 // With create false, a database without the schema is an error (ErrSchema)
 // and nothing is written.
 func ensureSchema(ctx context.Context, c *pgx.Conn, create bool) (int, error) {
@@ -135,6 +136,11 @@ func ensureSchema(ctx context.Context, c *pgx.Conn, create bool) (int, error) {
 		return 0, fmt.Errorf("schema: %w", err)
 	}
 	defer tx.Rollback(context.Background())
+	// The session's statement_timeout bounds the operations' statements;
+	// the schema's statements are bounded by ctx alone (Store.schemaTimeout).
+	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0"); err != nil {
+		return 0, fmt.Errorf("schema: %w", err)
+	}
 	if !create {
 		var exists bool
 		if err := tx.QueryRow(ctx, "SELECT to_regclass('nimbus_schema') IS NOT NULL").Scan(&exists); err != nil {

@@ -170,9 +170,20 @@ func (s *Store) setup(ctx context.Context) error {
 		return fmt.Errorf("pgstore: open %s: %w", s.target, err)
 	}
 	defer c.Release()
+	// The settings are read in a transaction of their own so that
+	// SET LOCAL lifts statement_timeout for it alone: a short statement
+	// timeout is meant for the operations' statements, and must not fail
+	// a start on a busy machine. The connection goes back to the pool
+	// with the session's settings unchanged.
 	var syncCommit, fsync, version string
-	if err := c.QueryRow(cctx, "SELECT current_setting('synchronous_commit'), current_setting('fsync'), current_setting('server_version')").
-		Scan(&syncCommit, &fsync, &version); err != nil {
+	err = pgx.BeginFunc(cctx, c.Conn(), func(tx pgx.Tx) error {
+		if _, err := tx.Exec(cctx, "SET LOCAL statement_timeout = 0"); err != nil {
+			return err
+		}
+		return tx.QueryRow(cctx, "SELECT current_setting('synchronous_commit'), current_setting('fsync'), current_setting('server_version')").
+			Scan(&syncCommit, &fsync, &version)
+	})
+	if err != nil {
 		return fmt.Errorf("pgstore: open %s: reading settings: %w", s.target, err)
 	}
 	if syncCommit == "off" {
@@ -181,7 +192,7 @@ func (s *Store) setup(ctx context.Context) error {
 	if fsync == "off" {
 		s.log.Warn("the database runs with fsync = off: acknowledged commits can be lost if its machine crashes", "db", s.target)
 	}
-	sctx, cancel2 := context.WithTimeout(ctx, s.setupTimeout())
+	sctx, cancel2 := context.WithTimeout(ctx, s.schemaTimeout())
 	defer cancel2()
 	v, err := ensureSchema(sctx, c.Conn(), !s.opts.NoCreate)
 	if err != nil {
@@ -192,6 +203,17 @@ func (s *Store) setup(ctx context.Context) error {
 	return nil
 }
 
+// schemaTimeout bounds the creation or check of the schema at Open. It is
+// not the statement timeout (which ensureSchema lifts for its transaction):
+// creating the schema takes longer than an operation's statement, the
+// more so on a busy machine, but a start must not hang on a database that
+// never answers.
+func (s *Store) schemaTimeout() time.Duration {
+	return max(s.opts.StatementTimeout, time.Minute)
+}
+
+// setupTimeout bounds a statement run outside any caller's context: the
+// statement timeout, or a minute without one.
 func (s *Store) setupTimeout() time.Duration {
 	if s.opts.StatementTimeout > 0 {
 		return s.opts.StatementTimeout

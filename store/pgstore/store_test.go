@@ -674,8 +674,14 @@ func TestLockOnlyTxnRollsBack(t *testing.T) {
 // while the caller still waited (statement_timeout here; the read
 // coalescer's own bound under load) is ErrUnavailable, retryable, not an
 // internal error: a benchmark met it as a failed stat.
+//
+// Only the waiting read runs under the short statement timeout: the
+// store that writes and holds the key has the default one, and Open
+// lifts the timeout for its schema transaction, so a busy machine cannot
+// cut a statement other than the lock wait under test.
 func TestStatementCancelledIsRetryable(t *testing.T) {
 	db := pgtest.DB(t)
+	holderStore := open(t, db, nil)
 	opts := DefaultOptions()
 	opts.StatementTimeout, opts.LockTimeout = 200*time.Millisecond, 10*time.Second
 	st, err := Open(bg, db, opts)
@@ -683,14 +689,40 @@ func TestStatementCancelledIsRetryable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	w, _ := st.Begin(bg)
+	w, _ := holderStore.Begin(bg)
 	w.Put([]byte("k"), []byte("v"))
 	if err := w.Commit(bg); err != nil {
 		t.Fatal(err)
 	}
-	waiter := lockedAgainst(t, st, []byte("k"))
+	holder, _ := holderStore.Begin(bg)
+	defer holder.Rollback()
+	if _, err := holder.Read(bg, []store.ReadReq{{Key: []byte("k"), Mode: store.Exclusive}}); err != nil {
+		t.Fatal(err)
+	}
+	waiter, _ := st.Begin(bg)
+	defer waiter.Rollback()
 	_, err = waiter.Read(bg, []store.ReadReq{{Key: []byte("k"), Mode: store.Exclusive}})
 	if !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "57014") {
 		t.Fatalf("a lock wait cut by statement_timeout: %v, want store.ErrUnavailable (SQLSTATE 57014)", err)
+	}
+}
+
+// TestOpenNotBoundByStatementTimeout: Open creates the schema on a fresh
+// database under a statement timeout of 1 ms, shorter than creating the
+// schema takes: the schema transaction is not bound by it.
+func TestOpenNotBoundByStatementTimeout(t *testing.T) {
+	db := pgtest.DB(t)
+	opts := DefaultOptions()
+	opts.StatementTimeout = time.Millisecond
+	st, err := Open(bg, db, opts)
+	if err != nil {
+		t.Fatalf("Open on a fresh database with a 1 ms statement timeout: %v", err)
+	}
+	defer st.Close()
+	check := open(t, db, nil)
+	w, _ := check.Begin(bg)
+	defer w.Rollback()
+	if vals, err := w.Read(bg, []store.ReadReq{{Key: []byte("k")}}); err != nil || vals[0] != nil {
+		t.Fatalf("reading the schema Open created: %v %q", err, vals)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -139,8 +140,13 @@ func TestPprofOnlyOnDebugAddr(t *testing.T) {
 	if code, _ := testproc.Get(t, s.url()+"/debug/pprof/"); code != http.StatusNotFound {
 		t.Fatalf("service port /debug/pprof/: HTTP %d, want 404", code)
 	}
-	debug := freePort(t)
-	s2 := startServer(t, "", "", "--debug-addr", debug)
+	s2 := startServer(t, "", "", "--debug-addr", "127.0.0.1:0")
+	// The profiler's address, as the server logs it (it bound port 0).
+	m := regexp.MustCompile(`msg="profiler serving" addr=http://(\S+)/debug/pprof/`).FindStringSubmatch(s2.log.String())
+	if m == nil {
+		t.Fatalf("the server did not log the profiler's address:\n%s", s2.log.String())
+	}
+	debug := m[1]
 	if code, _ := testproc.Get(t, s2.url()+"/debug/pprof/"); code != http.StatusNotFound {
 		t.Fatalf("service port /debug/pprof/ with --debug-addr: HTTP %d, want 404", code)
 	}

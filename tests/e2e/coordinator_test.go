@@ -51,8 +51,8 @@ func TestServeCoordinatorEtcd(t *testing.T) {
 		t.Fatalf("members before any server: %v", snap.Members)
 	}
 
-	a := startServer(t, "", freePort(t), "--coordinator", url, "--coordinator-ttl", "2s")
-	b := startServer(t, "", freePort(t), "--coordinator", url, "--coordinator-ttl", "2s")
+	a := startServer(t, "", "", "--coordinator", url, "--coordinator-ttl", "2s")
+	b := startServer(t, "", "", "--coordinator", url, "--coordinator-ttl", "2s")
 	joined := map[string]string{}
 	for range 2 {
 		ev := next()
@@ -82,7 +82,7 @@ func TestServeCoordinatorEtcd(t *testing.T) {
 		t.Logf("a server killed with SIGKILL left the membership %v after the kill (TTL 2 s)", gone.Round(time.Millisecond))
 	}
 
-	bad := run(t, nil, "serve", "--data", t.TempDir(), "--listen", freePort(t), "--coordinator", "zk://127.0.0.1:2181")
+	bad := run(t, nil, "serve", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--coordinator", "zk://127.0.0.1:2181")
 	if bad.code != 2 || !strings.Contains(bad.stderr, "bad --coordinator") {
 		t.Fatalf("serve --coordinator zk://...: exit %d, stderr %q", bad.code, bad.stderr)
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -20,12 +21,26 @@ import (
 // reader: a DataNode killed goes stale and dead within seconds.
 var dnLiveness = []string{"--heartbeat", "100ms", "--stale-after", "1s", "--dead-after", "3s"}
 
-// startDatanode starts `nimbus datanode` on dir and db and waits until its
-// /healthz answers 200.
+// dnReady is the line `nimbus datanode` prints once it serves; its group
+// is the HTTP address it got (it binds port 0).
+var dnReady = regexp.MustCompile(`nimbus datanode ready .* http=(\S+)`)
+
+// startDatanode starts `nimbus datanode` on dir and db, reads its HTTP
+// address from its output and waits until its /healthz answers 200.
 func startDatanode(t *testing.T, dir, db string, env []string, args ...string) *testproc.Server {
 	t.Helper()
 	p := spawnDatanode(t, dir, db, env, args...)
 	deadline := time.Now().Add(30 * time.Second)
+	for p.Addr == "" {
+		if m := dnReady.FindStringSubmatch(p.Log.String()); m != nil {
+			p.Addr = m[1]
+			break
+		}
+		if p.Cmd.ProcessState != nil || time.Now().After(deadline) {
+			t.Fatalf("nimbus datanode printed no ready line:\n%s", p.Log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	for {
 		resp, err := http.Get(p.URL() + "/healthz")
 		if err == nil {
@@ -43,11 +58,10 @@ func startDatanode(t *testing.T, dir, db string, env []string, args ...string) *
 
 func spawnDatanode(t *testing.T, dir, db string, env []string, args ...string) *testproc.Server {
 	t.Helper()
-	httpAddr := testproc.FreeAddr(t)
 	cmd := exec.Command(binary, append([]string{"datanode", "--data", dir, "--store", db, "--addr", "127.0.0.1:0",
-		"--http-addr", httpAddr}, append(dnLiveness, args...)...)...)
+		"--http-addr", "127.0.0.1:0"}, append(dnLiveness, args...)...)...)
 	cmd.Env = append(os.Environ(), env...)
-	return testproc.Launch(t, cmd, dir, httpAddr)
+	return testproc.Launch(t, cmd, dir, "")
 }
 
 // TestDatanodesPublishThemselves runs two DataNodes in two zones on one

@@ -31,10 +31,10 @@ func startLimited(t *testing.T, nofile int, extra ...string) *server {
 	if err != nil {
 		t.Fatalf("this test needs prlimit (util-linux) to start the server under a small descriptor limit: %v", err)
 	}
-	data, addr := t.TempDir(), freePort(t)
+	data := t.TempDir()
 	args := append([]string{fmt.Sprintf("--nofile=%d:%d", nofile, nofile), binary,
-		"serve", "--data", data, "--listen", addr, "--superuser", "root"}, extra...)
-	p := testproc.Launch(t, exec.Command(prlimit, args...), data, addr)
+		"serve", "--data", data, "--listen", "127.0.0.1:0", "--superuser", "root"}, extra...)
+	p := testproc.Launch(t, exec.Command(prlimit, args...), data, "")
 	if err := p.WaitReady(30 * time.Second); err != nil {
 		t.Fatalf("server did not become ready: %v\n%s", err, p.Log.String())
 	}

@@ -91,7 +91,7 @@ func TestNewcomerServeErrors(t *testing.T) {
 	}
 
 	s := startServer(t, "", "")
-	r = run(t, nil, "serve", "--data", s.data, "--listen", freePort(t))
+	r = run(t, nil, "serve", "--data", s.data, "--listen", "127.0.0.1:0")
 	if r.code != 1 || !strings.Contains(r.stderr, "it is locked; is a server running on it?") {
 		t.Errorf("second serve: exit %d\n%s", r.code, r.stderr)
 	}
@@ -152,7 +152,7 @@ func TestNewcomerDaemon(t *testing.T) {
 	if r := run(t, env, "fs", "mkdir", "-p", "/d"); r.code != 0 {
 		t.Fatalf("mkdir against the daemon: %d %s", r.code, r.stderr)
 	}
-	if r := run(t, env, "serve", "--daemon", "--data", data, "--listen", freePort(t)); r.code != 1 || !strings.Contains(r.stderr, "already running") {
+	if r := run(t, env, "serve", "--daemon", "--data", data, "--listen", "127.0.0.1:0"); r.code != 1 || !strings.Contains(r.stderr, "already running") {
 		t.Errorf("second daemon: exit %d %s", r.code, r.stderr)
 	}
 	if r := run(t, nil, "stop", "--data", data); r.code != 0 || !strings.Contains(r.stdout, "nimbus stopped") {

@@ -101,7 +101,7 @@ func TestServePostgresBadURL(t *testing.T) {
 	}
 	for _, tc := range cases {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		cmd := exec.CommandContext(ctx, binary, "serve", "--data", t.TempDir(), "--listen", freePort(t),
+		cmd := exec.CommandContext(ctx, binary, "serve", "--data", t.TempDir(), "--listen", "127.0.0.1:0",
 			"--store", tc.url, "--pg-connect-timeout", "2s")
 		start := time.Now()
 		out, err := cmd.CombinedOutput()

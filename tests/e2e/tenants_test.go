@@ -23,7 +23,7 @@ import (
 // most --tenant-top tenants on /metrics, and shows them on `nimbus status
 // --tenants`.
 func TestTenants(t *testing.T) {
-	s := startServer(t, "", freePort(t), "--tenant-limit", "mallory/flood=20", "--tenant-limit", "bob/cli=1", "--tenant-top", "3")
+	s := startServer(t, "", "", "--tenant-limit", "mallory/flood=20", "--tenant-limit", "bob/cli=1", "--tenant-top", "3")
 	ctx := context.Background()
 	dial := func(job string) *client.Client {
 		// No waiting for a throttled request: the refusals are the test.
