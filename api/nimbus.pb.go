@@ -300,6 +300,15 @@ type Request struct {
 	//	*Request_Xattr
 	//	*Request_SetPermissionRecursive
 	//	*Request_SetOwnerRecursive
+	//	*Request_AddBlock
+	//	*Request_CompleteBlock
+	//	*Request_GetBlockLocations
+	//	*Request_UpdateBlockForPipeline
+	//	*Request_UpdatePipeline
+	//	*Request_AbandonBlock
+	//	*Request_Fsync
+	//	*Request_AdditionalDataNode
+	//	*Request_AppendBlock
 	Body          isRequest_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -634,6 +643,87 @@ func (x *Request) GetSetOwnerRecursive() *SetOwnerRecursiveRequest {
 	return nil
 }
 
+func (x *Request) GetAddBlock() *AddBlockRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_AddBlock); ok {
+			return x.AddBlock
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetCompleteBlock() *CompleteBlockRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_CompleteBlock); ok {
+			return x.CompleteBlock
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetGetBlockLocations() *GetBlockLocationsRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_GetBlockLocations); ok {
+			return x.GetBlockLocations
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetUpdateBlockForPipeline() *UpdateBlockForPipelineRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_UpdateBlockForPipeline); ok {
+			return x.UpdateBlockForPipeline
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetUpdatePipeline() *UpdatePipelineRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_UpdatePipeline); ok {
+			return x.UpdatePipeline
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetAbandonBlock() *AbandonBlockRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_AbandonBlock); ok {
+			return x.AbandonBlock
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetFsync() *FsyncRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_Fsync); ok {
+			return x.Fsync
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetAdditionalDataNode() *AdditionalDataNodeRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_AdditionalDataNode); ok {
+			return x.AdditionalDataNode
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetAppendBlock() *AppendBlockRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_AppendBlock); ok {
+			return x.AppendBlock
+		}
+	}
+	return nil
+}
+
 type isRequest_Body interface {
 	isRequest_Body()
 }
@@ -746,6 +836,43 @@ type Request_SetOwnerRecursive struct {
 	SetOwnerRecursive *SetOwnerRecursiveRequest `protobuf:"bytes,45,opt,name=set_owner_recursive,json=setOwnerRecursive,proto3,oneof"`
 }
 
+type Request_AddBlock struct {
+	// The data path of the DataNode mode (docs/NAMESPACE.md).
+	AddBlock *AddBlockRequest `protobuf:"bytes,46,opt,name=add_block,json=addBlock,proto3,oneof"`
+}
+
+type Request_CompleteBlock struct {
+	CompleteBlock *CompleteBlockRequest `protobuf:"bytes,47,opt,name=complete_block,json=completeBlock,proto3,oneof"`
+}
+
+type Request_GetBlockLocations struct {
+	GetBlockLocations *GetBlockLocationsRequest `protobuf:"bytes,48,opt,name=get_block_locations,json=getBlockLocations,proto3,oneof"`
+}
+
+type Request_UpdateBlockForPipeline struct {
+	UpdateBlockForPipeline *UpdateBlockForPipelineRequest `protobuf:"bytes,49,opt,name=update_block_for_pipeline,json=updateBlockForPipeline,proto3,oneof"`
+}
+
+type Request_UpdatePipeline struct {
+	UpdatePipeline *UpdatePipelineRequest `protobuf:"bytes,50,opt,name=update_pipeline,json=updatePipeline,proto3,oneof"`
+}
+
+type Request_AbandonBlock struct {
+	AbandonBlock *AbandonBlockRequest `protobuf:"bytes,51,opt,name=abandon_block,json=abandonBlock,proto3,oneof"`
+}
+
+type Request_Fsync struct {
+	Fsync *FsyncRequest `protobuf:"bytes,52,opt,name=fsync,proto3,oneof"`
+}
+
+type Request_AdditionalDataNode struct {
+	AdditionalDataNode *AdditionalDataNodeRequest `protobuf:"bytes,53,opt,name=additional_data_node,json=additionalDataNode,proto3,oneof"`
+}
+
+type Request_AppendBlock struct {
+	AppendBlock *AppendBlockRequest `protobuf:"bytes,54,opt,name=append_block,json=appendBlock,proto3,oneof"`
+}
+
 func (*Request_Mkdirs) isRequest_Body() {}
 
 func (*Request_Create) isRequest_Body() {}
@@ -800,6 +927,24 @@ func (*Request_SetPermissionRecursive) isRequest_Body() {}
 
 func (*Request_SetOwnerRecursive) isRequest_Body() {}
 
+func (*Request_AddBlock) isRequest_Body() {}
+
+func (*Request_CompleteBlock) isRequest_Body() {}
+
+func (*Request_GetBlockLocations) isRequest_Body() {}
+
+func (*Request_UpdateBlockForPipeline) isRequest_Body() {}
+
+func (*Request_UpdatePipeline) isRequest_Body() {}
+
+func (*Request_AbandonBlock) isRequest_Body() {}
+
+func (*Request_Fsync) isRequest_Body() {}
+
+func (*Request_AdditionalDataNode) isRequest_Body() {}
+
+func (*Request_AppendBlock) isRequest_Body() {}
+
 // Response answers the request with the same request_id. Exactly one of error
 // and result is set (a method without a result answers with empty).
 type Response struct {
@@ -818,6 +963,9 @@ type Response struct {
 	//	*Response_Echo
 	//	*Response_AclStatus
 	//	*Response_Xattrs
+	//	*Response_LocatedBlock
+	//	*Response_LocatedBlocks
+	//	*Response_AppendBlock
 	Result        isResponse_Result `protobuf_oneof:"result"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -964,6 +1112,33 @@ func (x *Response) GetXattrs() *XAttrResult {
 	return nil
 }
 
+func (x *Response) GetLocatedBlock() *LocatedBlock {
+	if x != nil {
+		if x, ok := x.Result.(*Response_LocatedBlock); ok {
+			return x.LocatedBlock
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetLocatedBlocks() *LocatedBlocks {
+	if x != nil {
+		if x, ok := x.Result.(*Response_LocatedBlocks); ok {
+			return x.LocatedBlocks
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetAppendBlock() *AppendBlockResult {
+	if x != nil {
+		if x, ok := x.Result.(*Response_AppendBlock); ok {
+			return x.AppendBlock
+		}
+	}
+	return nil
+}
+
 type isResponse_Result interface {
 	isResponse_Result()
 }
@@ -1008,6 +1183,18 @@ type Response_Xattrs struct {
 	Xattrs *XAttrResult `protobuf:"bytes,19,opt,name=xattrs,proto3,oneof"`
 }
 
+type Response_LocatedBlock struct {
+	LocatedBlock *LocatedBlock `protobuf:"bytes,20,opt,name=located_block,json=locatedBlock,proto3,oneof"`
+}
+
+type Response_LocatedBlocks struct {
+	LocatedBlocks *LocatedBlocks `protobuf:"bytes,21,opt,name=located_blocks,json=locatedBlocks,proto3,oneof"`
+}
+
+type Response_AppendBlock struct {
+	AppendBlock *AppendBlockResult `protobuf:"bytes,22,opt,name=append_block,json=appendBlock,proto3,oneof"`
+}
+
 func (*Response_Empty) isResponse_Result() {}
 
 func (*Response_Status) isResponse_Result() {}
@@ -1027,6 +1214,12 @@ func (*Response_Echo) isResponse_Result() {}
 func (*Response_AclStatus) isResponse_Result() {}
 
 func (*Response_Xattrs) isResponse_Result() {}
+
+func (*Response_LocatedBlock) isResponse_Result() {}
+
+func (*Response_LocatedBlocks) isResponse_Result() {}
+
+func (*Response_AppendBlock) isResponse_Result() {}
 
 // Error is a failed operation: meta.OpError on the wire.
 type Error struct {
@@ -3526,11 +3719,1137 @@ func (x *SetOwnerRecursiveRequest) GetGroup() string {
 	return ""
 }
 
+// BlockRef names a block as the client knows it (HDFS's ExtendedBlock
+// without its pool).
+type BlockRef struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	GenStamp      uint64                 `protobuf:"varint,2,opt,name=gen_stamp,json=genStamp,proto3" json:"gen_stamp,omitempty"`
+	NumBytes      int64                  `protobuf:"varint,3,opt,name=num_bytes,json=numBytes,proto3" json:"num_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BlockRef) Reset() {
+	*x = BlockRef{}
+	mi := &file_nimbus_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BlockRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BlockRef) ProtoMessage() {}
+
+func (x *BlockRef) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BlockRef.ProtoReflect.Descriptor instead.
+func (*BlockRef) Descriptor() ([]byte, []int) {
+	return file_nimbus_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *BlockRef) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *BlockRef) GetGenStamp() uint64 {
+	if x != nil {
+		return x.GenStamp
+	}
+	return 0
+}
+
+func (x *BlockRef) GetNumBytes() int64 {
+	if x != nil {
+		return x.NumBytes
+	}
+	return 0
+}
+
+// Location is where a client runs, for placement and replica order.
+type Location struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Host          string                 `protobuf:"bytes,1,opt,name=host,proto3" json:"host,omitempty"`
+	Zone          string                 `protobuf:"bytes,2,opt,name=zone,proto3" json:"zone,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Location) Reset() {
+	*x = Location{}
+	mi := &file_nimbus_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Location) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Location) ProtoMessage() {}
+
+func (x *Location) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Location.ProtoReflect.Descriptor instead.
+func (*Location) Descriptor() ([]byte, []int) {
+	return file_nimbus_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *Location) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *Location) GetZone() string {
+	if x != nil {
+		return x.Zone
+	}
+	return ""
+}
+
+// DataNodeInfo names a DataNode (HDFS's DatanodeInfo).
+type DataNodeInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"` // the registry's numeric id; exclude lists name these
+	Uuid          string                 `protobuf:"bytes,2,opt,name=uuid,proto3" json:"uuid,omitempty"`
+	StorageId     string                 `protobuf:"bytes,3,opt,name=storage_id,json=storageId,proto3" json:"storage_id,omitempty"`
+	DataAddr      string                 `protobuf:"bytes,4,opt,name=data_addr,json=dataAddr,proto3" json:"data_addr,omitempty"` // host:port of its data transfer port
+	HttpAddr      string                 `protobuf:"bytes,5,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`
+	Host          string                 `protobuf:"bytes,6,opt,name=host,proto3" json:"host,omitempty"`
+	Zone          string                 `protobuf:"bytes,7,opt,name=zone,proto3" json:"zone,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DataNodeInfo) Reset() {
+	*x = DataNodeInfo{}
+	mi := &file_nimbus_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DataNodeInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DataNodeInfo) ProtoMessage() {}
+
+func (x *DataNodeInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DataNodeInfo.ProtoReflect.Descriptor instead.
+func (*DataNodeInfo) Descriptor() ([]byte, []int) {
+	return file_nimbus_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *DataNodeInfo) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *DataNodeInfo) GetUuid() string {
+	if x != nil {
+		return x.Uuid
+	}
+	return ""
+}
+
+func (x *DataNodeInfo) GetStorageId() string {
+	if x != nil {
+		return x.StorageId
+	}
+	return ""
+}
+
+func (x *DataNodeInfo) GetDataAddr() string {
+	if x != nil {
+		return x.DataAddr
+	}
+	return ""
+}
+
+func (x *DataNodeInfo) GetHttpAddr() string {
+	if x != nil {
+		return x.HttpAddr
+	}
+	return ""
+}
+
+func (x *DataNodeInfo) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *DataNodeInfo) GetZone() string {
+	if x != nil {
+		return x.Zone
+	}
+	return ""
+}
+
+// BlockToken is a block access token (HDFS's Token of a
+// BlockTokenIdentifier).
+type BlockToken struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Identifier    []byte                 `protobuf:"bytes,1,opt,name=identifier,proto3" json:"identifier,omitempty"`
+	Password      []byte                 `protobuf:"bytes,2,opt,name=password,proto3" json:"password,omitempty"`
+	Kind          string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	Service       string                 `protobuf:"bytes,4,opt,name=service,proto3" json:"service,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BlockToken) Reset() {
+	*x = BlockToken{}
+	mi := &file_nimbus_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BlockToken) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BlockToken) ProtoMessage() {}
+
+func (x *BlockToken) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BlockToken.ProtoReflect.Descriptor instead.
+func (*BlockToken) Descriptor() ([]byte, []int) {
+	return file_nimbus_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *BlockToken) GetIdentifier() []byte {
+	if x != nil {
+		return x.Identifier
+	}
+	return nil
+}
+
+func (x *BlockToken) GetPassword() []byte {
+	if x != nil {
+		return x.Password
+	}
+	return nil
+}
+
+func (x *BlockToken) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *BlockToken) GetService() string {
+	if x != nil {
+		return x.Service
+	}
+	return ""
+}
+
+type LocatedBlock struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Pool          string                 `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool,omitempty"`
+	Id            uint64                 `protobuf:"varint,2,opt,name=id,proto3" json:"id,omitempty"`
+	GenStamp      uint64                 `protobuf:"varint,3,opt,name=gen_stamp,json=genStamp,proto3" json:"gen_stamp,omitempty"`
+	NumBytes      int64                  `protobuf:"varint,4,opt,name=num_bytes,json=numBytes,proto3" json:"num_bytes,omitempty"`
+	Offset        int64                  `protobuf:"varint,5,opt,name=offset,proto3" json:"offset,omitempty"` // the block's first byte in the file
+	Targets       []*DataNodeInfo        `protobuf:"bytes,6,rep,name=targets,proto3" json:"targets,omitempty"`
+	Token         *BlockToken            `protobuf:"bytes,7,opt,name=token,proto3" json:"token,omitempty"`
+	Corrupt       bool                   `protobuf:"varint,8,opt,name=corrupt,proto3" json:"corrupt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LocatedBlock) Reset() {
+	*x = LocatedBlock{}
+	mi := &file_nimbus_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LocatedBlock) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LocatedBlock) ProtoMessage() {}
+
+func (x *LocatedBlock) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LocatedBlock.ProtoReflect.Descriptor instead.
+func (*LocatedBlock) Descriptor() ([]byte, []int) {
+	return file_nimbus_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *LocatedBlock) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *LocatedBlock) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *LocatedBlock) GetGenStamp() uint64 {
+	if x != nil {
+		return x.GenStamp
+	}
+	return 0
+}
+
+func (x *LocatedBlock) GetNumBytes() int64 {
+	if x != nil {
+		return x.NumBytes
+	}
+	return 0
+}
+
+func (x *LocatedBlock) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *LocatedBlock) GetTargets() []*DataNodeInfo {
+	if x != nil {
+		return x.Targets
+	}
+	return nil
+}
+
+func (x *LocatedBlock) GetToken() *BlockToken {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+func (x *LocatedBlock) GetCorrupt() bool {
+	if x != nil {
+		return x.Corrupt
+	}
+	return false
+}
+
+type LocatedBlocks struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	FileLength        int64                  `protobuf:"varint,1,opt,name=file_length,json=fileLength,proto3" json:"file_length,omitempty"`
+	Blocks            []*LocatedBlock        `protobuf:"bytes,2,rep,name=blocks,proto3" json:"blocks,omitempty"`
+	UnderConstruction bool                   `protobuf:"varint,3,opt,name=under_construction,json=underConstruction,proto3" json:"under_construction,omitempty"`
+	LastBlock         *LocatedBlock          `protobuf:"bytes,4,opt,name=last_block,json=lastBlock,proto3" json:"last_block,omitempty"` // unset: an empty or inline file
+	LastBlockComplete bool                   `protobuf:"varint,5,opt,name=last_block_complete,json=lastBlockComplete,proto3" json:"last_block_complete,omitempty"`
+	Inline            bool                   `protobuf:"varint,6,opt,name=inline,proto3" json:"inline,omitempty"` // the bytes are in the store: read them with Read
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *LocatedBlocks) Reset() {
+	*x = LocatedBlocks{}
+	mi := &file_nimbus_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LocatedBlocks) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LocatedBlocks) ProtoMessage() {}
+
+func (x *LocatedBlocks) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LocatedBlocks.ProtoReflect.Descriptor instead.
+func (*LocatedBlocks) Descriptor() ([]byte, []int) {
+	return file_nimbus_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *LocatedBlocks) GetFileLength() int64 {
+	if x != nil {
+		return x.FileLength
+	}
+	return 0
+}
+
+func (x *LocatedBlocks) GetBlocks() []*LocatedBlock {
+	if x != nil {
+		return x.Blocks
+	}
+	return nil
+}
+
+func (x *LocatedBlocks) GetUnderConstruction() bool {
+	if x != nil {
+		return x.UnderConstruction
+	}
+	return false
+}
+
+func (x *LocatedBlocks) GetLastBlock() *LocatedBlock {
+	if x != nil {
+		return x.LastBlock
+	}
+	return nil
+}
+
+func (x *LocatedBlocks) GetLastBlockComplete() bool {
+	if x != nil {
+		return x.LastBlockComplete
+	}
+	return false
+}
+
+func (x *LocatedBlocks) GetInline() bool {
+	if x != nil {
+		return x.Inline
+	}
+	return false
+}
+
+type AddBlockRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Client        string                 `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
+	Previous      *BlockRef              `protobuf:"bytes,3,opt,name=previous,proto3" json:"previous,omitempty"` // unset: the first block
+	Exclude       []uint64               `protobuf:"varint,4,rep,packed,name=exclude,proto3" json:"exclude,omitempty"`
+	Writer        *Location              `protobuf:"bytes,5,opt,name=writer,proto3" json:"writer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddBlockRequest) Reset() {
+	*x = AddBlockRequest{}
+	mi := &file_nimbus_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddBlockRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddBlockRequest) ProtoMessage() {}
+
+func (x *AddBlockRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddBlockRequest.ProtoReflect.Descriptor instead.
+func (*AddBlockRequest) Descriptor() ([]byte, []int) {
+	return file_nimbus_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *AddBlockRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *AddBlockRequest) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *AddBlockRequest) GetPrevious() *BlockRef {
+	if x != nil {
+		return x.Previous
+	}
+	return nil
+}
+
+func (x *AddBlockRequest) GetExclude() []uint64 {
+	if x != nil {
+		return x.Exclude
+	}
+	return nil
+}
+
+func (x *AddBlockRequest) GetWriter() *Location {
+	if x != nil {
+		return x.Writer
+	}
+	return nil
+}
+
+type CompleteBlockRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Client        string                 `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
+	Last          *BlockRef              `protobuf:"bytes,3,opt,name=last,proto3" json:"last,omitempty"` // unset: no block being written
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompleteBlockRequest) Reset() {
+	*x = CompleteBlockRequest{}
+	mi := &file_nimbus_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompleteBlockRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompleteBlockRequest) ProtoMessage() {}
+
+func (x *CompleteBlockRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompleteBlockRequest.ProtoReflect.Descriptor instead.
+func (*CompleteBlockRequest) Descriptor() ([]byte, []int) {
+	return file_nimbus_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *CompleteBlockRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *CompleteBlockRequest) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *CompleteBlockRequest) GetLast() *BlockRef {
+	if x != nil {
+		return x.Last
+	}
+	return nil
+}
+
+type GetBlockLocationsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Offset        int64                  `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	Length        int64                  `protobuf:"varint,3,opt,name=length,proto3" json:"length,omitempty"`
+	Reader        *Location              `protobuf:"bytes,4,opt,name=reader,proto3" json:"reader,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetBlockLocationsRequest) Reset() {
+	*x = GetBlockLocationsRequest{}
+	mi := &file_nimbus_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetBlockLocationsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetBlockLocationsRequest) ProtoMessage() {}
+
+func (x *GetBlockLocationsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetBlockLocationsRequest.ProtoReflect.Descriptor instead.
+func (*GetBlockLocationsRequest) Descriptor() ([]byte, []int) {
+	return file_nimbus_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *GetBlockLocationsRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *GetBlockLocationsRequest) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *GetBlockLocationsRequest) GetLength() int64 {
+	if x != nil {
+		return x.Length
+	}
+	return 0
+}
+
+func (x *GetBlockLocationsRequest) GetReader() *Location {
+	if x != nil {
+		return x.Reader
+	}
+	return nil
+}
+
+type UpdateBlockForPipelineRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Client        string                 `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
+	Block         *BlockRef              `protobuf:"bytes,3,opt,name=block,proto3" json:"block,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateBlockForPipelineRequest) Reset() {
+	*x = UpdateBlockForPipelineRequest{}
+	mi := &file_nimbus_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateBlockForPipelineRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateBlockForPipelineRequest) ProtoMessage() {}
+
+func (x *UpdateBlockForPipelineRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateBlockForPipelineRequest.ProtoReflect.Descriptor instead.
+func (*UpdateBlockForPipelineRequest) Descriptor() ([]byte, []int) {
+	return file_nimbus_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *UpdateBlockForPipelineRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *UpdateBlockForPipelineRequest) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *UpdateBlockForPipelineRequest) GetBlock() *BlockRef {
+	if x != nil {
+		return x.Block
+	}
+	return nil
+}
+
+type UpdatePipelineRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Client        string                 `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
+	Old           *BlockRef              `protobuf:"bytes,3,opt,name=old,proto3" json:"old,omitempty"`
+	Updated       *BlockRef              `protobuf:"bytes,4,opt,name=updated,proto3" json:"updated,omitempty"`
+	Nodes         []uint64               `protobuf:"varint,5,rep,packed,name=nodes,proto3" json:"nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdatePipelineRequest) Reset() {
+	*x = UpdatePipelineRequest{}
+	mi := &file_nimbus_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdatePipelineRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdatePipelineRequest) ProtoMessage() {}
+
+func (x *UpdatePipelineRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdatePipelineRequest.ProtoReflect.Descriptor instead.
+func (*UpdatePipelineRequest) Descriptor() ([]byte, []int) {
+	return file_nimbus_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *UpdatePipelineRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *UpdatePipelineRequest) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *UpdatePipelineRequest) GetOld() *BlockRef {
+	if x != nil {
+		return x.Old
+	}
+	return nil
+}
+
+func (x *UpdatePipelineRequest) GetUpdated() *BlockRef {
+	if x != nil {
+		return x.Updated
+	}
+	return nil
+}
+
+func (x *UpdatePipelineRequest) GetNodes() []uint64 {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+type AbandonBlockRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Client        string                 `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
+	Block         *BlockRef              `protobuf:"bytes,3,opt,name=block,proto3" json:"block,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AbandonBlockRequest) Reset() {
+	*x = AbandonBlockRequest{}
+	mi := &file_nimbus_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AbandonBlockRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AbandonBlockRequest) ProtoMessage() {}
+
+func (x *AbandonBlockRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AbandonBlockRequest.ProtoReflect.Descriptor instead.
+func (*AbandonBlockRequest) Descriptor() ([]byte, []int) {
+	return file_nimbus_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *AbandonBlockRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *AbandonBlockRequest) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *AbandonBlockRequest) GetBlock() *BlockRef {
+	if x != nil {
+		return x.Block
+	}
+	return nil
+}
+
+type FsyncRequest struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Path            string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Client          string                 `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
+	LastBlockLength int64                  `protobuf:"varint,3,opt,name=last_block_length,json=lastBlockLength,proto3" json:"last_block_length,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *FsyncRequest) Reset() {
+	*x = FsyncRequest{}
+	mi := &file_nimbus_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FsyncRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FsyncRequest) ProtoMessage() {}
+
+func (x *FsyncRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FsyncRequest.ProtoReflect.Descriptor instead.
+func (*FsyncRequest) Descriptor() ([]byte, []int) {
+	return file_nimbus_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *FsyncRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *FsyncRequest) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *FsyncRequest) GetLastBlockLength() int64 {
+	if x != nil {
+		return x.LastBlockLength
+	}
+	return 0
+}
+
+type AdditionalDataNodeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Client        string                 `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
+	Block         *BlockRef              `protobuf:"bytes,3,opt,name=block,proto3" json:"block,omitempty"`
+	Existing      []uint64               `protobuf:"varint,4,rep,packed,name=existing,proto3" json:"existing,omitempty"`
+	Exclude       []uint64               `protobuf:"varint,5,rep,packed,name=exclude,proto3" json:"exclude,omitempty"`
+	N             uint32                 `protobuf:"varint,6,opt,name=n,proto3" json:"n,omitempty"`
+	Writer        *Location              `protobuf:"bytes,7,opt,name=writer,proto3" json:"writer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdditionalDataNodeRequest) Reset() {
+	*x = AdditionalDataNodeRequest{}
+	mi := &file_nimbus_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdditionalDataNodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdditionalDataNodeRequest) ProtoMessage() {}
+
+func (x *AdditionalDataNodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdditionalDataNodeRequest.ProtoReflect.Descriptor instead.
+func (*AdditionalDataNodeRequest) Descriptor() ([]byte, []int) {
+	return file_nimbus_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *AdditionalDataNodeRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *AdditionalDataNodeRequest) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *AdditionalDataNodeRequest) GetBlock() *BlockRef {
+	if x != nil {
+		return x.Block
+	}
+	return nil
+}
+
+func (x *AdditionalDataNodeRequest) GetExisting() []uint64 {
+	if x != nil {
+		return x.Existing
+	}
+	return nil
+}
+
+func (x *AdditionalDataNodeRequest) GetExclude() []uint64 {
+	if x != nil {
+		return x.Exclude
+	}
+	return nil
+}
+
+func (x *AdditionalDataNodeRequest) GetN() uint32 {
+	if x != nil {
+		return x.N
+	}
+	return 0
+}
+
+func (x *AdditionalDataNodeRequest) GetWriter() *Location {
+	if x != nil {
+		return x.Writer
+	}
+	return nil
+}
+
+type AppendBlockRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Client        string                 `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
+	Writer        *Location              `protobuf:"bytes,3,opt,name=writer,proto3" json:"writer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppendBlockRequest) Reset() {
+	*x = AppendBlockRequest{}
+	mi := &file_nimbus_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppendBlockRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppendBlockRequest) ProtoMessage() {}
+
+func (x *AppendBlockRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppendBlockRequest.ProtoReflect.Descriptor instead.
+func (*AppendBlockRequest) Descriptor() ([]byte, []int) {
+	return file_nimbus_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *AppendBlockRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *AppendBlockRequest) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *AppendBlockRequest) GetWriter() *Location {
+	if x != nil {
+		return x.Writer
+	}
+	return nil
+}
+
+type AppendBlockResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        *FileStatus            `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	Block         *LocatedBlock          `protobuf:"bytes,2,opt,name=block,proto3" json:"block,omitempty"` // unset: the last block is full or there is none
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppendBlockResult) Reset() {
+	*x = AppendBlockResult{}
+	mi := &file_nimbus_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppendBlockResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppendBlockResult) ProtoMessage() {}
+
+func (x *AppendBlockResult) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppendBlockResult.ProtoReflect.Descriptor instead.
+func (*AppendBlockResult) Descriptor() ([]byte, []int) {
+	return file_nimbus_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *AppendBlockResult) GetStatus() *FileStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+func (x *AppendBlockResult) GetBlock() *LocatedBlock {
+	if x != nil {
+		return x.Block
+	}
+	return nil
+}
+
 var File_nimbus_proto protoreflect.FileDescriptor
 
 const file_nimbus_proto_rawDesc = "" +
 	"\n" +
-	"\fnimbus.proto\x12\rnimbus.api.v1\"\xf2\x0e\n" +
+	"\fnimbus.proto\x12\rnimbus.api.v1\"\xbc\x14\n" +
 	"\aRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12\x1f\n" +
@@ -3570,8 +4889,17 @@ const file_nimbus_proto_rawDesc = "" +
 	"\x03acl\x18* \x01(\v2\x19.nimbus.api.v1.AclRequestH\x00R\x03acl\x123\n" +
 	"\x05xattr\x18+ \x01(\v2\x1b.nimbus.api.v1.XAttrRequestH\x00R\x05xattr\x12h\n" +
 	"\x18set_permission_recursive\x18, \x01(\v2,.nimbus.api.v1.SetPermissionRecursiveRequestH\x00R\x16setPermissionRecursive\x12Y\n" +
-	"\x13set_owner_recursive\x18- \x01(\v2'.nimbus.api.v1.SetOwnerRecursiveRequestH\x00R\x11setOwnerRecursiveB\x06\n" +
-	"\x04body\"\x81\x05\n" +
+	"\x13set_owner_recursive\x18- \x01(\v2'.nimbus.api.v1.SetOwnerRecursiveRequestH\x00R\x11setOwnerRecursive\x12=\n" +
+	"\tadd_block\x18. \x01(\v2\x1e.nimbus.api.v1.AddBlockRequestH\x00R\baddBlock\x12L\n" +
+	"\x0ecomplete_block\x18/ \x01(\v2#.nimbus.api.v1.CompleteBlockRequestH\x00R\rcompleteBlock\x12Y\n" +
+	"\x13get_block_locations\x180 \x01(\v2'.nimbus.api.v1.GetBlockLocationsRequestH\x00R\x11getBlockLocations\x12i\n" +
+	"\x19update_block_for_pipeline\x181 \x01(\v2,.nimbus.api.v1.UpdateBlockForPipelineRequestH\x00R\x16updateBlockForPipeline\x12O\n" +
+	"\x0fupdate_pipeline\x182 \x01(\v2$.nimbus.api.v1.UpdatePipelineRequestH\x00R\x0eupdatePipeline\x12I\n" +
+	"\rabandon_block\x183 \x01(\v2\".nimbus.api.v1.AbandonBlockRequestH\x00R\fabandonBlock\x123\n" +
+	"\x05fsync\x184 \x01(\v2\x1b.nimbus.api.v1.FsyncRequestH\x00R\x05fsync\x12\\\n" +
+	"\x14additional_data_node\x185 \x01(\v2(.nimbus.api.v1.AdditionalDataNodeRequestH\x00R\x12additionalDataNode\x12F\n" +
+	"\fappend_block\x186 \x01(\v2!.nimbus.api.v1.AppendBlockRequestH\x00R\vappendBlockB\x06\n" +
+	"\x04body\"\xd3\x06\n" +
 	"\bResponse\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12*\n" +
@@ -3587,7 +4915,10 @@ const file_nimbus_proto_rawDesc = "" +
 	"\x04echo\x18\x11 \x01(\v2\x19.nimbus.api.v1.EchoResultH\x00R\x04echo\x129\n" +
 	"\n" +
 	"acl_status\x18\x12 \x01(\v2\x18.nimbus.api.v1.AclStatusH\x00R\taclStatus\x124\n" +
-	"\x06xattrs\x18\x13 \x01(\v2\x1a.nimbus.api.v1.XAttrResultH\x00R\x06xattrsB\b\n" +
+	"\x06xattrs\x18\x13 \x01(\v2\x1a.nimbus.api.v1.XAttrResultH\x00R\x06xattrs\x12B\n" +
+	"\rlocated_block\x18\x14 \x01(\v2\x1b.nimbus.api.v1.LocatedBlockH\x00R\flocatedBlock\x12E\n" +
+	"\x0elocated_blocks\x18\x15 \x01(\v2\x1c.nimbus.api.v1.LocatedBlocksH\x00R\rlocatedBlocks\x12E\n" +
+	"\fappend_block\x18\x16 \x01(\v2 .nimbus.api.v1.AppendBlockResultH\x00R\vappendBlockB\b\n" +
 	"\x06result\"\xc9\x01\n" +
 	"\x05Error\x12'\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x13.nimbus.api.v1.KindR\x04kind\x12\x0e\n" +
@@ -3798,7 +5129,97 @@ const file_nimbus_proto_rawDesc = "" +
 	"\x18SetOwnerRecursiveRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x12\x14\n" +
-	"\x05group\x18\x03 \x01(\tR\x05group*\xf1\x02\n" +
+	"\x05group\x18\x03 \x01(\tR\x05group\"T\n" +
+	"\bBlockRef\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1b\n" +
+	"\tgen_stamp\x18\x02 \x01(\x04R\bgenStamp\x12\x1b\n" +
+	"\tnum_bytes\x18\x03 \x01(\x03R\bnumBytes\"2\n" +
+	"\bLocation\x12\x12\n" +
+	"\x04host\x18\x01 \x01(\tR\x04host\x12\x12\n" +
+	"\x04zone\x18\x02 \x01(\tR\x04zone\"\xb3\x01\n" +
+	"\fDataNodeInfo\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
+	"\x04uuid\x18\x02 \x01(\tR\x04uuid\x12\x1d\n" +
+	"\n" +
+	"storage_id\x18\x03 \x01(\tR\tstorageId\x12\x1b\n" +
+	"\tdata_addr\x18\x04 \x01(\tR\bdataAddr\x12\x1b\n" +
+	"\thttp_addr\x18\x05 \x01(\tR\bhttpAddr\x12\x12\n" +
+	"\x04host\x18\x06 \x01(\tR\x04host\x12\x12\n" +
+	"\x04zone\x18\a \x01(\tR\x04zone\"v\n" +
+	"\n" +
+	"BlockToken\x12\x1e\n" +
+	"\n" +
+	"identifier\x18\x01 \x01(\fR\n" +
+	"identifier\x12\x1a\n" +
+	"\bpassword\x18\x02 \x01(\fR\bpassword\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12\x18\n" +
+	"\aservice\x18\x04 \x01(\tR\aservice\"\x86\x02\n" +
+	"\fLocatedBlock\x12\x12\n" +
+	"\x04pool\x18\x01 \x01(\tR\x04pool\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\x04R\x02id\x12\x1b\n" +
+	"\tgen_stamp\x18\x03 \x01(\x04R\bgenStamp\x12\x1b\n" +
+	"\tnum_bytes\x18\x04 \x01(\x03R\bnumBytes\x12\x16\n" +
+	"\x06offset\x18\x05 \x01(\x03R\x06offset\x125\n" +
+	"\atargets\x18\x06 \x03(\v2\x1b.nimbus.api.v1.DataNodeInfoR\atargets\x12/\n" +
+	"\x05token\x18\a \x01(\v2\x19.nimbus.api.v1.BlockTokenR\x05token\x12\x18\n" +
+	"\acorrupt\x18\b \x01(\bR\acorrupt\"\x98\x02\n" +
+	"\rLocatedBlocks\x12\x1f\n" +
+	"\vfile_length\x18\x01 \x01(\x03R\n" +
+	"fileLength\x123\n" +
+	"\x06blocks\x18\x02 \x03(\v2\x1b.nimbus.api.v1.LocatedBlockR\x06blocks\x12-\n" +
+	"\x12under_construction\x18\x03 \x01(\bR\x11underConstruction\x12:\n" +
+	"\n" +
+	"last_block\x18\x04 \x01(\v2\x1b.nimbus.api.v1.LocatedBlockR\tlastBlock\x12.\n" +
+	"\x13last_block_complete\x18\x05 \x01(\bR\x11lastBlockComplete\x12\x16\n" +
+	"\x06inline\x18\x06 \x01(\bR\x06inline\"\xbd\x01\n" +
+	"\x0fAddBlockRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
+	"\x06client\x18\x02 \x01(\tR\x06client\x123\n" +
+	"\bprevious\x18\x03 \x01(\v2\x17.nimbus.api.v1.BlockRefR\bprevious\x12\x18\n" +
+	"\aexclude\x18\x04 \x03(\x04R\aexclude\x12/\n" +
+	"\x06writer\x18\x05 \x01(\v2\x17.nimbus.api.v1.LocationR\x06writer\"o\n" +
+	"\x14CompleteBlockRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
+	"\x06client\x18\x02 \x01(\tR\x06client\x12+\n" +
+	"\x04last\x18\x03 \x01(\v2\x17.nimbus.api.v1.BlockRefR\x04last\"\x8f\x01\n" +
+	"\x18GetBlockLocationsRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
+	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x16\n" +
+	"\x06length\x18\x03 \x01(\x03R\x06length\x12/\n" +
+	"\x06reader\x18\x04 \x01(\v2\x17.nimbus.api.v1.LocationR\x06reader\"z\n" +
+	"\x1dUpdateBlockForPipelineRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
+	"\x06client\x18\x02 \x01(\tR\x06client\x12-\n" +
+	"\x05block\x18\x03 \x01(\v2\x17.nimbus.api.v1.BlockRefR\x05block\"\xb7\x01\n" +
+	"\x15UpdatePipelineRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
+	"\x06client\x18\x02 \x01(\tR\x06client\x12)\n" +
+	"\x03old\x18\x03 \x01(\v2\x17.nimbus.api.v1.BlockRefR\x03old\x121\n" +
+	"\aupdated\x18\x04 \x01(\v2\x17.nimbus.api.v1.BlockRefR\aupdated\x12\x14\n" +
+	"\x05nodes\x18\x05 \x03(\x04R\x05nodes\"p\n" +
+	"\x13AbandonBlockRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
+	"\x06client\x18\x02 \x01(\tR\x06client\x12-\n" +
+	"\x05block\x18\x03 \x01(\v2\x17.nimbus.api.v1.BlockRefR\x05block\"f\n" +
+	"\fFsyncRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
+	"\x06client\x18\x02 \x01(\tR\x06client\x12*\n" +
+	"\x11last_block_length\x18\x03 \x01(\x03R\x0flastBlockLength\"\xeb\x01\n" +
+	"\x19AdditionalDataNodeRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
+	"\x06client\x18\x02 \x01(\tR\x06client\x12-\n" +
+	"\x05block\x18\x03 \x01(\v2\x17.nimbus.api.v1.BlockRefR\x05block\x12\x1a\n" +
+	"\bexisting\x18\x04 \x03(\x04R\bexisting\x12\x18\n" +
+	"\aexclude\x18\x05 \x03(\x04R\aexclude\x12\f\n" +
+	"\x01n\x18\x06 \x01(\rR\x01n\x12/\n" +
+	"\x06writer\x18\a \x01(\v2\x17.nimbus.api.v1.LocationR\x06writer\"q\n" +
+	"\x12AppendBlockRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
+	"\x06client\x18\x02 \x01(\tR\x06client\x12/\n" +
+	"\x06writer\x18\x03 \x01(\v2\x17.nimbus.api.v1.LocationR\x06writer\"y\n" +
+	"\x11AppendBlockResult\x121\n" +
+	"\x06status\x18\x01 \x01(\v2\x19.nimbus.api.v1.FileStatusR\x06status\x121\n" +
+	"\x05block\x18\x02 \x01(\v2\x1b.nimbus.api.v1.LocatedBlockR\x05block*\xf1\x02\n" +
 	"\x04Kind\x12\x10\n" +
 	"\fKIND_UNKNOWN\x10\x00\x12\x12\n" +
 	"\x0eKIND_NOT_FOUND\x10\x01\x12\x0f\n" +
@@ -3835,7 +5256,7 @@ func file_nimbus_proto_rawDescGZIP() []byte {
 }
 
 var file_nimbus_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
 var file_nimbus_proto_goTypes = []any{
 	(Kind)(0),                             // 0: nimbus.api.v1.Kind
 	(AclRequest_Op)(0),                    // 1: nimbus.api.v1.AclRequest.Op
@@ -3882,6 +5303,22 @@ var file_nimbus_proto_goTypes = []any{
 	(*XAttrResult)(nil),                   // 42: nimbus.api.v1.XAttrResult
 	(*SetPermissionRecursiveRequest)(nil), // 43: nimbus.api.v1.SetPermissionRecursiveRequest
 	(*SetOwnerRecursiveRequest)(nil),      // 44: nimbus.api.v1.SetOwnerRecursiveRequest
+	(*BlockRef)(nil),                      // 45: nimbus.api.v1.BlockRef
+	(*Location)(nil),                      // 46: nimbus.api.v1.Location
+	(*DataNodeInfo)(nil),                  // 47: nimbus.api.v1.DataNodeInfo
+	(*BlockToken)(nil),                    // 48: nimbus.api.v1.BlockToken
+	(*LocatedBlock)(nil),                  // 49: nimbus.api.v1.LocatedBlock
+	(*LocatedBlocks)(nil),                 // 50: nimbus.api.v1.LocatedBlocks
+	(*AddBlockRequest)(nil),               // 51: nimbus.api.v1.AddBlockRequest
+	(*CompleteBlockRequest)(nil),          // 52: nimbus.api.v1.CompleteBlockRequest
+	(*GetBlockLocationsRequest)(nil),      // 53: nimbus.api.v1.GetBlockLocationsRequest
+	(*UpdateBlockForPipelineRequest)(nil), // 54: nimbus.api.v1.UpdateBlockForPipelineRequest
+	(*UpdatePipelineRequest)(nil),         // 55: nimbus.api.v1.UpdatePipelineRequest
+	(*AbandonBlockRequest)(nil),           // 56: nimbus.api.v1.AbandonBlockRequest
+	(*FsyncRequest)(nil),                  // 57: nimbus.api.v1.FsyncRequest
+	(*AdditionalDataNodeRequest)(nil),     // 58: nimbus.api.v1.AdditionalDataNodeRequest
+	(*AppendBlockRequest)(nil),            // 59: nimbus.api.v1.AppendBlockRequest
+	(*AppendBlockResult)(nil),             // 60: nimbus.api.v1.AppendBlockResult
 }
 var file_nimbus_proto_depIdxs = []int32{
 	7,  // 0: nimbus.api.v1.Request.mkdirs:type_name -> nimbus.api.v1.MkdirsRequest
@@ -3911,30 +5348,59 @@ var file_nimbus_proto_depIdxs = []int32{
 	40, // 24: nimbus.api.v1.Request.xattr:type_name -> nimbus.api.v1.XAttrRequest
 	43, // 25: nimbus.api.v1.Request.set_permission_recursive:type_name -> nimbus.api.v1.SetPermissionRecursiveRequest
 	44, // 26: nimbus.api.v1.Request.set_owner_recursive:type_name -> nimbus.api.v1.SetOwnerRecursiveRequest
-	5,  // 27: nimbus.api.v1.Response.error:type_name -> nimbus.api.v1.Error
-	6,  // 28: nimbus.api.v1.Response.empty:type_name -> nimbus.api.v1.Empty
-	30, // 29: nimbus.api.v1.Response.status:type_name -> nimbus.api.v1.FileStatus
-	31, // 30: nimbus.api.v1.Response.listing:type_name -> nimbus.api.v1.Listing
-	32, // 31: nimbus.api.v1.Response.content_summary:type_name -> nimbus.api.v1.ContentSummary
-	33, // 32: nimbus.api.v1.Response.read:type_name -> nimbus.api.v1.ReadResult
-	34, // 33: nimbus.api.v1.Response.defaults:type_name -> nimbus.api.v1.ServerDefaults
-	35, // 34: nimbus.api.v1.Response.fsck:type_name -> nimbus.api.v1.FsckReport
-	36, // 35: nimbus.api.v1.Response.echo:type_name -> nimbus.api.v1.EchoResult
-	39, // 36: nimbus.api.v1.Response.acl_status:type_name -> nimbus.api.v1.AclStatus
-	42, // 37: nimbus.api.v1.Response.xattrs:type_name -> nimbus.api.v1.XAttrResult
-	0,  // 38: nimbus.api.v1.Error.kind:type_name -> nimbus.api.v1.Kind
-	30, // 39: nimbus.api.v1.Listing.entries:type_name -> nimbus.api.v1.FileStatus
-	1,  // 40: nimbus.api.v1.AclRequest.op:type_name -> nimbus.api.v1.AclRequest.Op
-	38, // 41: nimbus.api.v1.AclRequest.entries:type_name -> nimbus.api.v1.AclEntry
-	38, // 42: nimbus.api.v1.AclStatus.entries:type_name -> nimbus.api.v1.AclEntry
-	2,  // 43: nimbus.api.v1.XAttrRequest.op:type_name -> nimbus.api.v1.XAttrRequest.Op
-	41, // 44: nimbus.api.v1.XAttrRequest.xattr:type_name -> nimbus.api.v1.XAttr
-	41, // 45: nimbus.api.v1.XAttrResult.xattrs:type_name -> nimbus.api.v1.XAttr
-	46, // [46:46] is the sub-list for method output_type
-	46, // [46:46] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	51, // 27: nimbus.api.v1.Request.add_block:type_name -> nimbus.api.v1.AddBlockRequest
+	52, // 28: nimbus.api.v1.Request.complete_block:type_name -> nimbus.api.v1.CompleteBlockRequest
+	53, // 29: nimbus.api.v1.Request.get_block_locations:type_name -> nimbus.api.v1.GetBlockLocationsRequest
+	54, // 30: nimbus.api.v1.Request.update_block_for_pipeline:type_name -> nimbus.api.v1.UpdateBlockForPipelineRequest
+	55, // 31: nimbus.api.v1.Request.update_pipeline:type_name -> nimbus.api.v1.UpdatePipelineRequest
+	56, // 32: nimbus.api.v1.Request.abandon_block:type_name -> nimbus.api.v1.AbandonBlockRequest
+	57, // 33: nimbus.api.v1.Request.fsync:type_name -> nimbus.api.v1.FsyncRequest
+	58, // 34: nimbus.api.v1.Request.additional_data_node:type_name -> nimbus.api.v1.AdditionalDataNodeRequest
+	59, // 35: nimbus.api.v1.Request.append_block:type_name -> nimbus.api.v1.AppendBlockRequest
+	5,  // 36: nimbus.api.v1.Response.error:type_name -> nimbus.api.v1.Error
+	6,  // 37: nimbus.api.v1.Response.empty:type_name -> nimbus.api.v1.Empty
+	30, // 38: nimbus.api.v1.Response.status:type_name -> nimbus.api.v1.FileStatus
+	31, // 39: nimbus.api.v1.Response.listing:type_name -> nimbus.api.v1.Listing
+	32, // 40: nimbus.api.v1.Response.content_summary:type_name -> nimbus.api.v1.ContentSummary
+	33, // 41: nimbus.api.v1.Response.read:type_name -> nimbus.api.v1.ReadResult
+	34, // 42: nimbus.api.v1.Response.defaults:type_name -> nimbus.api.v1.ServerDefaults
+	35, // 43: nimbus.api.v1.Response.fsck:type_name -> nimbus.api.v1.FsckReport
+	36, // 44: nimbus.api.v1.Response.echo:type_name -> nimbus.api.v1.EchoResult
+	39, // 45: nimbus.api.v1.Response.acl_status:type_name -> nimbus.api.v1.AclStatus
+	42, // 46: nimbus.api.v1.Response.xattrs:type_name -> nimbus.api.v1.XAttrResult
+	49, // 47: nimbus.api.v1.Response.located_block:type_name -> nimbus.api.v1.LocatedBlock
+	50, // 48: nimbus.api.v1.Response.located_blocks:type_name -> nimbus.api.v1.LocatedBlocks
+	60, // 49: nimbus.api.v1.Response.append_block:type_name -> nimbus.api.v1.AppendBlockResult
+	0,  // 50: nimbus.api.v1.Error.kind:type_name -> nimbus.api.v1.Kind
+	30, // 51: nimbus.api.v1.Listing.entries:type_name -> nimbus.api.v1.FileStatus
+	1,  // 52: nimbus.api.v1.AclRequest.op:type_name -> nimbus.api.v1.AclRequest.Op
+	38, // 53: nimbus.api.v1.AclRequest.entries:type_name -> nimbus.api.v1.AclEntry
+	38, // 54: nimbus.api.v1.AclStatus.entries:type_name -> nimbus.api.v1.AclEntry
+	2,  // 55: nimbus.api.v1.XAttrRequest.op:type_name -> nimbus.api.v1.XAttrRequest.Op
+	41, // 56: nimbus.api.v1.XAttrRequest.xattr:type_name -> nimbus.api.v1.XAttr
+	41, // 57: nimbus.api.v1.XAttrResult.xattrs:type_name -> nimbus.api.v1.XAttr
+	47, // 58: nimbus.api.v1.LocatedBlock.targets:type_name -> nimbus.api.v1.DataNodeInfo
+	48, // 59: nimbus.api.v1.LocatedBlock.token:type_name -> nimbus.api.v1.BlockToken
+	49, // 60: nimbus.api.v1.LocatedBlocks.blocks:type_name -> nimbus.api.v1.LocatedBlock
+	49, // 61: nimbus.api.v1.LocatedBlocks.last_block:type_name -> nimbus.api.v1.LocatedBlock
+	45, // 62: nimbus.api.v1.AddBlockRequest.previous:type_name -> nimbus.api.v1.BlockRef
+	46, // 63: nimbus.api.v1.AddBlockRequest.writer:type_name -> nimbus.api.v1.Location
+	45, // 64: nimbus.api.v1.CompleteBlockRequest.last:type_name -> nimbus.api.v1.BlockRef
+	46, // 65: nimbus.api.v1.GetBlockLocationsRequest.reader:type_name -> nimbus.api.v1.Location
+	45, // 66: nimbus.api.v1.UpdateBlockForPipelineRequest.block:type_name -> nimbus.api.v1.BlockRef
+	45, // 67: nimbus.api.v1.UpdatePipelineRequest.old:type_name -> nimbus.api.v1.BlockRef
+	45, // 68: nimbus.api.v1.UpdatePipelineRequest.updated:type_name -> nimbus.api.v1.BlockRef
+	45, // 69: nimbus.api.v1.AbandonBlockRequest.block:type_name -> nimbus.api.v1.BlockRef
+	45, // 70: nimbus.api.v1.AdditionalDataNodeRequest.block:type_name -> nimbus.api.v1.BlockRef
+	46, // 71: nimbus.api.v1.AdditionalDataNodeRequest.writer:type_name -> nimbus.api.v1.Location
+	46, // 72: nimbus.api.v1.AppendBlockRequest.writer:type_name -> nimbus.api.v1.Location
+	30, // 73: nimbus.api.v1.AppendBlockResult.status:type_name -> nimbus.api.v1.FileStatus
+	49, // 74: nimbus.api.v1.AppendBlockResult.block:type_name -> nimbus.api.v1.LocatedBlock
+	75, // [75:75] is the sub-list for method output_type
+	75, // [75:75] is the sub-list for method input_type
+	75, // [75:75] is the sub-list for extension type_name
+	75, // [75:75] is the sub-list for extension extendee
+	0,  // [0:75] is the sub-list for field type_name
 }
 
 func init() { file_nimbus_proto_init() }
@@ -3970,6 +5436,15 @@ func file_nimbus_proto_init() {
 		(*Request_Xattr)(nil),
 		(*Request_SetPermissionRecursive)(nil),
 		(*Request_SetOwnerRecursive)(nil),
+		(*Request_AddBlock)(nil),
+		(*Request_CompleteBlock)(nil),
+		(*Request_GetBlockLocations)(nil),
+		(*Request_UpdateBlockForPipeline)(nil),
+		(*Request_UpdatePipeline)(nil),
+		(*Request_AbandonBlock)(nil),
+		(*Request_Fsync)(nil),
+		(*Request_AdditionalDataNode)(nil),
+		(*Request_AppendBlock)(nil),
 	}
 	file_nimbus_proto_msgTypes[1].OneofWrappers = []any{
 		(*Response_Empty)(nil),
@@ -3982,6 +5457,9 @@ func file_nimbus_proto_init() {
 		(*Response_Echo)(nil),
 		(*Response_AclStatus)(nil),
 		(*Response_Xattrs)(nil),
+		(*Response_LocatedBlock)(nil),
+		(*Response_LocatedBlocks)(nil),
+		(*Response_AppendBlock)(nil),
 	}
 	file_nimbus_proto_msgTypes[4].OneofWrappers = []any{}
 	file_nimbus_proto_msgTypes[5].OneofWrappers = []any{}
@@ -3991,7 +5469,7 @@ func file_nimbus_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nimbus_proto_rawDesc), len(file_nimbus_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   42,
+			NumMessages:   58,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

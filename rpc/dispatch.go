@@ -152,7 +152,10 @@ func (s *Server) dispatch(ctx context.Context, req *api.Request, m Method, path 
 			err = meta.Errorf("setOwnerRecursive", r.GetPath(), meta.ErrUnsupported, "this server's file system has no recursive chown")
 		}
 	default:
-		err = meta.Errorf("rpc", "", meta.ErrUnsupported, "request carries no method this server knows")
+		var ok bool
+		if err, ok = dispatchDataPath(ctx, fs, u, m, path, b, resp); !ok {
+			err = meta.Errorf("rpc", "", meta.ErrUnsupported, "request carries no method this server knows")
+		}
 	}
 	if err != nil {
 		resp.Result = nil

@@ -35,6 +35,16 @@ const (
 	MethodXAttr                  // the meta.XAttrs capability
 	MethodSetPermissionRecursive // the meta.RecursiveAttrs capability
 	MethodSetOwnerRecursive
+	// The data path of the DataNode mode (DataPath).
+	MethodAddBlock
+	MethodCompleteBlock
+	MethodGetBlockLocations
+	MethodUpdateBlockForPipeline
+	MethodUpdatePipeline
+	MethodAbandonBlock
+	MethodFsync
+	MethodAdditionalDataNode
+	MethodAppendBlock
 	numMethods
 )
 
@@ -48,6 +58,10 @@ var methodNames = [numMethods]string{
 	MethodRenewLease: "renewLease", MethodDefaults: "defaults", MethodEcho: "echo", MethodFsck: "fsck",
 	MethodAcl: "acl", MethodXAttr: "xattr",
 	MethodSetPermissionRecursive: "setPermissionRecursive", MethodSetOwnerRecursive: "setOwnerRecursive",
+	MethodAddBlock: "addBlock", MethodCompleteBlock: "completeBlock", MethodGetBlockLocations: "getBlockLocations",
+	MethodUpdateBlockForPipeline: "updateBlockForPipeline", MethodUpdatePipeline: "updatePipeline",
+	MethodAbandonBlock: "abandonBlock", MethodFsync: "fsync", MethodAdditionalDataNode: "additionalDataNode",
+	MethodAppendBlock: "appendBlock",
 }
 
 // String returns the method's name as used in errors and metric labels.
@@ -64,7 +78,8 @@ func (m Method) String() string {
 // (dispatch).
 func (m Method) ReadOnly() bool {
 	switch m {
-	case MethodRead, MethodStat, MethodList, MethodContentSummary, MethodDefaults, MethodEcho, MethodFsck:
+	case MethodRead, MethodStat, MethodList, MethodContentSummary, MethodDefaults, MethodEcho, MethodFsck,
+		MethodGetBlockLocations:
 		return true
 	}
 	return false
@@ -128,6 +143,24 @@ func MethodOf(req *api.Request) (Method, string) {
 		return MethodSetPermissionRecursive, b.SetPermissionRecursive.GetPath()
 	case *api.Request_SetOwnerRecursive:
 		return MethodSetOwnerRecursive, b.SetOwnerRecursive.GetPath()
+	case *api.Request_AddBlock:
+		return MethodAddBlock, b.AddBlock.GetPath()
+	case *api.Request_CompleteBlock:
+		return MethodCompleteBlock, b.CompleteBlock.GetPath()
+	case *api.Request_GetBlockLocations:
+		return MethodGetBlockLocations, b.GetBlockLocations.GetPath()
+	case *api.Request_UpdateBlockForPipeline:
+		return MethodUpdateBlockForPipeline, b.UpdateBlockForPipeline.GetPath()
+	case *api.Request_UpdatePipeline:
+		return MethodUpdatePipeline, b.UpdatePipeline.GetPath()
+	case *api.Request_AbandonBlock:
+		return MethodAbandonBlock, b.AbandonBlock.GetPath()
+	case *api.Request_Fsync:
+		return MethodFsync, b.Fsync.GetPath()
+	case *api.Request_AdditionalDataNode:
+		return MethodAdditionalDataNode, b.AdditionalDataNode.GetPath()
+	case *api.Request_AppendBlock:
+		return MethodAppendBlock, b.AppendBlock.GetPath()
 	}
 	return MethodUnknown, ""
 }

@@ -128,7 +128,9 @@ func Routed(m Method) bool {
 	switch m {
 	case MethodMkdirs, MethodCreate, MethodAppend, MethodWrite, MethodComplete, MethodRead, MethodStat, MethodList,
 		MethodDelete, MethodRename, MethodSetPermission, MethodSetOwner, MethodSetTimes, MethodSetReplication,
-		MethodTruncate, MethodCreateSymlink, MethodAcl, MethodXAttr:
+		MethodTruncate, MethodCreateSymlink, MethodAcl, MethodXAttr,
+		MethodAddBlock, MethodCompleteBlock, MethodGetBlockLocations, MethodUpdateBlockForPipeline,
+		MethodUpdatePipeline, MethodAbandonBlock, MethodFsync, MethodAdditionalDataNode, MethodAppendBlock:
 		return true
 	}
 	return false

@@ -27,6 +27,7 @@ import (
 	"github.com/nimbus-fs/nimbus/blocks/local"
 	"github.com/nimbus-fs/nimbus/coherence/loop"
 	"github.com/nimbus-fs/nimbus/coordinator"
+	"github.com/nimbus-fs/nimbus/datanode/registry"
 	"github.com/nimbus-fs/nimbus/internal/clusterauth"
 	"github.com/nimbus-fs/nimbus/internal/gctune"
 	"github.com/nimbus-fs/nimbus/namespace"
@@ -55,6 +56,17 @@ type Config struct {
 	// or postgresql://...) for a database that several servers may share.
 	// Blocks stay in DataDir either way.
 	StoreURL string
+	// BlockStorage chooses where the bytes of files beyond the inline
+	// threshold live: "" or BlockStorageLocal in DataDir/blocks, written
+	// by this server; BlockStorageDataNodes on the DataNodes registered in
+	// the store (`nimbus datanode`), written by the clients themselves
+	// (blockstorage.go). The DataNodes need a store they share with the
+	// server: PostgreSQL.
+	BlockStorage string
+	// DataNodeLiveness judges the DataNodes live, stale or dead (in the
+	// DataNode mode); it must match the DataNodes' own (`nimbus datanode
+	// --heartbeat --stale-after --dead-after`). Heartbeat 0: registry.DefaultConfig.
+	DataNodeLiveness registry.Config
 	// Postgres configures the PostgreSQL store (used when StoreURL is a
 	// PostgreSQL URL); Logger and Registerer are filled in.
 	Postgres pgstore.Options
@@ -355,20 +367,14 @@ func NewContext(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.phase("secret")
-	bc := local.DefaultConfig()
-	bc.Logger = s.log.With("component", "blocks")
-	bc.Registerer = s.reg
-	bs, err := local.Open(BlocksDir(cfg.DataDir), bc)
-	if err != nil {
-		st.Close()
-		return nil, fmt.Errorf("server: open block storage in %s: %w", BlocksDir(cfg.DataDir), err)
-	}
-	s.blocks = bs
-	s.phase("blocks")
 	nc := cfg.Namespace
+	if err := s.openBlocks(cfg, st, &nc); err != nil {
+		st.Close()
+		return nil, err
+	}
+	s.phase("blocks")
 	nc.Logger = s.log
 	nc.Registerer = s.reg
-	nc.Blocks = bs
 	nc.Deployment, nc.Deployments = cfg.Deployment, cfg.Deployments
 	nc.DisableFillOwnership = cfg.CacheDisableFillOwnership
 	// The lease monitor runs as an elected duty (duties.go).
@@ -376,14 +382,14 @@ func NewContext(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.CacheBytes > 0 {
 		c, err := cache.New(cache.Config{MaxBytes: cfg.CacheBytes, Registerer: s.reg})
 		if err != nil {
-			bs.Close()
+			s.closeBlocks()
 			st.Close()
 			return nil, fmt.Errorf("server: metadata cache: %w", err)
 		}
 		nc.Cache = c
 	}
 	if err := s.setupCoherence(&nc, nc.Cache); err != nil {
-		bs.Close()
+		s.closeBlocks()
 		st.Close()
 		return nil, err
 	}
@@ -392,7 +398,7 @@ func NewContext(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	ns, err := namespace.New(st, nc)
 	if err != nil {
-		bs.Close()
+		s.closeBlocks()
 		st.Close()
 		return nil, fmt.Errorf("server: open namespace: %w", err)
 	}
@@ -426,7 +432,7 @@ func NewContext(ctx context.Context, cfg Config) (_ *Server, err error) {
 	wh, err := webhdfs.New(ns, wcfg)
 	if err != nil {
 		ns.Close()
-		bs.Close()
+		s.closeBlocks()
 		st.Close()
 		return nil, err
 	}
@@ -654,7 +660,9 @@ func (s *Server) shutdown(ctx context.Context) error {
 		s.coherence.Stop()
 	}
 	errs = append(errs, s.ns.Close())
-	errs = append(errs, s.blocks.Close())
+	if s.blocks != nil {
+		errs = append(errs, s.blocks.Close())
+	}
 	errs = append(errs, s.store.Close())
 	s.closeOpening() // opened by New, never taken by Start
 	if s.coord != nil {

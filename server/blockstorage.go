@@ -1,0 +1,85 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nimbus-fs/nimbus/blocks/local"
+	"github.com/nimbus-fs/nimbus/datanode/registry"
+	"github.com/nimbus-fs/nimbus/datapath"
+	"github.com/nimbus-fs/nimbus/internal/clusterauth"
+	"github.com/nimbus-fs/nimbus/namespace"
+	"github.com/nimbus-fs/nimbus/store"
+)
+
+// The values of Config.BlockStorage.
+const (
+	// BlockStorageLocal keeps blocks in DataDir/blocks: clients send their
+	// bytes in Write calls and this server stores them (the default).
+	BlockStorageLocal = "local"
+	// BlockStorageDataNodes keeps blocks on the DataNodes registered in the
+	// store: the engine's DataNode mode (docs/NAMESPACE.md), with clients
+	// writing and reading blocks on the DataNodes and asking this server
+	// for blocks and their locations (AddBlock, GetBlockLocations, ...).
+	BlockStorageDataNodes = "datanodes"
+)
+
+// openBlocks gives nc the block storage cfg.BlockStorage names: the local
+// store in DataDir/blocks (kept in s.blocks), or the DataNodes of st over a
+// registry (datapath), with block tokens under a key from the cluster
+// secret, which the DataNodes derive alike.
+func (s *Server) openBlocks(cfg Config, st store.Store, nc *namespace.Config) error {
+	switch cfg.BlockStorage {
+	case "", BlockStorageLocal:
+		bc := local.DefaultConfig()
+		bc.Logger = s.log.With("component", "blocks")
+		bc.Registerer = s.reg
+		bs, err := local.Open(BlocksDir(cfg.DataDir), bc)
+		if err != nil {
+			return fmt.Errorf("server: open block storage in %s: %w", BlocksDir(cfg.DataDir), err)
+		}
+		s.blocks = bs
+		nc.Blocks = bs
+		return nil
+	case BlockStorageDataNodes:
+	default:
+		return fmt.Errorf("server: block storage %q: want %q or %q", cfg.BlockStorage, BlockStorageLocal, BlockStorageDataNodes)
+	}
+	if s.pebble != nil {
+		return fmt.Errorf("server: block storage %q needs a PostgreSQL store: DataNodes are processes of their own that register in the store the server reads, and the embedded store opens in one process only", BlockStorageDataNodes)
+	}
+	live := cfg.DataNodeLiveness
+	if live.Heartbeat == 0 {
+		live = registry.DefaultConfig()
+	}
+	reg, err := registry.New(st, live)
+	if err != nil {
+		return fmt.Errorf("server: DataNode registry: %w", err)
+	}
+	ctx := context.Background()
+	cl, err := registry.LoadCluster(ctx, st)
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	secret, err := clusterauth.LoadSecret(ctx, st)
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	dc := datapath.Config{Registry: reg, Cluster: cl}
+	copy(dc.Secret[:], secret)
+	dn, err := datapath.New(dc)
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	nc.Blocks = nil
+	nc.DataNodes = dn
+	s.log.Info("block storage on DataNodes", "blockPool", cl.BlockPoolID)
+	return nil
+}
+
+// closeBlocks closes the local block store, if the server has one.
+func (s *Server) closeBlocks() {
+	if s.blocks != nil {
+		s.blocks.Close()
+	}
+}

@@ -1,0 +1,280 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"io"
+	mrand "math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nimbus-fs/nimbus/client"
+	"github.com/nimbus-fs/nimbus/datanode"
+	"github.com/nimbus-fs/nimbus/datanode/registry"
+	"github.com/nimbus-fs/nimbus/datapath"
+	"github.com/nimbus-fs/nimbus/dataxfer"
+	"github.com/nimbus-fs/nimbus/dataxfer/blocktoken"
+	"github.com/nimbus-fs/nimbus/internal/clusterauth"
+	"github.com/nimbus-fs/nimbus/internal/pgtest"
+	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/namespace"
+	"github.com/nimbus-fs/nimbus/store/pgstore"
+)
+
+// startDataNodes runs n DataNodes (zones z0, z1, ...; hosts h0, h1, ...) on
+// the PostgreSQL database db, serving the data transfer protocol with
+// block tokens checked under the cluster secret recorded there.
+func startDataNodes(t *testing.T, db string, n int, live registry.Config) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := pgstore.Open(ctx, db, pgstore.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	s, err := clusterauth.LoadSecret(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secret [32]byte
+	copy(secret[:], s)
+	for i := range n {
+		cfg := datanode.DefaultConfig()
+		cfg.Dir = t.TempDir()
+		cfg.Zone, cfg.Host = "z"+string(rune('0'+i)), "h"+string(rune('0'+i))
+		cfg.DataAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
+		cfg.Liveness = live
+		cfg.NewDataServer = func(env datanode.DataServerEnv) (datanode.DataServer, error) {
+			xc := dataxfer.DefaultConfig(env.Store)
+			xc.Tokens = blocktoken.NewManager(secret, 0, nil)
+			return dataxfer.New(xc)
+		}
+		d, err := datanode.New(ctx, cfg, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- d.Run(rctx) }()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("DataNode %d: %v", i, err)
+			}
+		})
+	}
+}
+
+// busyRetry calls fn until it answers anything but a busy error (a block
+// with no reported replica yet, no DataNode live yet), as a client backs
+// off.
+func busyRetry[T any](t *testing.T, fn func() (T, error)) (T, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		v, err := fn()
+		if meta.KindOf(err) != meta.KindBusy {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("still busy after a minute: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// TestDataNodeModeOverRPC: a server with --block-storage datanodes on
+// PostgreSQL and three DataNodes on the same database; a client over RPC
+// creates a file, asks for blocks (AddBlock), writes each through its
+// pipeline of DataNodes (dataxfer), commits the file (CompleteBlock,
+// retried while the DataNodes have not reported the last block), locates
+// the blocks (GetBlockLocations) and reads every replica back. A small
+// file stays inline and is located as such; the same calls on a server in
+// the local mode fail naming the path.
+func TestDataNodeModeOverRPC(t *testing.T) {
+	db := pgtest.DB(t)
+	live := registry.Config{Heartbeat: 10 * time.Millisecond, StaleAfter: time.Minute, DeadAfter: 2 * time.Minute, Batch: 100}
+	cfg := testConfig(t)
+	cfg.StoreURL = db
+	cfg.BlockStorage = BlockStorageDataNodes
+	cfg.DataNodeLiveness = live
+	cfg.Namespace.Superuser = "root"
+	cfg.Namespace.InlineThreshold = 1000
+	cfg.Namespace.MinBlockSize = 0
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop(context.Background()) })
+	startDataNodes(t, db, 3, live)
+
+	ctx := context.Background()
+	c, err := client.Dial(ctx, srv.Addr(), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	root := meta.User{Name: "root"}
+	writer := namespace.Location{Host: "h1", Zone: "z1"}
+	const bs = 64 << 10
+	data := make([]byte, 2*bs+4321)
+	r := mrand.New(mrand.NewPCG(7, 1))
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	const p = "/dn/f"
+	if _, err := c.Create(ctx, root, p, meta.CreateOptions{Client: "w", BlockSize: bs, Replication: 3, CreateParent: true, Perm: 0o644}); err != nil {
+		t.Fatal(err)
+	}
+	// The first block: until the server has seen the three DataNodes'
+	// heartbeats move, it offers fewer; such a block is abandoned.
+	var lb *namespace.LocatedBlock
+	for {
+		lb, err = busyRetry(t, func() (*namespace.LocatedBlock, error) {
+			return c.AddBlock(ctx, root, p, "w", nil, nil, writer)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(lb.Targets) == 3 {
+			break
+		}
+		if err := c.AbandonBlock(ctx, root, p, "w", namespace.BlockRef{ID: lb.ID, GenStamp: lb.GenStamp}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	xfer := dataxfer.Client{Name: "w"}
+	var prev *namespace.BlockRef
+	for off := 0; off < len(data); off += bs {
+		if prev != nil {
+			lb, err = busyRetry(t, func() (*namespace.LocatedBlock, error) {
+				return c.AddBlock(ctx, root, p, "w", prev, nil, writer)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if lb.Offset != int64(off) || len(lb.Targets) != 3 || lb.Targets[0].Host != "h1" || len(lb.Token.Password) == 0 {
+			t.Fatalf("block at %d: %+v: want offset %d, 3 DataNodes the writer's first, a token", off, lb, off)
+		}
+		bw, err := xfer.WriteBlock(ctx, dataxfer.Block{Pool: lb.Pool, ID: lb.ID, GenStamp: lb.GenStamp},
+			datapath.BlockToken(lb.Token), datapath.Targets(lb.Targets), dataxfer.WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bw.Write(data[off:min(len(data), off+bs)]); err != nil {
+			t.Fatal(err)
+		}
+		n, err := bw.Close(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev = &namespace.BlockRef{ID: lb.ID, GenStamp: lb.GenStamp, NumBytes: n}
+	}
+	st, err := busyRetry(t, func() (*meta.FileStatus, error) {
+		return c.CompleteBlock(ctx, root, p, "w", prev)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Length != int64(len(data)) || st.UnderConstruction {
+		t.Fatalf("completed: %+v, want %d bytes, closed", st, len(data))
+	}
+	locs, err := c.GetBlockLocations(ctx, root, p, 0, int64(len(data)), namespace.Location{Host: "h2", Zone: "z2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if locs.FileLength != int64(len(data)) || locs.UnderConstruction || !locs.LastBlockComplete || locs.Inline ||
+		len(locs.Blocks) != 3 || locs.LastBlock == nil || locs.LastBlock.ID != prev.ID {
+		t.Fatalf("located %+v", locs)
+	}
+	var off int64
+	for _, b := range locs.Blocks {
+		if b.Offset != off || len(b.Targets) == 0 || b.Corrupt {
+			t.Fatalf("block %+v at %d", b, off)
+		}
+		if b.Targets[0].Zone != "z2" {
+			t.Fatalf("blk_%d: a reader in z2 is sent first to %+v", b.ID, b.Targets[0])
+		}
+		for _, d := range b.Targets {
+			br, err := xfer.ReadBlock(ctx, d.DataAddr, dataxfer.Block{Pool: b.Pool, ID: b.ID, GenStamp: b.GenStamp, NumBytes: b.NumBytes},
+				datapath.BlockToken(b.Token), 0, b.NumBytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(br)
+			br.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, data[off:off+b.NumBytes]) {
+				t.Fatalf("blk_%d on %s: %d bytes that differ from the %d written", b.ID, d.DataAddr, len(got), b.NumBytes)
+			}
+		}
+		off += b.NumBytes
+	}
+	if off != int64(len(data)) {
+		t.Fatalf("the blocks hold %d bytes, want %d", off, len(data))
+	}
+
+	// A small file keeps its bytes in the store.
+	if _, err := meta.CreateFile(ctx, c, root, "/dn/small", meta.CreateOptions{Client: "w", Perm: 0o644}, []byte("inline")); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := c.GetBlockLocations(ctx, root, "/dn/small", 0, 100, writer); err != nil || !l.Inline || l.FileLength != 6 {
+		t.Fatalf("small file located %+v, %v", l, err)
+	}
+}
+
+// TestLocalModeRefusesBlockCalls: the data-path calls on a server keeping
+// blocks itself fail, naming the path.
+func TestLocalModeRefusesBlockCalls(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Namespace.Superuser = "root"
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop(context.Background()) })
+	ctx := context.Background()
+	c, err := client.Dial(ctx, srv.Addr(), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	root := meta.User{Name: "root"}
+	if _, err := c.Create(ctx, root, "/f", meta.CreateOptions{Client: "w", Perm: 0o644}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.AddBlock(ctx, root, "/f", "w", nil, nil, namespace.Location{})
+	if err == nil || meta.KindOf(err) == meta.KindBusy || !strings.Contains(err.Error(), "/f") {
+		t.Fatalf("AddBlock on a local-mode server: %v", err)
+	}
+}
+
+// TestBlockStorageConfig: datanodes on the embedded store, or an unknown
+// block storage, is refused at start.
+func TestBlockStorageConfig(t *testing.T) {
+	for _, bs := range []string{BlockStorageDataNodes, "tape"} {
+		cfg := testConfig(t)
+		cfg.BlockStorage = bs
+		srv, err := New(cfg)
+		if err == nil {
+			srv.Stop(context.Background())
+			t.Fatalf("block storage %q on the embedded store: started", bs)
+		}
+		if !strings.Contains(err.Error(), "block storage") {
+			t.Fatalf("block storage %q: %v", bs, err)
+		}
+	}
+}
