@@ -224,6 +224,56 @@ func TestDataNodeModeOverRPC(t *testing.T) {
 		t.Fatalf("the blocks hold %d bytes, want %d", off, len(data))
 	}
 
+	// The pipeline-recovery calls, on a block of /dn/g that no DataNode
+	// holds (they change rows only): a new stamp, a DataNode to replace
+	// one lost, the new pipeline recorded, an hflush length, the block
+	// abandoned and the empty file closed.
+	const g = "/dn/g"
+	if _, err := c.Create(ctx, root, g, meta.CreateOptions{Client: "w", BlockSize: bs, Replication: 3, Perm: 0o644}); err != nil {
+		t.Fatal(err)
+	}
+	gb, err := busyRetry(t, func() (*namespace.LocatedBlock, error) { return c.AddBlock(ctx, root, g, "w", nil, nil, writer) })
+	if err != nil || len(gb.Targets) != 3 {
+		t.Fatalf("%s: AddBlock %+v, %v", g, gb, err)
+	}
+	old := namespace.BlockRef{ID: gb.ID, GenStamp: gb.GenStamp}
+	nb, err := c.UpdateBlockForPipeline(ctx, root, g, "w", old)
+	if err != nil || nb.ID != gb.ID || nb.GenStamp <= gb.GenStamp || len(nb.Token.Password) == 0 {
+		t.Fatalf("%s: UpdateBlockForPipeline %+v, %v", g, nb, err)
+	}
+	updated := namespace.BlockRef{ID: nb.ID, GenStamp: nb.GenStamp}
+	kept := []uint64{gb.Targets[0].ID, gb.Targets[1].ID}
+	add, err := c.AdditionalDataNode(ctx, root, g, "w", updated, kept, nil, 1, writer)
+	if err != nil || len(add.Targets) != 1 || add.Targets[0].ID != gb.Targets[2].ID {
+		t.Fatalf("%s: AdditionalDataNode besides %v: %+v, %v; want DataNode %d", g, kept, add, err, gb.Targets[2].ID)
+	}
+	if err := c.UpdatePipeline(ctx, root, g, "w", old, updated, append(kept, add.Targets[0].ID)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Fsync(ctx, root, g, "w", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.UpdatePipeline(ctx, root, g, "w", updated, old, kept); meta.KindOf(err) != meta.KindInvalidArgument {
+		t.Fatalf("%s: UpdatePipeline back to an older stamp: %v", g, err)
+	}
+	if err := c.AbandonBlock(ctx, root, g, "w", updated); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := c.CompleteBlock(ctx, root, g, "w", nil); err != nil || st.Length != 0 {
+		t.Fatalf("%s: completed %+v, %v", g, st, err)
+	}
+
+	// Appending to /dn/f reopens its partial last block under a new stamp
+	// on the DataNodes holding it.
+	ast, ab, err := c.AppendBlock(ctx, root, p, "a", writer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ast == nil || !ast.UnderConstruction || ab == nil || ab.ID != prev.ID || ab.GenStamp <= prev.GenStamp ||
+		ab.NumBytes != prev.NumBytes || ab.Offset != 2*bs || len(ab.Targets) != 3 {
+		t.Fatalf("AppendBlock: %+v %+v, want blk_%d at %d under a stamp above %d", ast, ab, prev.ID, 2*bs, prev.GenStamp)
+	}
+
 	// A small file keeps its bytes in the store.
 	if _, err := meta.CreateFile(ctx, c, root, "/dn/small", meta.CreateOptions{Client: "w", Perm: 0o644}, []byte("inline")); err != nil {
 		t.Fatal(err)
