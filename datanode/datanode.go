@@ -309,7 +309,7 @@ func (d *DataNode) heartbeat() registry.Heartbeat {
 		Transfers: uint32(max(0, d.transfers.Load())),
 	}
 	d.mu.Lock()
-	hb.Used = d.mu.used
+	hb.Used, hb.Replicas = d.mu.used, int64(d.mu.replicas)
 	d.mu.Unlock()
 	total, avail, err := statfs(d.stor.blocks)
 	cerr := d.stor.check()
