@@ -343,6 +343,33 @@ func TestDatanodeDataPath(t *testing.T) {
 		t.Fatalf("recovery of a deleted replica: %v, want ErrNotFound", err)
 	}
 
+	// A NameNode on the same database lists them: `nimbus status`, the
+	// status page, /metrics.
+	srv := startServer(t, "", "", "--store", c.db)
+	c.eventually("nimbus status lists three live DataNodes", func() (bool, string) {
+		out := srv.ok("status")
+		live := 0
+		for _, l := range strings.Split(out, "\n") {
+			f := strings.Fields(l)
+			if len(f) > 3 && strings.HasPrefix(f[2], "z") && strings.Contains(l, "live") {
+				live++
+			}
+		}
+		return live == 3 && strings.Contains(out, "datanodes: 3 live"), out
+	})
+	out := srv.ok("status")
+	for i := range 3 {
+		if !strings.Contains(out, c.node(i).DataAddr) {
+			t.Fatalf("nimbus status does not list %s:\n%s", c.node(i).DataAddr, out)
+		}
+	}
+	if code, page := testproc.Get(t, srv.url()+"/"); code != 200 || !strings.Contains(page, "<h2>DataNodes</h2>") || !strings.Contains(page, c.node(2).DataAddr) {
+		t.Fatalf("status page: %d\n%s", code, page)
+	}
+	if code, m := testproc.Get(t, srv.url()+"/metrics"); code != 200 || !strings.Contains(m, `nimbus_datanodes{state="live"} 3`) {
+		t.Fatalf("/metrics: %d, no nimbus_datanodes{state=\"live\"} 3:\n%s", code, grepMetric(m, "nimbus_datanodes"))
+	}
+
 	// A byte flipped in a replica's block file: the read is refused with a
 	// checksum error and the replica reported corrupt.
 	const bad uint64 = 1002
@@ -389,4 +416,14 @@ func blockFile(t *testing.T, dir string, block uint64) string {
 		t.Fatalf("data files of %s under %s: %v", name, dir, found)
 	}
 	return found[0]
+}
+
+func grepMetric(text, name string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, name) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
