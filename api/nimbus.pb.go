@@ -1169,7 +1169,7 @@ type MkdirsRequest struct {
 	// unmasked: the mode before the client's umask (perm being the mode after
 	// it), when the client sends one. Under a parent with a default ACL the new
 	// directories take their ACL and mode from it (HDFS-6962,
-	// meta.UnmaskedMkdirs).
+	// meta.FileSystem.MkdirsUnmasked).
 	Unmasked      *uint32 `protobuf:"varint,3,opt,name=unmasked,proto3,oneof" json:"unmasked,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3029,8 +3029,7 @@ func (x *EchoResult) GetPayload() []byte {
 	return nil
 }
 
-// AclRequest is one of the meta.ACLs methods (an optional capability: a
-// server whose file system has none answers KIND_UNSUPPORTED).
+// AclRequest is one of the meta.ACLs methods of the server's file system.
 type AclRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Op            AclRequest_Op          `protobuf:"varint,1,opt,name=op,proto3,enum=nimbus.api.v1.AclRequest_Op" json:"op,omitempty"`
@@ -3235,8 +3234,8 @@ func (x *AclStatus) GetEntries() []*AclEntry {
 	return nil
 }
 
-// XAttrRequest is one of the meta.XAttrs methods (an optional capability,
-// as AclRequest).
+// XAttrRequest is one of the meta.XAttrs methods of the server's file
+// system.
 type XAttrRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Op            XAttrRequest_Op        `protobuf:"varint,1,opt,name=op,proto3,enum=nimbus.api.v1.XAttrRequest_Op" json:"op,omitempty"`

@@ -71,14 +71,3 @@ func TestACLsAndXAttrsOverRPC(t *testing.T) {
 
 // noCaps hides MemFS's optional capabilities.
 type noCaps struct{ meta.FileSystem }
-
-func TestACLsUnsupportedOverRPC(t *testing.T) {
-	ctx := context.Background()
-	c := dial(t, serve(t, noCaps{metatest.NewMemFS()}, nil), client.Options{})
-	if _, err := c.GetAclStatus(ctx, meta.User{Name: "alice"}, "/"); !errors.Is(err, meta.ErrUnsupported) {
-		t.Fatalf("GetAclStatus on a server without ACLs: %v", err)
-	}
-	if _, err := c.ListXAttrs(ctx, meta.User{Name: "alice"}, "/"); !errors.Is(err, meta.ErrUnsupported) {
-		t.Fatalf("ListXAttrs on a server without xattrs: %v", err)
-	}
-}

@@ -273,10 +273,8 @@ type Client struct {
 	// stragglers counts reads sent again (sent) and those whose second
 	// copy answered first (won).
 	stragglers struct{ sent, won atomic.Int64 }
-	ticks      struct {
-		once sync.Once
-		cur  atomic.Pointer[chan struct{}]
-	}
+	clock      stragglerClock // wakes the calls that straggle (straggler.go)
+
 	stopTicks chan struct{} // closed by Close
 	log       *slog.Logger
 	hc        *http.Client
@@ -810,8 +808,8 @@ func (c *Client) hedgedCall(ctx context.Context, m rpc.Method, p *pool, conn *rp
 // StragglerFloor. done reports that the call ended (answered, failed, or
 // ctx ended) with resp and err; otherwise the caller sends a copy
 // (hedgedCall, hybridHedged). Without an average yet it is a plain Call.
-// No timer per call: the client's ticker (tick) wakes the waiting calls
-// every half StragglerFloor, and only then do they look at the clock.
+// No timer per call: the client's straggler clock (stragglerClock, a tick
+// of half StragglerFloor) wakes the call once its deadline has come.
 func (c *Client) awaitFirst(ctx context.Context, m rpc.Method, conn *rpc.Conn, req *api.Request, first *rpc.Pending) (resp *api.Response, done bool, err error) {
 	start := time.Now()
 	avg := c.lat.average(m)
@@ -837,7 +835,7 @@ func (c *Client) awaitFirst(ctx context.Context, m rpc.Method, conn *rpc.Conn, r
 		case <-ctx.Done():
 			resp, err := first.Abandon(ctx.Err())
 			return resp, true, err
-		case <-c.tick():
+		case <-c.clock.due(deadline, c.opts.StragglerFloor/2, c.stopTicks):
 			if !time.Now().Before(deadline) {
 				return nil, false, nil
 			}
@@ -857,37 +855,6 @@ func (c *Client) stragglerCopy(req *api.Request) *api.Request {
 	again.RequestId = c.nextID()
 	again.Resubmitted = false
 	return again
-}
-
-// tick returns a channel that is closed within half StragglerFloor: the
-// straggler clock of the calls in flight, one goroutine for the whole
-// client (started with the first call that needs it, stopped by Close)
-// instead of a timer per call.
-func (c *Client) tick() <-chan struct{} {
-	if ch := c.ticks.cur.Load(); ch != nil {
-		return *ch
-	}
-	c.ticks.once.Do(func() {
-		ch := make(chan struct{})
-		c.ticks.cur.Store(&ch)
-		go c.ticker(c.opts.StragglerFloor / 2)
-	})
-	return *c.ticks.cur.Load()
-}
-
-func (c *Client) ticker(every time.Duration) {
-	t := time.NewTicker(max(every, 100*time.Microsecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-c.stopTicks:
-			return
-		case <-t.C:
-		}
-		next := make(chan struct{})
-		old := c.ticks.cur.Swap(&next)
-		close(*old)
-	}
 }
 
 // secondC is p's channel, or nil (never ready) when there is no p.

@@ -25,9 +25,7 @@ func (c *Client) Mkdirs(ctx context.Context, u meta.User, dir string, perm meta.
 	return err
 }
 
-var _ meta.UnmaskedMkdirs = (*Client)(nil)
-
-// MkdirsUnmasked implements meta.UnmaskedMkdirs.
+// MkdirsUnmasked implements meta.FileSystem.
 func (c *Client) MkdirsUnmasked(ctx context.Context, u meta.User, dir string, perm, unmasked meta.Perm) error {
 	um := uint32(unmasked)
 	_, err := c.call(ctx, rpc.MethodMkdirs, dir, u, &api.Request{Body: &api.Request_Mkdirs{Mkdirs: &api.MkdirsRequest{Path: dir, Perm: uint32(perm), Unmasked: &um}}})

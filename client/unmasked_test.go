@@ -49,7 +49,7 @@ func TestUnmaskedModeOverRPC(t *testing.T) {
 		t.Fatal(err)
 	}
 	want("/p/masked", 0o640)
-	if err := meta.MkdirsUnmasked(ctx, c, root, "/p/d/e", 0o755, 0o777); err != nil {
+	if err := c.MkdirsUnmasked(ctx, root, "/p/d/e", 0o755, 0o777); err != nil {
 		t.Fatal(err)
 	}
 	want("/p/d", 0o770)

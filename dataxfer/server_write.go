@@ -333,9 +333,16 @@ func (op *writeOpState) receivePackets(sum Checksum) error {
 			return fmt.Errorf("WRITE_BLOCK %s: %w", op.b, protoErr("last packet %d carries %d bytes", p.Seqno, p.DataLen))
 		}
 		if op.mirror != nil && !op.mirrorErr.Load() {
-			fwd = appendPacketSums(fwd[:0], p.PacketHeader, p.Sums, p.Data)
+			// Relayed as received, without a copy of the packet.
+			fwd = appendPacketHead(fwd[:0], p.PacketHeader, len(p.Sums), len(p.Data))
 			op.mirror.SetWriteDeadline(time.Now().Add(s.cfg.Timeout))
 			_, err := op.mirrorW.Write(fwd)
+			if err == nil {
+				_, err = op.mirrorW.Write(p.Sums)
+			}
+			if err == nil {
+				_, err = op.mirrorW.Write(p.Data)
+			}
 			if err == nil {
 				err = op.mirrorW.Flush()
 			}

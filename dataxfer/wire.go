@@ -208,22 +208,29 @@ func AppendPacket(b []byte, h PacketHeader, data []byte, withSums bool) []byte {
 // appendPacketSums appends a packet whose checksums are given (a packet
 // relayed down a pipeline as received).
 func appendPacketSums(b []byte, h PacketHeader, sums, data []byte) []byte {
+	b = appendPacketHead(b, h, len(sums), len(data))
+	b = append(b, sums...)
+	return append(b, data...)
+}
+
+// appendPacketHead appends a packet's lengths and header, for sums and
+// data bytes that follow.
+func appendPacketHead(b []byte, h PacketHeader, sums, data int) []byte {
 	hp := &hadoop.PacketHeaderProto{
 		OffsetInBlock:     proto.Int64(h.Offset),
 		Seqno:             proto.Int64(h.Seqno),
 		LastPacketInBlock: proto.Bool(h.Last),
-		DataLen:           proto.Int32(int32(len(data))),
+		DataLen:           proto.Int32(int32(data)),
 	}
 	if h.Sync {
 		// Set only when true, as HDFS does: the header of an ordinary
 		// packet stays 25 bytes.
 		hp.SyncBlock = proto.Bool(true)
 	}
-	b = binary.BigEndian.AppendUint32(b, uint32(4+len(sums)+len(data)))
+	b = binary.BigEndian.AppendUint32(b, uint32(4+sums+data))
 	b = binary.BigEndian.AppendUint16(b, uint16(proto.Size(hp)))
 	b, _ = proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(b, hp)
-	b = append(b, sums...)
-	return append(b, data...)
+	return b
 }
 
 // Checksum is how a stream's packets are checksummed (ChecksumProto): a CRC

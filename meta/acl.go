@@ -3,9 +3,9 @@ package meta
 import "context"
 
 // ACLs and extended attributes, as HDFS defines them (HDFS's
-// AclEntry/AclStatus and XAttr). They are optional capabilities of a
-// FileSystem: an edge finds them by type assertion and answers as HDFS does
-// for an operation a server does not support where they are missing.
+// AclEntry/AclStatus and XAttr). Every FileSystem keeps them (ACLs and
+// XAttrs are part of it); a client of a protocol that cannot carry them
+// answers ErrUnsupported.
 
 // AclScope says whether an entry is part of the access ACL (checked on
 // access) or of a directory's default ACL (copied to new children).
@@ -52,7 +52,7 @@ type AclStatus struct {
 // default counted apart).
 const MaxAclEntries = 32
 
-// ACLs is the optional capability of a FileSystem that keeps POSIX ACLs.
+// ACLs is the part of a FileSystem that keeps POSIX ACLs.
 // Every operation checks the caller as HDFS does: changing an ACL takes the
 // owner or a superuser; reading it takes traversal of the path.
 type ACLs interface {
@@ -70,6 +70,11 @@ type ACLs interface {
 // search every ancestor of path and has mode (rwx bits: 4 read, 2 write,
 // 1 execute) on path itself; an ErrPermission error when not; ErrNotFound
 // when path does not exist. A superuser has every access.
+//
+// It stays optional because only the engine has it: the RPC carries no
+// checkAccess call, so the client cannot answer it, and MemFS checks no
+// permissions to answer with. The WebHDFS gateway answers CHECKACCESS
+// unsupported where it is missing.
 type AccessChecker interface {
 	CheckAccess(ctx context.Context, u User, path string, mode Perm) error
 }
@@ -97,8 +102,7 @@ const (
 	MaxXAttrSize      = 16384
 )
 
-// XAttrs is the optional capability of a FileSystem that keeps extended
-// attributes, with HDFS's permission rules per namespace.
+// XAttrs is the part of a FileSystem that keeps extended attributes, with HDFS's permission rules per namespace.
 type XAttrs interface {
 	SetXAttr(ctx context.Context, u User, path string, x XAttr, flag XAttrSetFlag) error
 	// GetXAttrs returns the named attributes, or all the caller may see

@@ -6,7 +6,12 @@ import "context"
 // complete file holding data in one atomic, durable step — create, write and
 // close — the way HopsFS stores a small file with its metadata in one
 // transaction. data must fit the server's inline threshold. Callers find the
-// capability by type assertion and otherwise use Create, Write and Complete.
+// capability by type assertion and otherwise use Create, Write and Complete
+// (CreateFile below), which gives the same result in three steps.
+//
+// It stays optional because MemFS lacks it: MemFS stands in for the engine
+// in tests of the edges, and without it those tests take the three-step
+// path that a file system without inline files makes them take.
 type FileCreator interface {
 	CreateFile(ctx context.Context, u User, path string, opts CreateOptions, data []byte) (*FileStatus, error)
 }
@@ -31,27 +36,6 @@ func CreateFile(ctx context.Context, fs FileSystem, u User, path string, opts Cr
 	return fs.Complete(ctx, u, path, opts.Client)
 }
 
-// UnmaskedMkdirs is an optional capability of a FileSystem that keeps ACLs:
-// MkdirsUnmasked is Mkdirs with, beside the mode perm the client's umask
-// gave, the mode unmasked it asked for before that umask. A new directory
-// whose parent has a default ACL takes its ACL and mode from unmasked
-// instead of perm (HDFS-6962, as CreateOptions.Unmasked for files); missing
-// ancestors it creates are treated alike, with the implicit u+wx of Mkdirs
-// applied to perm only.
-type UnmaskedMkdirs interface {
-	MkdirsUnmasked(ctx context.Context, u User, dir string, perm, unmasked Perm) error
-}
-
-// MkdirsUnmasked calls fs's MkdirsUnmasked where fs has that capability,
-// else Mkdirs with perm: HDFS's behaviour before HDFS-6962 (and that of a
-// client too old to send the unmasked mode).
-func MkdirsUnmasked(ctx context.Context, fs FileSystem, u User, dir string, perm, unmasked Perm) error {
-	if m, ok := fs.(UnmaskedMkdirs); ok {
-		return m.MkdirsUnmasked(ctx, u, dir, perm, unmasked)
-	}
-	return fs.Mkdirs(ctx, u, dir, perm)
-}
-
 // RecursiveAttrs is an optional capability of a FileSystem: chmod -R and
 // chown -R done by the server in one operation, rather than by the client
 // walking the tree with SetPermission and SetOwner on every entry (what HDFS's
@@ -70,6 +54,10 @@ func MkdirsUnmasked(ctx context.Context, fs FileSystem, u User, dir string, perm
 // subtree half changed, and once one has returned nil the whole subtree has
 // changed, durably. On a file or an empty directory they are SetPermission
 // and SetOwner.
+//
+// It stays optional because WebHDFS has no such operation (its client
+// cannot offer the atomic change) and MemFS lacks it, which also keeps the
+// callers' walk tested.
 type RecursiveAttrs interface {
 	SetPermissionRecursive(ctx context.Context, u User, path string, perm Perm) error
 	SetOwnerRecursive(ctx context.Context, u User, path, owner, group string) error
@@ -86,6 +74,9 @@ type User struct {
 // user has every right. Edges that serve operations outside the FileSystem
 // contract (fsck) find it by type assertion and refuse those operations to
 // other users, and to everyone when the FileSystem cannot tell.
+//
+// It stays optional because a client cannot tell: the superuser is the
+// server's configuration, and neither the RPC nor WebHDFS carries it.
 type Superusers interface {
 	IsSuperuser(u User) bool
 }
@@ -93,6 +84,12 @@ type Superusers interface {
 // FileSystem is the namespace contract. The engine (package namespace) implements
 // it in process; the client (package client) implements it over the RPC; the
 // WebHDFS gateway, the CLI and the benchmark driver are written against it.
+// Package meta/fstest checks an implementation against it.
+//
+// What every implementation keeps is here; the optional capabilities beside
+// it (FileCreator, RecursiveAttrs, Superusers, AccessChecker, SharedLister,
+// DefersOwnerCheck) are what some implementation cannot offer, each saying
+// which and why, and callers find them by type assertion.
 //
 // Every method is safe for concurrent use, blocks at most until ctx is done, and
 // is atomic: it happens entirely or not at all, and when it returns nil the
@@ -103,6 +100,14 @@ type FileSystem interface {
 	// directories on the way are fine; an existing non-directory is ErrExists
 	// (the last component) or ErrNotDir (an ancestor).
 	Mkdirs(ctx context.Context, u User, dir string, perm Perm) error
+	// MkdirsUnmasked is Mkdirs with, beside the mode perm the client's umask
+	// gave, the mode unmasked it asked for before that umask. A new
+	// directory whose parent has a default ACL takes its ACL and mode from
+	// unmasked instead of perm (HDFS-6962, as CreateOptions.Unmasked for
+	// files); missing ancestors it creates are treated alike, with the
+	// implicit u+wx of Mkdirs applied to perm only. Where no default ACL
+	// applies it is Mkdirs with perm.
+	MkdirsUnmasked(ctx context.Context, u User, dir string, perm, unmasked Perm) error
 	// Create makes a new file under construction, leased to opts.Client, and
 	// returns its status. Readers see it with length 0 until Complete.
 	Create(ctx context.Context, u User, path string, opts CreateOptions) (*FileStatus, error)
@@ -157,6 +162,10 @@ type FileSystem interface {
 	RenewLease(ctx context.Context, u User, client string) error
 	// Defaults returns the server's defaults.
 	Defaults(ctx context.Context) (*ServerDefaults, error)
+
+	// POSIX ACLs and extended attributes, as HDFS keeps them.
+	ACLs
+	XAttrs
 }
 
 // SharedLister is a FileSystem that can answer a listing with a page it
@@ -166,6 +175,10 @@ type FileSystem interface {
 // uses it, and saves the copy that List makes: for a cached page of a
 // hundred entries, most of the listing's cost (namespace's
 // BenchmarkCachedReads).
+//
+// It stays optional because only a file system that keeps pages (the
+// engine's cache) has one to share; the others' List already returns a
+// copy.
 type SharedLister interface {
 	ListShared(ctx context.Context, u User, dir, startAfter string, limit int) (*Listing, error)
 }

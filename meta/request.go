@@ -61,6 +61,7 @@ type OwnerChecker interface {
 // DefersOwnerCheck is implemented by a FileSystem whose reads (Stat, Read,
 // List) call CheckOwner before they read the store. The edge defers the
 // check only to such a file system; any other is checked before the call.
+// It is optional because only the engine reads a store behind a cache.
 type DefersOwnerCheck interface {
 	DefersOwnerCheck()
 }

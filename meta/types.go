@@ -121,7 +121,7 @@ type ContentSummary struct {
 
 // CreateOptions are the parameters of Create.
 type CreateOptions struct {
-	Client       string // lease holder: the writing client's name (required)
+	Client       string // lease holder: the writing client's name (required; the client fills in its own)
 	Perm         Perm   // 0 means DefaultFile
 	Overwrite    bool   // replace an existing file (never a directory)
 	CreateParent bool   // create missing parent directories, like mkdir -p
@@ -132,8 +132,7 @@ type CreateOptions struct {
 	// FsCreateModes, WebHDFS's unmaskedpermission). Under a parent with a
 	// default ACL the new file's ACL and mode are computed from Unmasked
 	// instead of Perm (HDFS-6962: the default ACL, not the umask, decides);
-	// elsewhere it changes nothing. A FileSystem without UnmaskedMkdirs
-	// may ignore it (HDFS before HDFS-6962).
+	// elsewhere it changes nothing.
 	Unmasked    Perm
 	HasUnmasked bool
 }

@@ -14,9 +14,7 @@ func (e *Engine) Mkdirs(ctx context.Context, u meta.User, dir string, perm meta.
 	return e.mkdirs(ctx, u, dir, modes{perm: perm})
 }
 
-var _ meta.UnmaskedMkdirs = (*Engine)(nil)
-
-// MkdirsUnmasked implements meta.UnmaskedMkdirs. Locks: as Mkdirs.
+// MkdirsUnmasked implements meta.FileSystem. Locks: as Mkdirs.
 func (e *Engine) MkdirsUnmasked(ctx context.Context, u meta.User, dir string, perm, unmasked meta.Perm) error {
 	return e.mkdirs(ctx, u, dir, modes{perm: perm, unmasked: unmasked, hasUnmasked: true})
 }

@@ -18,11 +18,11 @@ type rowEntry struct {
 	hk   hintKey
 	n    *store.Inode // nil: absent, or only locked so far
 	mode store.Mode   // ReadCommitted when never locked
+	read bool         // beside mode: one word for both (the table's entries live in tx)
 	// orig is the row as first read from the store (nil: absent), before
 	// this transaction changed it, when read is set; kept only while the
 	// engine computes invalidation targets (invalidate.go).
 	orig *store.Inode
-	read bool
 }
 
 const rowTableLinear = 16

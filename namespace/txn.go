@@ -52,9 +52,19 @@ type tx struct {
 	op     *opState
 	user   string
 	groups []string
-	super  bool
-	raw    bool  // rows other than inodes were written (putRaw, delRaw); beside super: no padding
-	now    int64 // ms, one clock reading per attempt
+	// The flags share one word (tx is allocated per attempt; its size
+	// class is the allocation).
+	super bool
+	raw   bool // rows other than inodes were written (putRaw, delRaw)
+	// commitUnknown: the commit's outcome is unknown (store.ErrCommitUnknown):
+	// an undo must not destroy what the commit may have kept.
+	commitUnknown bool
+	// partial: a recorded write's transaction that does not finish it
+	// (once.go); status, below: what the record of one that does keeps.
+	// recPending: its record's lock is still to be taken.
+	partial    bool
+	recPending bool
+	now        int64 // ms, one clock reading per attempt
 
 	rows   rowTable                // every row read or written, and its lock mode
 	dirty  map[string]*store.Inode // rows to write at commit (nil: delete)
@@ -66,14 +76,6 @@ type tx struct {
 	inodes     []store.Inode // slab of decoded rows (newInode)
 	after      []func()      // run once the transaction committed
 	undo       []func()      // run if it did not
-	// commitUnknown: the commit's outcome is unknown (store.ErrCommitUnknown):
-	// an undo must not destroy what the commit may have kept.
-	commitUnknown bool
-	// partial: a recorded write's transaction that does not finish it
-	// (once.go); status: what the record of one that does keeps.
-	// recPending: its record's lock is still to be taken.
-	partial    bool
-	recPending bool
 	status     *meta.FileStatus
 }
 

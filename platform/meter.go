@@ -26,12 +26,15 @@ import (
 // Safe for concurrent use.
 type Meter struct {
 	now     func() time.Time
+	wall    bool // now is time.Now: the At methods take the caller's reading
 	started time.Time
 
 	// The hot path is two atomic adds; only a request that takes the
 	// count from 0 to 1 or back takes the mutex, and under it the state is
 	// squared with the count as it is then (a stretch a racing pair opens
-	// and closes within nanoseconds may go uncounted).
+	// and closes within nanoseconds may go uncounted, and with the At
+	// methods a stretch is timed by the clock readings of the requests
+	// that open and close it).
 	inflight     atomic.Int64
 	invocations  atomic.Int64
 	connRequests atomic.Int64 // BeginConn's
@@ -50,10 +53,11 @@ type Meter struct {
 // it exports nimbus_instance_active_seconds_total,
 // nimbus_instance_invocations_total and nimbus_instance_uptime_seconds.
 func NewMeter(now func() time.Time, reg prometheus.Registerer) (*Meter, error) {
-	if now == nil {
+	wall := now == nil
+	if wall {
 		now = time.Now
 	}
-	m := &Meter{now: now, started: now(),
+	m := &Meter{now: now, wall: wall, started: now(),
 		activeDesc: prometheus.NewDesc("nimbus_instance_active_seconds_total", "Time this instance served at least one request (wall time, whole milliseconds): what a serverless platform bills.", nil, nil),
 		invDesc:    prometheus.NewDesc("nimbus_instance_invocations_total", "Requests this instance served as invocations (RPC over HTTP, WebHDFS; on a plain server, requests on connections too): what a serverless platform bills per request.", nil, nil),
 		upDesc:     prometheus.NewDesc("nimbus_instance_uptime_seconds", "Time since this instance started: what a serverful deployment bills.", nil, nil),
@@ -79,41 +83,57 @@ type ConnLoad struct {
 }
 
 // Begin records a request that arrived as an HTTP invocation starting.
-func (m *Meter) Begin() {
+func (m *Meter) Begin() { m.BeginAt(time.Time{}) }
+
+// BeginAt is Begin for a caller that has just read the wall clock
+// (time.Now): now is that reading, which saves the meter its own when the
+// request opens an active stretch, unless NewMeter was given another
+// clock. The zero time means none. EndAt, BeginConnAt and EndConnAt
+// likewise.
+func (m *Meter) BeginAt(now time.Time) {
 	m.invocations.Add(1)
 	if m.inflight.Add(1) == 1 {
-		m.settle()
+		m.settle(now)
 	}
 }
 
 // BeginConn records a request on a multiplexed connection starting: an
 // invocation only when SetConnInvocations says so.
-func (m *Meter) BeginConn() {
+func (m *Meter) BeginConn() { m.BeginConnAt(time.Time{}) }
+
+// BeginConnAt is BeginConn with the caller's reading of the clock (BeginAt).
+func (m *Meter) BeginConnAt(now time.Time) {
 	m.connRequests.Add(1)
 	m.connInflight.Add(1)
 	if !m.connFree.Load() {
 		m.invocations.Add(1)
 	}
 	if m.inflight.Add(1) == 1 {
-		m.settle()
+		m.settle(now)
 	}
 }
 
 // End records a request ending.
-func (m *Meter) End() {
+func (m *Meter) End() { m.EndAt(time.Time{}) }
+
+// EndAt is End with the caller's reading of the clock (BeginAt).
+func (m *Meter) EndAt(now time.Time) {
 	if n := m.inflight.Add(-1); n == 0 {
-		m.settle()
+		m.settle(now)
 	} else if n < 0 {
 		m.inflight.Add(1) // an End without its Begin: ignored
 	}
 }
 
 // EndConn records a request on a connection (BeginConn) ending.
-func (m *Meter) EndConn() {
+func (m *Meter) EndConn() { m.EndConnAt(time.Time{}) }
+
+// EndConnAt is EndConn with the caller's reading of the clock (BeginAt).
+func (m *Meter) EndConnAt(now time.Time) {
 	if m.connInflight.Add(-1) < 0 {
 		m.connInflight.Add(1) // an EndConn without its BeginConn: ignored
 	}
-	m.End()
+	m.EndAt(now)
 }
 
 // ConnLoad returns the requests on connections being served now and those
@@ -128,16 +148,20 @@ func (m *Meter) ConnLoad() ConnLoad {
 func (m *Meter) InFlight() int { return int(max(m.inflight.Load(), 0)) }
 
 // settle opens or closes the active stretch to match the count of
-// requests in flight now.
-func (m *Meter) settle() {
+// requests in flight now; now is the caller's reading of the wall clock,
+// or zero.
+func (m *Meter) settle(now time.Time) {
+	if !m.wall || now.IsZero() {
+		now = m.now()
+	}
 	m.mu.Lock()
 	busy := m.inflight.Load() > 0
 	switch {
 	case busy && !m.open:
-		m.open, m.since = true, m.now()
+		m.open, m.since = true, now
 	case !busy && m.open:
 		m.open = false
-		m.active += m.now().Sub(m.since)
+		m.active += max(now.Sub(m.since), 0)
 	}
 	m.mu.Unlock()
 }

@@ -71,15 +71,16 @@ type ServerOptions struct {
 	// user/job) and refuses, retryably, those over a tenant's limit.
 	Tenants *tenant.Tracker
 	// Meter, when set, records every request as instance activity (what a
-	// serverless platform bills: platform.Meter): Begin for a request that
-	// arrived as an HTTP invocation (CallPath), BeginConn for one on a
-	// multiplexed connection (ConnPath or a connect-back), End or EndConn
-	// at their end.
+	// serverless platform bills: platform.Meter): BeginAt for a request
+	// that arrived as an HTTP invocation (CallPath), BeginConnAt for one on
+	// a multiplexed connection (ConnPath or a connect-back), EndAt or
+	// EndConnAt at their end, each with the server's reading of the wall
+	// clock there.
 	Meter interface {
-		Begin()
-		BeginConn()
-		End()
-		EndConn()
+		BeginAt(now time.Time)
+		BeginConnAt(now time.Time)
+		EndAt(now time.Time)
+		EndConnAt(now time.Time)
 	}
 	// Router, when set, refuses routed requests (api.Request.routed) that
 	// another deployment owns with KIND_WRONG_OWNER (docs/ELASTIC.md,
@@ -350,16 +351,17 @@ func (s *Server) handle(ctx context.Context, frame []byte, out []byte, invocatio
 		return out, false
 	}
 	m, path := MethodOf(req)
-	if mt := s.opts.Meter; mt != nil {
+	// One clock reading at each end, shared by the meter, the tenant's
+	// count and the metrics.
+	start := time.Now()
+	mt := s.opts.Meter
+	if mt != nil {
 		if invocation {
-			mt.Begin()
-			defer mt.End()
+			mt.BeginAt(start)
 		} else {
-			mt.BeginConn()
-			defer mt.EndConn()
+			mt.BeginConnAt(start)
 		}
 	}
-	start := time.Now()
 	s.met.inflight.Inc()
 	if t := req.GetTimeoutMs(); t > 0 {
 		var cancel context.CancelFunc
@@ -367,6 +369,7 @@ func (s *Server) handle(ctx context.Context, frame []byte, out []byte, invocatio
 		defer cancel()
 	}
 	var resp *api.Response
+	var end time.Time // read when the request was answered
 	var deferred *ownerCheck
 	if r := s.opts.Router; r != nil && req.GetRouted() && Routed(m) {
 		if s.defers && cacheAnswers(m) {
@@ -389,10 +392,11 @@ func (s *Server) handle(ctx context.Context, frame []byte, out []byte, invocatio
 			resp = &api.Response{RequestId: req.GetRequestId(), Error: e}
 		} else {
 			resp = s.dispatch(ctx, req, m, path, received)
+			end = time.Now()
 			if deferred == nil || !deferred.wrong {
 				// A read refused by its deferred check did not run: it
 				// was admitted, but is not counted as served.
-				tn.Done(id, time.Since(start), resp.Error != nil)
+				tn.DoneAt(id, end.Sub(start), resp.Error != nil, end)
 			}
 		}
 	} else {
@@ -401,8 +405,18 @@ func (s *Server) handle(ctx context.Context, frame []byte, out []byte, invocatio
 	if deferred != nil && deferred.wrong {
 		resp = wrongOwner(req, m, path, deferred.owner, deferred.rm)
 	}
+	if end.IsZero() {
+		end = time.Now()
+	}
 	s.met.inflight.Dec()
-	s.met.done(m, meta.Kind(resp.GetError().GetKind()), resp.Error != nil, time.Since(start))
+	s.met.done(m, meta.Kind(resp.GetError().GetKind()), resp.Error != nil, end.Sub(start))
+	if mt != nil {
+		if invocation {
+			mt.EndAt(end)
+		} else {
+			mt.EndConnAt(end)
+		}
+	}
 	n := len(out)
 	out, err := AppendFrame(out, resp, s.opts.MaxFrameSize)
 	if l := resp.GetListing(); l != nil {

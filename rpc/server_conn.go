@@ -152,7 +152,13 @@ func (c *serverConn) readLoop() {
 			c.readFailed(err, true)
 			return
 		}
-		received := time.Now()
+		// When the frame was read, for a write's record (dispatch): a
+		// quick request is a read, which needs no clock reading here.
+		quick := isQuick(frame)
+		var received time.Time
+		if !quick {
+			received = time.Now()
+		}
 		if cap(frame) > cap(*bp) {
 			*bp = frame // ReadFrame grew the buffer; keep the bigger one
 		}
@@ -164,7 +170,7 @@ func (c *serverConn) readLoop() {
 		c.budget.admit(est)
 		c.wg.Add(1)
 		c.w.begin()
-		if c.br.Buffered() == 0 && isQuick(frame) {
+		if quick && c.br.Buffered() == 0 {
 			// Nothing else has arrived on this connection and the request
 			// is short: run it here. Handing it to a worker would wake a
 			// thread (a futex call and, on an idle core, an interrupt),
@@ -303,7 +309,7 @@ type job struct {
 	bp       *[]byte
 	n        int
 	est      int       // the bytes admitted for it (budget.admit)
-	received time.Time // when its frame was read
+	received time.Time // when its frame was read (zero for a quick one)
 }
 
 // submit hands j to an idle worker, or starts a new one. Workers live on
@@ -341,8 +347,8 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// run executes one request whose frame is (*bp)[:n], read at received, and
-// for which est bytes were admitted.
+// run executes one request whose frame is (*bp)[:n], read at received (zero
+// for a quick request: a read), and for which est bytes were admitted.
 func (c *serverConn) run(bp *[]byte, n, est int, received time.Time) {
 	defer c.wg.Done()
 	ob := getBuf()

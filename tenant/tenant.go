@@ -143,6 +143,7 @@ type entry struct {
 // of each second.
 type Tracker struct {
 	cfg      Config
+	wall     bool    // cfg.Now is time.Now (DoneAt takes the caller's reading)
 	tau      float64 // seconds: HalfLife / ln 2
 	limiters map[string]*rate.Limiter
 
@@ -164,10 +165,11 @@ func New(cfg Config) (*Tracker, error) {
 	if cfg.HalfLife <= 0 {
 		cfg.HalfLife = 15 * time.Second
 	}
-	if cfg.Now == nil {
+	wall := cfg.Now == nil
+	if wall {
 		cfg.Now = time.Now
 	}
-	t := &Tracker{cfg: cfg, tau: cfg.HalfLife.Seconds() / math.Ln2, limiters: map[string]*rate.Limiter{},
+	t := &Tracker{cfg: cfg, wall: wall, tau: cfg.HalfLife.Seconds() / math.Ln2, limiters: map[string]*rate.Limiter{},
 		named: map[string]*entry{}, pending: map[string]*entry{}}
 	t.sec.Store(cfg.Now().Unix())
 	for id, r := range cfg.Limits {
@@ -216,6 +218,16 @@ func (t *Tracker) Admit(id string) error {
 // Done records a call of tenant id that took busy and failed or not.
 func (t *Tracker) Done(id string, busy time.Duration, failed bool) {
 	t.record(id, busy, failed, false, t.cfg.Now())
+}
+
+// DoneAt is Done for a caller that has just read the wall clock (time.Now):
+// now is that reading, which saves the tracker its own on every request
+// unless Config.Now gave it another clock.
+func (t *Tracker) DoneAt(id string, busy time.Duration, failed bool, now time.Time) {
+	if !t.wall {
+		now = t.cfg.Now()
+	}
+	t.record(id, busy, failed, false, now)
 }
 
 func (t *Tracker) record(id string, busy time.Duration, failed, throttled bool, now time.Time) {

@@ -14,9 +14,7 @@ import (
 )
 
 // ACL and extended-attribute operations (HDFS's NamenodeWebHdfsMethods and
-// JsonUtil for the shapes). They reach the file system's optional
-// capabilities meta.ACLs and meta.XAttrs; where it has none, the op is
-// refused as the unimplemented ones are (see unsupported).
+// JsonUtil for the shapes), served by the file system's ACLs and XAttrs.
 
 var (
 	aclException = wire.Exception{Status: http.StatusForbidden, Name: "AclException", ClassName: "org.apache.hadoop.hdfs.protocol.AclException"}
@@ -39,20 +37,6 @@ func opMessageOf(path string, err error) string {
 		return opMessage(path, oe)
 	}
 	return err.Error()
-}
-
-func (h *Handler) acls(rq *request) (meta.ACLs, error) {
-	if a, ok := h.fs.(meta.ACLs); ok {
-		return a, nil
-	}
-	return nil, unsupported(h, rq)
-}
-
-func (h *Handler) xattrs(rq *request) (meta.XAttrs, error) {
-	if x, ok := h.fs.(meta.XAttrs); ok {
-		return x, nil
-	}
-	return nil, unsupported(h, rq)
 }
 
 // fsActionPattern is HDFS's FsActionParam domain: "rwx", "r-x", "---"...
@@ -106,12 +90,10 @@ func aclSpec(rq *request, withPerm bool) ([]meta.AclEntry, error) {
 // aclChange serves the ACL setters: the spec parsed (specPerm: with
 // permissions, without, or none taken), run with the capability, 200 empty.
 func (h *Handler) aclChange(rq *request, specPerm int, run func(a meta.ACLs, es []meta.AclEntry) error) error {
-	a, err := h.acls(rq)
-	if err != nil {
-		return err
-	}
+	a := h.fs
 	var es []meta.AclEntry
 	if specPerm != noSpec {
+		var err error
 		if es, err = aclSpec(rq, specPerm == withPerm); err != nil {
 			return err
 		}
@@ -170,10 +152,7 @@ type aclStatusJSON struct {
 }
 
 func (h *Handler) getAclStatus(rq *request) error {
-	a, err := h.acls(rq)
-	if err != nil {
-		return err
-	}
+	a := h.fs
 	st, err := a.GetAclStatus(rq.ctx(), rq.user, rq.path)
 	if err != nil {
 		return err
@@ -237,10 +216,7 @@ func (h *Handler) xattrError(rq *request, err error) error {
 }
 
 func (h *Handler) setXAttr(rq *request) error {
-	x, err := h.xattrs(rq)
-	if err != nil {
-		return err
-	}
+	x := h.fs
 	op, p := rq.op.lower, rq.path
 	// HDFS checks that both parameters are given before anything else.
 	if rq.q["xattr.name"] == "" {
@@ -281,10 +257,7 @@ func (h *Handler) setXAttr(rq *request) error {
 }
 
 func (h *Handler) removeXAttr(rq *request) error {
-	x, err := h.xattrs(rq)
-	if err != nil {
-		return err
-	}
+	x := h.fs
 	if rq.q["xattr.name"] == "" {
 		return requiredParam(rq, "xattr.name")
 	}
@@ -306,12 +279,10 @@ type xattrJSON struct {
 // GETXATTRS takes every xattr.name given (the one parameter WebHDFS
 // repeats), or none for all the caller may see.
 func (h *Handler) getXAttrs(rq *request) error {
-	x, err := h.xattrs(rq)
-	if err != nil {
-		return err
-	}
+	x := h.fs
 	enc := meta.XAttrText
 	if v := rq.q["encoding"]; v != "" {
+		var err error
 		if enc, err = meta.ParseXAttrEncoding(v); err != nil {
 			return argError(rq.op.lower, rq.path, "encoding", v, err.Error())
 		}
@@ -345,10 +316,7 @@ func (h *Handler) getXAttrs(rq *request) error {
 
 // LISTXATTRS answers, as HDFS does, a JSON string holding a JSON array.
 func (h *Handler) listXAttrs(rq *request) error {
-	x, err := h.xattrs(rq)
-	if err != nil {
-		return err
-	}
+	x := h.fs
 	names, err := x.ListXAttrs(rq.ctx(), rq.user, rq.path)
 	var oe *meta.OpError
 	if meta.KindOf(err) == meta.KindNotFound && errors.As(err, &oe) {

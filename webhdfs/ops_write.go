@@ -356,7 +356,7 @@ func (h *Handler) mkdirs(rq *request) error {
 		return err
 	}
 	if hasUnmasked {
-		err = meta.MkdirsUnmasked(rq.ctx(), h.fs, rq.user, rq.path, perm, unmasked)
+		err = h.fs.MkdirsUnmasked(rq.ctx(), rq.user, rq.path, perm, unmasked)
 	} else {
 		err = h.fs.Mkdirs(rq.ctx(), rq.user, rq.path, perm)
 	}

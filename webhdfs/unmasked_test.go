@@ -12,7 +12,7 @@ import (
 )
 
 // newEngineEnv serves the real engine directly (not through countFS, which
-// would hide its ACLs and its MkdirsUnmasked), with a small WriteChunk so
+// would hide its optional capabilities), with a small WriteChunk so
 // that a body of a few KiB takes the streaming path of CREATE.
 func newEngineEnv(t *testing.T) *env {
 	t.Helper()

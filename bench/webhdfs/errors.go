@@ -29,9 +29,13 @@ func decodeError(op, path string, status int, body []byte) error {
 		ex := re.RemoteException
 		sentinel, ok := wire.SentinelOf(ex.Exception)
 		if !ok {
-			sentinel = meta.ErrInternal
-			if s, found := statusKinds[status]; found {
+			// A generic class (IOException, RuntimeException) names no
+			// kind, and its status none either where HDFS answers 403 for
+			// every IOException: the error then has no kind.
+			if s, found := statusKinds[status]; found && status != http.StatusForbidden {
 				sentinel = s
+			} else {
+				sentinel = fmt.Errorf("webhdfs: %s", ex.Exception)
 			}
 		}
 		return &meta.OpError{Op: op, Path: path, Err: sentinel, Detail: ex.Exception + ": " + ex.Message}

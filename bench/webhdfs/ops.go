@@ -2,6 +2,7 @@ package webhdfs
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -92,8 +93,8 @@ func (c *Client) CreateFile(ctx context.Context, u meta.User, path string, opts 
 	if perm == 0 {
 		perm = meta.DefaultFile
 	}
-	if err := c.twoStep(ctx, http.MethodPut, path, "CREATE", u.Name, data,
-		"overwrite", strconv.FormatBool(opts.Overwrite), "permission", octal(perm)); err != nil {
+	opts.Perm = perm
+	if err := c.twoStep(ctx, http.MethodPut, path, "CREATE", u.Name, data, createParams(opts)...); err != nil {
 		return nil, err
 	}
 	return &meta.FileStatus{Path: path, Type: meta.TypeFile, Perm: perm, Length: int64(len(data))}, nil
@@ -102,9 +103,20 @@ func (c *Client) CreateFile(ctx context.Context, u meta.User, path string, opts 
 // Create is CREATE with no data: WebHDFS has no open-for-write state, so the
 // file is complete and empty at once; Write appends to it.
 func (c *Client) Create(ctx context.Context, u meta.User, path string, opts meta.CreateOptions) (*meta.FileStatus, error) {
+	if err := c.twoStep(ctx, http.MethodPut, path, "CREATE", u.Name, nil, createParams(opts)...); err != nil {
+		return nil, err
+	}
+	return &meta.FileStatus{Path: path, Type: meta.TypeFile, Perm: opts.Perm}, nil
+}
+
+// createParams are CREATE's parameters for opts.
+func createParams(opts meta.CreateOptions) []string {
 	kv := []string{"overwrite", strconv.FormatBool(opts.Overwrite)}
 	if opts.Perm != 0 {
 		kv = append(kv, "permission", octal(opts.Perm))
+	}
+	if opts.HasUnmasked {
+		kv = append(kv, "unmaskedpermission", octal(opts.Unmasked))
 	}
 	if opts.Replication != 0 {
 		kv = append(kv, "replication", strconv.Itoa(int(opts.Replication)))
@@ -112,15 +124,16 @@ func (c *Client) Create(ctx context.Context, u meta.User, path string, opts meta
 	if opts.BlockSize != 0 {
 		kv = append(kv, "blocksize", itoa(opts.BlockSize))
 	}
-	if err := c.twoStep(ctx, http.MethodPut, path, "CREATE", u.Name, nil, kv...); err != nil {
-		return nil, err
-	}
-	return &meta.FileStatus{Path: path, Type: meta.TypeFile, Perm: opts.Perm}, nil
+	return kv
 }
 
-// Append checks the file exists; the data comes with Write.
+// Append checks the file exists and is a file; the data comes with Write.
 func (c *Client) Append(ctx context.Context, u meta.User, path, _ string) (*meta.FileStatus, error) {
-	return c.Stat(ctx, u, path)
+	st, err := c.Stat(ctx, u, path)
+	if err == nil && st.Type == meta.TypeDir {
+		return nil, meta.Errorf("append", path, meta.ErrIsDir, "")
+	}
+	return st, err
 }
 
 // Write is APPEND in two steps (offset is not sent: WebHDFS appends at the
@@ -148,13 +161,17 @@ func (c *Client) Read(ctx context.Context, u meta.User, path string, offset, len
 		return nil
 	}
 	resp, err := c.do(ctx, http.MethodGet, c.opURL(path, op, u.Name, "offset", itoa(offset), "length", itoa(length)), nil, op, path, keep)
-	if err != nil {
-		return nil, err
+	if err == nil && resp.status == http.StatusTemporaryRedirect {
+		_, err = c.do(ctx, http.MethodGet, resp.location, nil, op, path, keep)
 	}
-	if resp.status == http.StatusTemporaryRedirect {
-		if _, err := c.do(ctx, http.MethodGet, resp.location, nil, op, path, keep); err != nil {
-			return nil, err
+	if err != nil {
+		var oe *meta.OpError
+		if errors.As(err, &oe) && strings.HasPrefix(oe.Detail, "EOFException:") {
+			// HDFS refuses an offset past the end ("Cannot seek after
+			// EOF"); meta's Read returns nothing there.
+			return []byte{}, nil
 		}
+		return nil, err
 	}
 	return b, nil
 }
@@ -179,17 +196,31 @@ func (c *Client) Rename(ctx context.Context, u meta.User, src, dst string, opts 
 	if opts.Overwrite {
 		kv = append(kv, "renameoptions", "OVERWRITE")
 	}
+	if opts.Overwrite {
+		// rename2 (OVERWRITE) answers 200 with an empty body (HDFS) or an
+		// empty object: either way nothing to read.
+		return c.getJSON(ctx, http.MethodPut, src, "RENAME", u.Name, nil, kv...)
+	}
 	var r wire.BooleanReply
 	if err := c.getJSON(ctx, http.MethodPut, src, "RENAME", u.Name, &r, kv...); err != nil {
 		return err
 	}
-	if opts.Overwrite || r.Boolean { // rename2 (OVERWRITE) answers with an empty object
+	if r.Boolean {
 		return nil
 	}
+	// A bare false: find out why, as far as the namespace tells.
 	if _, err := c.Stat(ctx, u, src); err != nil {
 		return meta.Errorf("rename", src, meta.ErrNotFound, "RENAME returned false")
 	}
-	return meta.Errorf("rename", dst, meta.ErrExists, "RENAME returned false")
+	if _, err := c.Stat(ctx, u, dst); err == nil {
+		return meta.Errorf("rename", dst, meta.ErrExists, "RENAME returned false")
+	}
+	if parent, _ := meta.ParentPath(dst); parent != "" {
+		if _, err := c.Stat(ctx, u, parent); err != nil {
+			return meta.Errorf("rename", dst, meta.ErrNotFound, "RENAME returned false: no parent directory")
+		}
+	}
+	return meta.Errorf("rename", dst, meta.ErrInvalidArgument, "RENAME returned false")
 }
 
 // SetPermission is SETPERMISSION.

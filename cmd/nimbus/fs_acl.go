@@ -10,8 +10,8 @@ import (
 )
 
 // setfacl, getfacl, setfattr, getfattr: HDFS's AclCommands and
-// XAttrCommands, with their flags and their output, over the optional
-// capabilities meta.ACLs and meta.XAttrs. Their flags take values, so they
+// XAttrCommands, with their flags and their output, over the file
+// system's ACLs and XAttrs. Their flags take values, so they
 // parse their own arguments (the table passes them through raw).
 
 // capability returns the file system the shell talks to, unwrapped from
@@ -21,20 +21,6 @@ func (sh *shell) capability() any {
 		return s.FileSystem
 	}
 	return sh.fs
-}
-
-func (sh *shell) aclFS(op, p string) (meta.ACLs, error) {
-	if a, ok := sh.capability().(meta.ACLs); ok {
-		return a, nil
-	}
-	return nil, meta.Errorf(op, p, meta.ErrUnsupported, "the server keeps no ACLs")
-}
-
-func (sh *shell) xattrFS(op, p string) (meta.XAttrs, error) {
-	if x, ok := sh.capability().(meta.XAttrs); ok {
-		return x, nil
-	}
-	return nil, meta.Errorf(op, p, meta.ErrUnsupported, "the server keeps no extended attributes")
 }
 
 // setfacl [-R] {-m|-x} ACLSPEC PATH | [-R] {-b|-k} PATH | [-R] --set ACLSPEC PATH
@@ -77,11 +63,7 @@ func (sh *shell) setfacl(ctx context.Context, inv *invocation) int {
 		return sh.usageError(inv, "%s takes one PATH", mode)
 	}
 	t := sh.resolve(args[0])
-	a, err := sh.aclFS("setfacl", t.abs)
-	if err != nil {
-		sh.fail("setfacl", t.disp, err)
-		return 1
-	}
+	a := sh.fs
 	set := func(st *meta.FileStatus, t target) error {
 		switch mode {
 		case "-m":
@@ -141,11 +123,7 @@ func (sh *shell) getfacl(ctx context.Context, inv *invocation) int {
 		// As HDFS's getfacl, only a path with an ACL asks for it: the
 		// others print the ACL their bits make, on any server.
 		if st.AclBit {
-			a, err := sh.aclFS("getfacl", t.abs)
-			if err != nil {
-				return err
-			}
-			as, err := a.GetAclStatus(ctx, sh.user, t.abs)
+			as, err := sh.fs.GetAclStatus(ctx, sh.user, t.abs)
 			if err != nil {
 				return err
 			}
@@ -244,13 +222,11 @@ func (sh *shell) setfattr(ctx context.Context, inv *invocation) int {
 	}
 	t := sh.resolve(args[0])
 	var r results
-	x, err := sh.xattrFS("setfattr", t.abs)
-	if err == nil {
-		if remove != "" {
-			err = x.RemoveXAttr(ctx, sh.user, t.abs, remove)
-		} else {
-			err = x.SetXAttr(ctx, sh.user, t.abs, meta.XAttr{Name: name, Value: value}, meta.XAttrCreate|meta.XAttrReplace)
-		}
+	var err error
+	if remove != "" {
+		err = sh.fs.RemoveXAttr(ctx, sh.user, t.abs, remove)
+	} else {
+		err = sh.fs.SetXAttr(ctx, sh.user, t.abs, meta.XAttr{Name: name, Value: value}, meta.XAttrCreate|meta.XAttrReplace)
 	}
 	sh.report(&r, "setfattr", t.disp, "", err)
 	return sh.finish(&r)
@@ -289,11 +265,7 @@ func (sh *shell) getfattr(ctx context.Context, inv *invocation) int {
 		return sh.usageError(inv, "give -n NAME or -d, and one PATH")
 	}
 	t := sh.resolve(args[0])
-	x, err := sh.xattrFS("getfattr", t.abs)
-	if err != nil {
-		sh.fail("getfattr", t.disp, err)
-		return 1
-	}
+	x := sh.fs
 	var r results
 	show := func(_ *meta.FileStatus, t target) error {
 		var names []string

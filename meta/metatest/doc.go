@@ -7,10 +7,11 @@
 // MemFS follows the contract where tests rely on it — the error kinds, leases
 // on Create, Append, Write and Complete, sequential writes and a size limit,
 // listing order and paging with Remaining, HDFS's rename into an existing
-// directory — and memfs_test.go runs the same checks against MemFS and the
-// engine so that the two cannot drift apart. It is not a reference for HDFS
-// semantics (package namespace is): it checks no permissions except on the
-// superuser-only calls, enforces no quotas, and is not durable.
+// directory, ACLs and xattrs — and passes the behaviour suite (meta/fstest)
+// that the engine passes too, so that the two cannot drift apart. It is
+// not a reference for HDFS semantics (package namespace is): it checks no
+// permissions except on the superuser-only calls and the ACL and xattr
+// rules, enforces no quotas, and is not durable.
 //
 //	fs := metatest.NewMemFS()
 //	fs.Hook = func(ctx context.Context, method string) error { ... } // block or fail calls

@@ -185,7 +185,7 @@ func (fs *MemFS) parentDir(op, c string, u meta.User, mkdir bool) error {
 
 // mkdirs is mkdir -p; the ancestors have been checked. unmasked, when not
 // nil, is the client's mode before its umask, for c and the ancestors it
-// creates (see meta.UnmaskedMkdirs). Must hold mu.
+// creates (see meta.FileSystem.MkdirsUnmasked). Must hold mu.
 func (fs *MemFS) mkdirs(op, c string, u meta.User, perm meta.Perm, unmasked *meta.Perm) error {
 	if n := fs.mu.nodes[c]; n != nil {
 		if n.st.Type != meta.TypeDir {
@@ -230,9 +230,7 @@ func (fs *MemFS) Mkdirs(ctx context.Context, u meta.User, dir string, perm meta.
 	return fs.mkdirs("mkdirs", c, u, perm, nil)
 }
 
-var _ meta.UnmaskedMkdirs = (*MemFS)(nil)
-
-// MkdirsUnmasked implements meta.UnmaskedMkdirs.
+// MkdirsUnmasked implements meta.FileSystem.
 func (fs *MemFS) MkdirsUnmasked(ctx context.Context, u meta.User, dir string, perm, unmasked meta.Perm) error {
 	c, err := fs.begin(ctx, "mkdirs", dir)
 	if err != nil {
@@ -487,10 +485,12 @@ func (fs *MemFS) Rename(ctx context.Context, u meta.User, src, dst string, o met
 		switch {
 		case !o.Overwrite:
 			return meta.Errorf("rename", d, meta.ErrExists, "")
+		case dn.st.Type == meta.TypeDir && sn.st.Type != meta.TypeDir:
+			return meta.Errorf("rename", d, meta.ErrIsDir, "a file cannot replace a directory")
+		case dn.st.Type != meta.TypeDir && sn.st.Type == meta.TypeDir:
+			return meta.Errorf("rename", d, meta.ErrNotDir, "a directory cannot replace a file")
 		case dn.st.Type == meta.TypeDir && dn.st.ChildrenNum > 0:
 			return meta.Errorf("rename", d, meta.ErrNotEmpty, "")
-		case (dn.st.Type == meta.TypeDir) != (sn.st.Type == meta.TypeDir):
-			return meta.Errorf("rename", d, meta.ErrExists, "source and destination differ in type")
 		}
 		fs.remove(d)
 	}

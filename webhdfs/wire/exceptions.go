@@ -106,6 +106,7 @@ var exceptionKinds = map[string]error{
 	"UnresolvedLinkException":          meta.ErrUnresolvedLink,
 	"UnresolvedPathException":          meta.ErrUnresolvedLink,
 	"UnsupportedOperationException":    meta.ErrUnsupported,
+	"AclException":                     meta.ErrInvalidArgument, // an ACL the server found invalid
 }
 
 // SentinelOf returns the sentinel error of the kind a RemoteException's
