@@ -183,7 +183,11 @@ func (d *DataNode) deleteReplicas(ctx context.Context, body []byte) (any, error)
 	for _, b := range req.Blocks {
 		if err := d.blocks.Delete(ctx, b.BlockID()); err != nil {
 			errs = append(errs, err)
+			continue
 		}
+		d.recMu.Lock()
+		delete(d.recoveries, b.ID)
+		d.recMu.Unlock()
 	}
 	if len(req.Blocks) > 0 {
 		d.log.Info("replicas deleted", "count", len(req.Blocks)-len(errs), "failed", len(errs))
