@@ -174,18 +174,30 @@ var secretKey = store.MetaKey("cluster/secret")
 // crypto/rand) and recording it if st has none. Processes that start
 // together agree: one records it, the others read what it recorded.
 func Load(ctx context.Context, st store.Store, now func() time.Time) (*Key, error) {
+	s, err := LoadSecret(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	return New(s, now)
+}
+
+// LoadSecret returns st's cluster secret (SecretSize bytes), making and
+// recording it if st has none, as Load does. Other uses of the secret
+// (block tokens: package dataxfer/blocktoken) derive keys of their own
+// from it.
+func LoadSecret(ctx context.Context, st store.Store) ([]byte, error) {
 	// Once recorded the row never changes: a read without a lock settles
 	// it in one round trip for every process after the first.
 	if s, err := readSecret(ctx, st); err != nil || s != nil {
 		if err != nil {
 			return nil, fmt.Errorf("clusterauth: read the cluster secret: %w", err)
 		}
-		return New(s, now)
+		return s, nil
 	}
 	for attempt := 0; ; attempt++ {
 		s, err := recordSecret(ctx, st)
 		if err == nil {
-			return New(s, now)
+			return s, nil
 		}
 		if attempt < 3 && (errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrLockBusy)) {
 			continue // another process recorded it meanwhile: read it again
