@@ -31,6 +31,11 @@ type fabric struct {
 	wg    sync.WaitGroup
 	once  sync.Once
 
+	mu struct {
+		sync.RWMutex
+		apart map[[2]*port]bool // pairs cut from each other, both orders
+	}
+
 	forwarded atomic.Int64 // packets delivered
 	dropped   atomic.Int64 // packets dropped: cut, unknown address, full queue
 }
@@ -100,7 +105,7 @@ func (fb *fabric) read(p *port) {
 			continue
 		}
 		dst := fb.byIP[netip.AddrFrom4([4]byte(pkt[16:20]))]
-		if dst == nil || dst == p || p.isCut() || dst.isCut() {
+		if dst == nil || dst == p || p.isCut() || dst.isCut() || fb.isApart(p, dst) {
 			fb.dropped.Add(1)
 			continue
 		}
@@ -124,7 +129,7 @@ func (fb *fabric) write(p *port) {
 			if d := time.Until(pk.at); d > 0 {
 				time.Sleep(d)
 			}
-			if p.isCut() || fb.sourceCut(pk.b) {
+			if p.isCut() || fb.sourceCut(p, pk.b) {
 				fb.dropped.Add(1)
 				continue
 			}
@@ -142,11 +147,47 @@ func (fb *fabric) write(p *port) {
 	}
 }
 
-// sourceCut reports whether the packet's sender was cut off while the
-// packet was on its way.
-func (fb *fabric) sourceCut(pkt []byte) bool {
+// sourceCut reports whether the packet's sender was cut off, or from dst,
+// while the packet was on its way.
+func (fb *fabric) sourceCut(dst *port, pkt []byte) bool {
 	src := fb.byIP[netip.AddrFrom4([4]byte(pkt[12:16]))]
-	return src != nil && src.isCut()
+	return src != nil && (src.isCut() || fb.isApart(src, dst))
+}
+
+func (fb *fabric) isApart(x, y *port) bool {
+	fb.mu.RLock()
+	defer fb.mu.RUnlock()
+	return fb.mu.apart[[2]*port{x, y}]
+}
+
+func (fb *fabric) setApart(x, y *port, apart bool) {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	if fb.mu.apart == nil {
+		fb.mu.apart = map[[2]*port]bool{}
+	}
+	if apart {
+		fb.mu.apart[[2]*port{x, y}] = true
+		fb.mu.apart[[2]*port{y, x}] = true
+	} else {
+		delete(fb.mu.apart, [2]*port{x, y})
+		delete(fb.mu.apart, [2]*port{y, x})
+	}
+}
+
+// Partition drops every packet between zones x and y, both ways, until
+// Join; each still reaches the other zones and the host.
+func (nt *Net) Partition(x, y *Zone) { nt.sw.setApart(nt.port(x), nt.port(y), true) }
+
+// Join undoes Partition.
+func (nt *Net) Join(x, y *Zone) { nt.sw.setApart(nt.port(x), nt.port(y), false) }
+
+func (nt *Net) port(z *Zone) *port {
+	p := nt.sw.byIP[z.IP]
+	if p == nil || p.zone != z {
+		panic("netzone: zone " + z.Name + " is not on this Net")
+	}
+	return p
 }
 
 // openTUN creates the TUN device name (IPv4 packets without a header) in

@@ -207,7 +207,7 @@ func TestZones(t *testing.T) {
 		// each reply out of a, waits the delay: at least 2*delay a trip.
 		within := minRTT(t, dial(t, a, echoA), 20)
 		across := minRTT(t, dial(t, b, echoA), 20)
-		t.Logf("round trip within zone a: %v; from zone b to zone a: %v (netem %v each way)", within, across, delay)
+		t.Logf("round trip within zone a: %v; from zone b to zone a: %v (the switch holds each packet %v)", within, across, delay)
 		if across < 2*delay {
 			t.Fatalf("round trip from zone b to zone a took %v, under twice the %v delay", across, delay)
 		}
@@ -245,6 +245,7 @@ func TestZones(t *testing.T) {
 			t.Fatal(err)
 		}
 		a.Cut()
+		defer a.Heal() // for the later subtests, if this one fails
 		if !a.IsCut() {
 			t.Fatal("IsCut false after Cut")
 		}
@@ -255,12 +256,10 @@ func TestZones(t *testing.T) {
 			conn.Close()
 			t.Fatal("zone b connected to zone a across the cut")
 		}
-		if !errors.Is(err, context.DeadlineExceeded) {
+		if !isTimeout(err) {
 			t.Fatalf("dialing zone a across the cut: %v, want a timeout (silence, not an error)", err)
 		}
-		err = echoOnce(before, "across the cut", time.Second)
-		var ne net.Error
-		if !errors.As(err, &ne) || !ne.Timeout() {
+		if err := echoOnce(before, "across the cut", time.Second); !isTimeout(err) {
 			t.Fatalf("echo on a connection opened before the cut: %v, want a timeout", err)
 		}
 		if err := echoOnce(dial(t, b, c.Addr(7001)), "b to c during the cut", 10*time.Second); err != nil {
@@ -275,6 +274,32 @@ func TestZones(t *testing.T) {
 		}
 		if err := echoOnce(dial(t, b, echoA), "after the heal", 10*time.Second); err != nil {
 			t.Fatalf("zone b to zone a after the heal: %v", err)
+		}
+	})
+
+	t.Run("partition", func(t *testing.T) {
+		// a and b lose each other; each still reaches c.
+		inZoneEcho(t, c, c.Addr(7003))
+		nt.Partition(a, b)
+		defer nt.Join(a, b)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		conn, err := b.Dial(ctx, "tcp", echoA)
+		cancel()
+		if err == nil {
+			conn.Close()
+			t.Fatal("zone b connected to zone a across the partition")
+		}
+		if !isTimeout(err) {
+			t.Fatalf("dialing zone a across the partition: %v, want a timeout", err)
+		}
+		for _, z := range []*Zone{a, b} {
+			if err := echoOnce(dial(t, z, c.Addr(7003)), z.Name+" to c", 10*time.Second); err != nil {
+				t.Fatalf("zone %s to zone c during the partition of a and b: %v", z.Name, err)
+			}
+		}
+		nt.Join(a, b)
+		if err := echoOnce(dial(t, b, echoA), "after the join", 10*time.Second); err != nil {
+			t.Fatalf("zone b to zone a after the join: %v", err)
 		}
 	})
 
@@ -364,6 +389,13 @@ func mustAddr(t *testing.T, ip net.IP) netip.Addr {
 	return a
 }
 
+// isTimeout reports whether err is a dial's or a read's timeout: what a
+// peer across a cut sees.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
 func containsPid(pids []int, p int) bool {
 	for _, q := range pids {
 		if q == p {
@@ -448,6 +480,17 @@ func TestRemoveLeftovers(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- sleeper.Wait() }()
+	// Wait until ip has entered the namespace and executed sleep.
+	for {
+		pids, err := nsPids(zone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if containsPid(pids, sleeper.Process.Pid) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 
 	RemoveLeftovers()
 
