@@ -450,3 +450,31 @@ func TestInlineSmallFile(t *testing.T) {
 		t.Fatalf("inline file: %q, %v", got, nn.callsOf("add"))
 	}
 }
+
+func TestAppend(t *testing.T) {
+	for _, first := range []int{testBlockSize + 904, testBlockSize, 0} {
+		nn := newCluster(t, 3, 3)
+		path := "/append"
+		data := randBytes(uint64(first), first+5000)
+		w := create(t, nn, path, nil)
+		writeUneven(t, w, data[:first])
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		ac := nn.appendFile(path)
+		cfg := WriterConfig{NameNode: nn, Data: testClient(), Path: path, Client: "DFSClient_test",
+			BlockSize: testBlockSize, Replication: 3, PacketSize: 1100, Append: ac}
+		w, err := Create(context.Background(), cfg)
+		if err != nil {
+			t.Fatalf("append after %d bytes: %v", first, err)
+		}
+		writeUneven(t, w, data[first:])
+		if err := w.Close(); err != nil {
+			t.Fatalf("append after %d bytes: close: %v", first, err)
+		}
+		mustEqual(t, "appended file", readFile(t, nn, path), data)
+		if want := (len(data) + testBlockSize - 1) / testBlockSize; len(nn.files[path].blocks) != want {
+			t.Fatalf("append after %d bytes: %d blocks, want %d", first, len(nn.files[path].blocks), want)
+		}
+	}
+}

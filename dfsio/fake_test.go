@@ -366,3 +366,37 @@ func storedBytes(t *testing.T, n *tnode, id blocks.ID) []byte {
 	}
 	return b
 }
+
+// appendFile reopens a closed file for appending, as the engine's
+// AppendBlock does: a partial last block gets a new stamp and is located
+// on the DataNodes that hold it under the previous one.
+func (nn *fakeNN) appendFile(path string) *AppendConfig {
+	nn.mu.Lock()
+	defer nn.mu.Unlock()
+	f := nn.files[path]
+	f.complete = false
+	if len(f.blocks) == 0 {
+		return &AppendConfig{}
+	}
+	var off int64
+	for _, b := range f.blocks[:len(f.blocks)-1] {
+		off += b.n
+	}
+	b := f.blocks[len(f.blocks)-1]
+	if b.n == testBlockSize {
+		return &AppendConfig{Previous: &BlockRef{ID: b.id, GenStamp: b.gs, NumBytes: b.n}}
+	}
+	var t []DataNodeInfo
+	for _, d := range nn.nodes {
+		if r, ok := nn.reported[b.id][d.id]; ok && r.ID.GenStamp == b.gs {
+			t = append(t, d.info())
+		}
+	}
+	b.gs++
+	b.done = false
+	b.nodes = nil
+	for _, d := range t {
+		b.nodes = append(b.nodes, d.ID)
+	}
+	return &AppendConfig{Last: nn.located(b, off, t)}
+}

@@ -53,7 +53,24 @@ type WriterConfig struct {
 	// the stream asks for a first block (the NameNode drops its inline
 	// copy) and writes the bytes it kept first.
 	Inline *InlineConfig
+	// Append, when set, opens the stream at the end of an existing file
+	// the NameNode opened for appending.
+	Append *AppendConfig
 	Logger *slog.Logger
+}
+
+// AppendConfig is where an appending stream starts.
+type AppendConfig struct {
+	// Last is the NameNode's answer to the append (HDFS's append's
+	// LocatedBlock): the file's partial last block under its new
+	// generation stamp, with the DataNodes holding its replicas under the
+	// previous stamp. The stream sets up a PIPELINE_SETUP_APPEND pipeline
+	// on them and goes on writing that block. nil: the last block is full
+	// (or the file has none) and the stream starts with AddBlock.
+	Last *LocatedBlock
+	// Previous is the file's last block when Last is nil (nil for a file
+	// with no block): AddBlock names it.
+	Previous *BlockRef
 }
 
 // InlineConfig is the inline-threshold hook of WriterConfig.
@@ -116,7 +133,34 @@ func Create(ctx context.Context, cfg WriterConfig) (*OutputStream, error) {
 		s.inlining = true
 		s.inline = slices.Clone(cfg.Inline.Have)
 	}
+	if a := cfg.Append; a != nil {
+		s.inlining, s.prev = false, a.Previous
+		if lb := a.Last; lb != nil {
+			if err := s.openAppend(lb); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return s, nil
+}
+
+// openAppend sets up the pipeline appending to the file's partial last
+// block lb (its replicas are under lb.GenStamp-1).
+func (s *OutputStream) openAppend(lb *LocatedBlock) error {
+	if len(lb.Targets) == 0 || lb.GenStamp < 2 {
+		return s.errf("append to blk_%d_%d: no replica to append to", lb.ID, lb.GenStamp)
+	}
+	b := block(lb, lb.NumBytes)
+	b.GenStamp = lb.GenStamp - 1
+	bw, err := s.cfg.Data.WriteBlock(s.ctx, b, lb.Token, targets(lb.Targets), dataxfer.WriteOptions{
+		Append: true, Offset: lb.NumBytes, LatestGenStamp: lb.GenStamp, PacketSize: s.cfg.PacketSize,
+	})
+	if err != nil {
+		return s.errf("append to blk_%d_%d: %w", lb.ID, lb.GenStamp, err)
+	}
+	s.lb, s.nodes, s.bw = lb, slices.Clone(lb.Targets), bw
+	s.pendOff, s.blockPos, s.synced = lb.NumBytes, lb.NumBytes, lb.NumBytes
+	return nil
 }
 
 func (s *OutputStream) errf(format string, args ...any) error {
@@ -334,7 +378,7 @@ func (s *OutputStream) replace() bool {
 	case ReplaceAlways:
 		return true
 	}
-	return r >= 3 && (n <= r/2 || s.hflushed || s.cfg.Inline != nil && len(s.cfg.Inline.Have) > 0)
+	return r >= 3 && (n <= r/2 || s.hflushed || s.cfg.Append != nil)
 }
 
 // addDataNode asks for a DataNode to replace a lost one and has a
