@@ -478,3 +478,92 @@ func TestAppend(t *testing.T) {
 		}
 	}
 }
+
+// TestRecoveryTwoLostAndAtClose: two of three DataNodes die together, and
+// (separately) one dies just before Close: the recovery drops each, adds
+// replacements, and the file completes with its bytes.
+func TestRecoveryTwoLostAndAtClose(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		kill  []int // pipeline positions
+		after int   // bytes written after the kill
+	}{
+		{"two lost", []int{0, 2}, 3000},
+		{"lost before close", []int{1}, 0},
+	} {
+		nn := newCluster(t, 5, 3)
+		path := "/two"
+		data := randBytes(11, testBlockSize+500+tc.after)
+		w := create(t, nn, path, nil)
+		cut := len(data) - tc.after
+		writeUneven(t, w, data[:cut])
+		if err := w.Hflush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		var dead []uint64
+		for _, k := range tc.kill {
+			dead = append(dead, w.nodes[k].ID)
+			nn.nodes[w.nodes[k].ID-1].kill()
+		}
+		writeUneven(t, w, data[cut:])
+		if err := w.Close(); err != nil {
+			t.Fatalf("%s: close: %v", tc.name, err)
+		}
+		mustEqual(t, tc.name, readFile(t, nn, path), data)
+		last := nn.files[path].blocks[len(nn.files[path].blocks)-1]
+		if last.gs < 2 {
+			t.Fatalf("%s: last block kept stamp %d", tc.name, last.gs)
+		}
+		for _, id := range last.nodes {
+			for _, d := range dead {
+				if id == d {
+					t.Fatalf("%s: dead DataNode %d in the recorded pipeline %v", tc.name, d, last.nodes)
+				}
+			}
+		}
+		if len(last.nodes) != 3 {
+			t.Fatalf("%s: recorded pipeline %v, want 3 DataNodes", tc.name, last.nodes)
+		}
+	}
+}
+
+func TestConcurrentReadAt(t *testing.T) {
+	nn := newCluster(t, 3, 3)
+	path := "/concurrent"
+	data := randBytes(12, 4*testBlockSize+123)
+	w := create(t, nn, path, nil)
+	writeUneven(t, w, data)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := open(t, nn, path)
+	nn.nodes[0].kill()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			off := (g * 2011) % len(data)
+			n := min(3000, len(data)-off)
+			buf := make([]byte, n)
+			if _, err := r.ReadAt(buf, int64(off)); err != nil {
+				errs <- err
+				return
+			}
+			if !bytes.Equal(buf, data[off:off+n]) {
+				errs <- errors.New("ReadAt returned wrong bytes")
+			}
+		}()
+	}
+	got, err := io.ReadAll(r)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, "Read alongside ReadAt", got, data)
+}

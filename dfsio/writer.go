@@ -94,6 +94,10 @@ type OutputStream struct {
 	prev     *BlockRef // the last block closed
 	exclude  []uint64
 	lb       *LocatedBlock // the block being written, under its current stamp
+	dnStamp  uint64        // the stamp of its replicas on the pipeline's DataNodes
+	// issued are the stamps of this block's recovery attempts whose setup
+	// failed: a DataNode may have moved its replica to one of them.
+	issued   []uint64
 	nodes    []DataNodeInfo
 	failed   []uint64 // DataNodes that failed this block's pipeline
 	bw       *dataxfer.BlockWriter
@@ -158,7 +162,7 @@ func (s *OutputStream) openAppend(lb *LocatedBlock) error {
 	if err != nil {
 		return s.errf("append to blk_%d_%d: %w", lb.ID, lb.GenStamp, err)
 	}
-	s.lb, s.nodes, s.bw = lb, slices.Clone(lb.Targets), bw
+	s.lb, s.nodes, s.bw, s.dnStamp = lb, slices.Clone(lb.Targets), bw, lb.GenStamp
 	s.pendOff, s.blockPos, s.synced = lb.NumBytes, lb.NumBytes, lb.NumBytes
 	return nil
 }
@@ -264,7 +268,7 @@ func (s *OutputStream) startBlock() error {
 		}
 		bw, err := s.cfg.Data.WriteBlock(s.ctx, block(lb, 0), lb.Token, targets(lb.Targets), dataxfer.WriteOptions{PacketSize: s.cfg.PacketSize})
 		if err == nil {
-			s.lb, s.nodes, s.bw, s.failed = lb, slices.Clone(lb.Targets), bw, nil
+			s.lb, s.nodes, s.bw, s.failed, s.dnStamp, s.issued = lb, slices.Clone(lb.Targets), bw, nil, lb.GenStamp, nil
 			s.pend, s.pendOff, s.blockPos, s.synced = s.pend[:0], 0, 0, 0
 			return nil
 		}
@@ -325,19 +329,25 @@ func (s *OutputStream) recover(ctx context.Context, err error) error {
 		if s.replace() {
 			s.addDataNode(ctx, old)
 		}
+		// The DataNodes' replicas are under the stamp of the last
+		// pipeline that was set up: a setup that failed moved none.
+		dnb := block(s.lb, acked)
+		dnb.GenStamp = s.dnStamp
 		up, uerr := s.cfg.NameNode.UpdateBlockForPipeline(ctx, s.cfg.Path, s.cfg.Client, old)
 		if uerr != nil {
 			return s.errf("update blk_%d for pipeline: %w", s.lb.ID, uerr)
 		}
-		bw, werr := s.cfg.Data.WriteBlock(ctx, block(s.lb, acked), up.Token, targets(s.nodes), dataxfer.WriteOptions{
+		bw, werr := s.cfg.Data.WriteBlock(ctx, dnb, up.Token, targets(s.nodes), dataxfer.WriteOptions{
 			Stage: dataxfer.StageStreamingRecovery, Offset: acked, MinBytesRcvd: acked,
 			MaxBytesRcvd: s.blockPos, LatestGenStamp: up.GenStamp, PacketSize: s.cfg.PacketSize,
 		})
 		s.lb.GenStamp, s.lb.Token = up.GenStamp, up.Token
 		if werr != nil {
+			s.issued = append(s.issued, up.GenStamp)
 			err = werr
 			continue
 		}
+		s.dnStamp, s.issued = up.GenStamp, nil
 		if len(s.pend) > 0 {
 			if _, werr := bw.Write(s.pend); werr != nil {
 				acked = max(acked, bw.Acked())
@@ -396,9 +406,17 @@ func (s *OutputStream) addDataNode(ctx context.Context, b BlockRef) {
 		s.log.Info("dfsio: no DataNode to add to the pipeline", "path", s.cfg.Path, "block", b.ID, "err", err)
 		return
 	}
-	nb := dataxfer.Block{Pool: s.lb.Pool, ID: b.ID, GenStamp: b.GenStamp, NumBytes: b.NumBytes}
-	if err := s.cfg.Data.TransferBlock(ctx, s.nodes[0].DataAddr, nb, add.Token, targets(add.Targets[:1])); err != nil {
-		s.log.Info("dfsio: copying the replica to an added DataNode failed", "path", s.cfg.Path, "block", b.ID, "datanode", add.Targets[0].DataAddr, "err", err)
+	// The survivor's replica is under the stamp of the last pipeline set
+	// up, or of a failed setup that reached it.
+	var err2 error
+	for _, gs := range append([]uint64{s.dnStamp}, s.issued...) {
+		nb := dataxfer.Block{Pool: s.lb.Pool, ID: b.ID, GenStamp: gs, NumBytes: b.NumBytes}
+		if err2 = s.cfg.Data.TransferBlock(ctx, s.nodes[0].DataAddr, nb, add.Token, targets(add.Targets[:1])); err2 == nil {
+			break
+		}
+	}
+	if err2 != nil {
+		s.log.Info("dfsio: copying the replica to an added DataNode failed", "path", s.cfg.Path, "block", b.ID, "datanode", add.Targets[0].DataAddr, "err", err2)
 		s.failed = append(s.failed, add.Targets[0].ID)
 		return
 	}
