@@ -567,3 +567,20 @@ func TestConcurrentReadAt(t *testing.T) {
 	}
 	mustEqual(t, "Read alongside ReadAt", got, data)
 }
+
+// TestHsyncAtBlockBoundary: a sync right after a block filled records that
+// block's length, so a reader sees the whole block.
+func TestHsyncAtBlockBoundary(t *testing.T) {
+	nn := newCluster(t, 3, 3)
+	path := "/boundary"
+	data := randBytes(13, testBlockSize)
+	w := create(t, nn, path, nil)
+	writeUneven(t, w, data)
+	if err := w.Hsync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, "read at a block boundary", readFile(t, nn, path), data)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

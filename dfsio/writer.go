@@ -92,9 +92,11 @@ type OutputStream struct {
 	inline   []byte // bytes written inline, while inlining
 	inlining bool
 	prev     *BlockRef // the last block closed
-	exclude  []uint64
-	lb       *LocatedBlock // the block being written, under its current stamp
-	dnStamp  uint64        // the stamp of its replicas on the pipeline's DataNodes
+	// prevSynced: its length was sent with Fsync.
+	prevSynced bool
+	exclude    []uint64
+	lb         *LocatedBlock // the block being written, under its current stamp
+	dnStamp    uint64        // the stamp of its replicas on the pipeline's DataNodes
 	// issued are the stamps of this block's recovery attempts whose setup
 	// failed: a DataNode may have moved its replica to one of them.
 	issued   []uint64
@@ -293,6 +295,7 @@ func (s *OutputStream) endBlock() error {
 		n, err := s.bw.Close(s.ctx)
 		if err == nil {
 			s.prev = &BlockRef{ID: s.lb.ID, GenStamp: s.lb.GenStamp, NumBytes: n}
+			s.prevSynced = false
 			s.bw, s.lb, s.pend = nil, nil, s.pend[:0]
 			return nil
 		}
@@ -310,6 +313,9 @@ func (s *OutputStream) recover(ctx context.Context, err error) error {
 	s.bw.Abort()
 	s.bw = nil
 	for attempt := 0; ; attempt++ {
+		if ctx.Err() != nil {
+			return s.errf("blk_%d: %w", s.lb.ID, errors.Join(ctx.Err(), err))
+		}
 		var pe *dataxfer.PipelineError
 		if !errors.As(err, &pe) {
 			return s.errf("blk_%d: %w", s.lb.ID, err)
@@ -445,6 +451,14 @@ func (s *OutputStream) flush(ctx context.Context, sync bool) error {
 	}
 	s.hflushed = true
 	if s.bw == nil {
+		// At a block boundary the closed block is the file's last until
+		// the next AddBlock commits it: its length is the one to record.
+		if s.prev != nil && !s.prevSynced {
+			if err := s.cfg.NameNode.Fsync(ctx, s.cfg.Path, s.cfg.Client, s.prev.NumBytes); err != nil {
+				return s.fail(s.errf("fsync: %w", err))
+			}
+			s.prevSynced = true
+		}
 		return nil
 	}
 	for {
