@@ -11,6 +11,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/nimbus-fs/nimbus/blocks"
 	"github.com/nimbus-fs/nimbus/dataxfer"
 )
@@ -141,7 +144,12 @@ func TestPipelineRecoveryAddsDataNode(t *testing.T) {
 		nn := newCluster(t, 4, 3)
 		path := "/recover"
 		data := randBytes(uint64(killed)+10, 3*testBlockSize-100)
-		w := create(t, nn, path, nil)
+		reg := prometheus.NewRegistry()
+		m, err := NewMetrics(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := create(t, nn, path, func(c *WriterConfig) { c.Metrics = m })
 		half := testBlockSize / 2
 		writeUneven(t, w, data[:half])
 		if err := w.Hflush(context.Background()); err != nil {
@@ -165,6 +173,9 @@ func TestPipelineRecoveryAddsDataNode(t *testing.T) {
 		}
 		if len(nn.callsOf("additional")) == 0 {
 			t.Fatalf("killed node %d: hflushed stream with 2 of 3 DataNodes left added none", killed)
+		}
+		if r, a, b := testutil.ToFloat64(m.recoveries), testutil.ToFloat64(m.replaced), testutil.ToFloat64(m.bytesWritten); r < 1 || a < 1 || b != float64(len(data)) {
+			t.Fatalf("killed node %d: metrics: %v recoveries, %v replaced, %v bytes written of %d", killed, r, a, b, len(data))
 		}
 		b0 := nn.files[path].blocks[0]
 		if b0.gs < 2 {
@@ -373,8 +384,23 @@ func TestChecksumErrorReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	nn.nodes[0].readAddr = flipProxy(t, nn.nodes[0].addr, 2000)
-	got := readFile(t, nn, path)
+	m, err := NewMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(context.Background(), ReaderConfig{NameNode: nn, Data: testClient(), Path: path, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
 	mustEqual(t, "read past bad bytes", got, data)
+	if f, b := testutil.ToFloat64(m.failovers), testutil.ToFloat64(m.bytesRead); f != 1 || b != float64(len(data)) {
+		t.Fatalf("metrics: %v failovers, %v bytes read", f, b)
+	}
 	nn.mu.Lock()
 	defer nn.mu.Unlock()
 	if len(nn.bad) != 1 || len(nn.bad[0].Targets) != 1 || nn.bad[0].Targets[0].ID != 1 {

@@ -29,6 +29,7 @@ type ReaderConfig struct {
 	// again after every location failed (HDFS's
 	// dfs.client.max.block.acquire.failures, 3).
 	Refetches int
+	Metrics   *Metrics // nil: none
 	Logger    *slog.Logger
 }
 
@@ -164,6 +165,7 @@ func (s *InputStream) open(ctx context.Context, lb LocatedBlock, off int64) (*da
 			}
 			lastErr = err
 			s.log.Info("dfsio: DataNode failed a read; trying the next", "path", s.cfg.Path, "block", lb.ID, "datanode", t.DataAddr, "err", err)
+			s.cfg.Metrics.inc(mFailovers, 1)
 			s.markDead(t.DataAddr)
 		}
 		if refetch >= s.cfg.Refetches {
@@ -200,6 +202,7 @@ func (s *InputStream) markDead(addr string) {
 // is reported to the NameNode; either way the DataNode is dead for this
 // stream.
 func (s *InputStream) readFailed(ctx context.Context, lb LocatedBlock, addr string, err error) {
+	s.cfg.Metrics.inc(mFailovers, 1)
 	s.log.Info("dfsio: read from a DataNode failed; failing over", "path", s.cfg.Path, "block", lb.ID, "datanode", addr, "err", err)
 	s.markDead(addr)
 	var ce *dataxfer.ChecksumError
@@ -213,6 +216,7 @@ func (s *InputStream) readFailed(ctx context.Context, lb LocatedBlock, addr stri
 			bad.Targets = append(bad.Targets, t)
 		}
 	}
+	s.cfg.Metrics.inc(mBadReported, 1)
 	if rerr := s.cfg.NameNode.ReportBadBlocks(ctx, []LocatedBlock{bad}); rerr != nil {
 		s.log.Warn("dfsio: reporting a corrupt replica failed", "path", s.cfg.Path, "block", lb.ID, "datanode", addr, "err", rerr)
 	}
@@ -247,6 +251,7 @@ func (s *InputStream) Read(p []byte) (int, error) {
 			s.dropReader()
 		}
 		if n > 0 {
+			s.cfg.Metrics.inc(mBytesRead, n)
 			return n, nil
 		}
 		if err == io.EOF {
@@ -307,6 +312,7 @@ func (s *InputStream) readRange(lb LocatedBlock, at int64, p []byte) (int, error
 		k, err := io.ReadFull(br, p[n:])
 		br.Close()
 		n += k
+		s.cfg.Metrics.inc(mBytesRead, k)
 		if err == nil {
 			break
 		}

@@ -55,8 +55,9 @@ type WriterConfig struct {
 	Inline *InlineConfig
 	// Append, when set, opens the stream at the end of an existing file
 	// the NameNode opened for appending.
-	Append *AppendConfig
-	Logger *slog.Logger
+	Append  *AppendConfig
+	Metrics *Metrics // nil: none
+	Logger  *slog.Logger
 }
 
 // AppendConfig is where an appending stream starts.
@@ -236,6 +237,7 @@ func (s *OutputStream) writeBlock(p []byte) error {
 	s.trim()
 	s.pend = append(s.pend, p...)
 	s.blockPos += int64(len(p))
+	s.cfg.Metrics.inc(mBytesWritten, len(p))
 	if _, err := s.bw.Write(p); err != nil {
 		// The recovery sends every unacknowledged byte again, p too.
 		return s.recover(s.ctx, err)
@@ -280,6 +282,7 @@ func (s *OutputStream) startBlock() error {
 			return s.errf("blk_%d: %w", lb.ID, err)
 		}
 		s.log.Info("dfsio: pipeline setup failed; abandoning the block", "path", s.cfg.Path, "block", lb.ID, "datanode", pe.Addr, "err", err)
+		s.cfg.Metrics.inc(mAbandoned, 1)
 		if aerr := s.cfg.NameNode.AbandonBlock(s.ctx, s.cfg.Path, s.cfg.Client, lb.Ref()); aerr != nil {
 			return s.errf("abandon blk_%d: %w", lb.ID, aerr)
 		}
@@ -325,6 +328,7 @@ func (s *OutputStream) recover(ctx context.Context, err error) error {
 		}
 		s.trim2(acked)
 		bad := min(max(pe.Index, 0), len(s.nodes)-1)
+		s.cfg.Metrics.inc(mRecoveries, 1)
 		s.log.Warn("dfsio: pipeline failed; recovering", "path", s.cfg.Path, "block", s.lb.ID, "datanode", s.nodes[bad].DataAddr, "acked", acked, "err", err)
 		s.failed = append(s.failed, s.nodes[bad].ID)
 		s.nodes = slices.Delete(s.nodes, bad, bad+1)
@@ -427,6 +431,7 @@ func (s *OutputStream) addDataNode(ctx context.Context, b BlockRef) {
 		return
 	}
 	s.nodes = append(s.nodes, add.Targets[0])
+	s.cfg.Metrics.inc(mReplaced, 1)
 }
 
 // Hflush sends the bytes written and waits until every DataNode of the
