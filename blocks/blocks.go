@@ -187,3 +187,16 @@ type Writer interface {
 type Corrupter interface {
 	Corrupt(ctx context.Context, id ID, offset int64) error
 }
+
+// LengthRecoverer is an optional capability of a Store, found by type
+// assertion: HDFS's updateReplicaUnderRecovery, the second step of block
+// recovery. RecoverTo does what Recover does (stop the writer, cut a
+// being-written replica to its verified prefix) and then cuts the replica
+// to length, finalized under newGenStamp (> id.GenStamp), in one step, so
+// that the replicas of a block agree on the length the NameNode chose. A
+// replica shorter than length is ErrRange (and left as it was, or cut to
+// its verified prefix); a replica already finalized under id is cut and
+// renamed the same way.
+type LengthRecoverer interface {
+	RecoverTo(ctx context.Context, id ID, newGenStamp uint64, length int64) error
+}

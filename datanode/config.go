@@ -51,8 +51,20 @@ type Config struct {
 	Reserved int64
 	// Blocks configures the replica store (blocks/local).
 	Blocks local.Config
+	// Transfer configures the data transfer server (dataxfer.Server) that
+	// serves DataAddr.
+	Transfer TransferConfig
+	// NoBlockTokens serves data ops without checking block tokens (HDFS's
+	// dfs.block.access.token.enable false). By default every op must carry
+	// a token issued under a key derived from the cluster secret.
+	NoBlockTokens bool
+	// ReplicationBandwidth bounds the bytes per second of the DataNode's
+	// background transfers taken together (the replicas it copies to other
+	// DataNodes when told to: HDFS's dfs.datanode.balance.bandwidthPerSec);
+	// 0: unbounded.
+	ReplicationBandwidth int64
 	// NewDataServer makes the data transfer server that serves DataAddr.
-	// Nil: connections to the data port are accepted and closed.
+	// Nil: a dataxfer.Server configured by Transfer.
 	NewDataServer func(DataServerEnv) (DataServer, error)
 	// Version is the software version published in the DataNode's row.
 	Version string
@@ -76,6 +88,7 @@ func DefaultConfig() Config {
 		FullReportInterval: 6 * time.Hour,
 		UsageInterval:      10 * time.Minute,
 		Blocks:             local.DefaultConfig(),
+		Transfer:           defaultTransferConfig(),
 	}
 }
 
@@ -97,6 +110,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: UsageInterval = %v, want > 0", ErrConfig, c.UsageInterval)
 	case c.Reserved < 0:
 		return fmt.Errorf("%w: Reserved = %d, want >= 0", ErrConfig, c.Reserved)
+	case c.ReplicationBandwidth < 0:
+		return fmt.Errorf("%w: ReplicationBandwidth = %d, want >= 0", ErrConfig, c.ReplicationBandwidth)
+	case c.NewDataServer == nil && (c.Transfer.MaxConns <= 0 || c.Transfer.Timeout <= 0 || c.Transfer.KeepAlive < 0):
+		return fmt.Errorf("%w: Transfer = %+v, want MaxConns > 0, Timeout > 0, KeepAlive >= 0", ErrConfig, c.Transfer)
 	}
 	if err := c.Liveness.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrConfig, err)

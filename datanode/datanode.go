@@ -20,7 +20,10 @@ import (
 	"github.com/nimbus-fs/nimbus/blocks"
 	"github.com/nimbus-fs/nimbus/blocks/local"
 	"github.com/nimbus-fs/nimbus/datanode/registry"
+	"github.com/nimbus-fs/nimbus/dataxfer"
+	"github.com/nimbus-fs/nimbus/dataxfer/blocktoken"
 	retry "github.com/nimbus-fs/nimbus/internal/backoff"
+	"github.com/nimbus-fs/nimbus/internal/clusterauth"
 	"github.com/nimbus-fs/nimbus/store"
 )
 
@@ -48,6 +51,12 @@ type DataNode struct {
 	started time.Time
 	dataPub string // published addresses
 	httpPub string
+	key     *clusterauth.Key    // member requests (commands)
+	tokens  *blocktoken.Manager // block tokens
+	limiter *bandwidth          // background transfers
+
+	recMu      sync.Mutex
+	recoveries map[uint64]uint64 // block -> the largest recovery id started
 
 	id        atomic.Uint64
 	transfers atomic.Int64
@@ -130,15 +139,32 @@ func New(ctx context.Context, cfg Config, st store.Store) (_ *DataNode, err erro
 	d.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	d.dataPub = publish(cfg.DataAddr, d.dataLn.Addr(), d.host)
 	d.httpPub = publish(cfg.HTTPAddr, d.httpLn.Addr(), d.host)
+	secret, err := clusterauth.LoadSecret(ctx, st)
+	if err != nil {
+		return nil, fmt.Errorf("datanode: %w", err)
+	}
+	if d.key, err = clusterauth.New(secret, nil); err != nil {
+		return nil, fmt.Errorf("datanode: %w", err)
+	}
+	// Key id 0: Verify derives the key of the id a token names, so any
+	// NameNode's key id verifies; the DataNode issues only for its copies.
+	d.tokens = blocktoken.NewManager([32]byte(secret), 0, nil)
+	d.limiter = newBandwidth(cfg.ReplicationBandwidth)
+	d.recoveries = map[uint64]uint64{}
 	env := DataServerEnv{Store: d.blocks, Cluster: d.cluster, UUID: d.stor.version.DataNodeUUID,
 		TransferStarted: d.transferStarted, Logger: d.log.With("part", "dataxfer"), Registerer: cfg.Registerer}
-	if cfg.NewDataServer != nil {
-		if d.data, err = cfg.NewDataServer(env); err != nil {
-			return nil, fmt.Errorf("datanode: data server: %w", err)
-		}
-	} else {
-		d.data = &closingServer{log: d.log}
+	if !cfg.NoBlockTokens {
+		env.Tokens = d.tokens
 	}
+	if cfg.NewDataServer != nil {
+		d.data, err = cfg.NewDataServer(env)
+	} else {
+		d.data, err = newDataxferServer(cfg.Transfer, env)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("datanode: data server: %w", err)
+	}
+	d.commands(mux)
 	if err := d.countUsage(ctx); err != nil {
 		return nil, err
 	}
@@ -213,7 +239,7 @@ func (d *DataNode) Run(ctx context.Context) error {
 	fatal := make(chan error, 2)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := d.data.Serve(d.dataLn); err != nil && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
+		if err := d.data.Serve(d.dataLn); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, dataxfer.ErrServerClosed) && ctx.Err() == nil {
 			fatal <- fmt.Errorf("datanode: data server: %w", err)
 		}
 	})
@@ -284,7 +310,7 @@ func (d *DataNode) heartbeat() registry.Heartbeat {
 		Transfers: uint32(max(0, d.transfers.Load())),
 	}
 	d.mu.Lock()
-	hb.Used = d.mu.used
+	hb.Used, hb.Replicas = d.mu.used, int64(d.mu.replicas)
 	d.mu.Unlock()
 	total, avail, err := statfs(d.stor.blocks)
 	cerr := d.stor.check()

@@ -21,6 +21,9 @@ import (
 
 	"github.com/nimbus-fs/nimbus/blocks"
 	"github.com/nimbus-fs/nimbus/datanode/registry"
+	"github.com/nimbus-fs/nimbus/dataxfer"
+	"github.com/nimbus-fs/nimbus/dataxfer/blocktoken"
+	"github.com/nimbus-fs/nimbus/internal/clusterauth"
 	"github.com/nimbus-fs/nimbus/store"
 	"github.com/nimbus-fs/nimbus/store/pebblestore"
 )
@@ -366,8 +369,8 @@ func FuzzParseVersion(f *testing.F) {
 	})
 }
 
-// The HTTP port answers /healthz and /metrics; the data port, without a
-// data server, closes connections; a configured data server is given the
+// The HTTP port answers /healthz and /metrics; the data port serves
+// dataxfer with block tokens; a configured data server is given the
 // reporting store and counts transfers into heartbeats.
 func TestPorts(t *testing.T) {
 	st := openStore(t)
@@ -388,15 +391,30 @@ func TestPorts(t *testing.T) {
 			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, body)
 		}
 	}
-	c, err := net.Dial("tcp", d.DataAddr())
+	// The default data server (dataxfer) checks block tokens: a read
+	// without one is refused, a read with one issued under the cluster
+	// secret gets the replica.
+	id := blocks.ID{Block: 77, GenStamp: 3}
+	writeReplica(t, d.Blocks(), id, []byte("served"))
+	blk := dataxfer.Block{Pool: d.Cluster().BlockPoolID, ID: id.Block, GenStamp: id.GenStamp}
+	var xc dataxfer.Client
+	if _, err := xc.ReadBlock(context.Background(), d.DataAddr(), blk, blocktoken.Token{}, 0, -1); !errors.Is(err, dataxfer.ErrAccessToken) {
+		t.Fatalf("read without a token: %v, want ErrAccessToken", err)
+	}
+	secret, err := clusterauth.LoadSecret(context.Background(), st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.SetReadDeadline(time.Now().Add(20 * time.Second))
-	if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("data port without a server: read %d, %v; want the connection closed", n, err)
+	tok := blocktoken.NewManager([32]byte(secret), 5, nil).IssueFor("u", blk.Pool, blk.ID, time.Minute, blocktoken.Read)
+	br, err := xc.ReadBlock(context.Background(), d.DataAddr(), blk, tok, 0, 6)
+	if err != nil {
+		t.Fatal(err)
 	}
-	c.Close()
+	got, err := io.ReadAll(br)
+	br.Close()
+	if err != nil || string(got) != "served" {
+		t.Fatalf("read with a token: %q, %v", got, err)
+	}
 	d.stop()
 
 	// With a data server of the test's.

@@ -19,5 +19,13 @@
 // Every change of a replica goes through the store the DataNode hands its
 // data server (DataServerEnv.Store), which queues it for the next
 // incremental report; reports are sent by one goroutine, one at a time,
-// as the registry requires. See docs/BLOCKS.md, "DataNodes".
+// as the registry requires.
+//
+// The data server is dataxfer.Server unless Config.NewDataServer makes
+// another; it checks block tokens under a key derived from the cluster
+// secret (read from the store, as NameNodes read it to issue them). The
+// HTTP port serves /metrics, /healthz and the NameNodes' commands
+// (commands.go; package datanode/command is their client): block recovery
+// in two steps, delete, replicate, each a member request signed with the
+// cluster secret. See docs/BLOCKS.md, "DataNodes".
 package datanode

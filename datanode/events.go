@@ -138,6 +138,19 @@ func (s *reportingStore) Recover(ctx context.Context, id blocks.ID, newGenStamp 
 	return n, err
 }
 
+// RecoverTo is blocks.LengthRecoverer when the replica store has it.
+func (s *reportingStore) RecoverTo(ctx context.Context, id blocks.ID, newGenStamp uint64, length int64) error {
+	lr, ok := s.Store.(blocks.LengthRecoverer)
+	if !ok {
+		return fmt.Errorf("datanode: recover %v to %d bytes: the replica store cannot", id, length)
+	}
+	err := lr.RecoverTo(ctx, id, newGenStamp, length)
+	if err == nil {
+		s.ch.replica(blocks.Replica{ID: blocks.ID{Block: id.Block, GenStamp: newGenStamp}, State: blocks.Finalized, Length: length})
+	}
+	return err
+}
+
 func (s *reportingStore) Truncate(ctx context.Context, id blocks.ID, newLength int64, newGenStamp uint64) error {
 	err := s.Store.Truncate(ctx, id, newLength, newGenStamp)
 	if err == nil {

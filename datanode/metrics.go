@@ -22,6 +22,8 @@ type metrics struct {
 	remaining          prometheus.Gauge
 	full               prometheus.Gauge
 	failed             prometheus.Gauge
+	commands           prometheus.Counter
+	commandsRefused    prometheus.Counter
 	all                []prometheus.Collector
 	reg                prometheus.Registerer
 }
@@ -48,10 +50,13 @@ func newMetrics(reg prometheus.Registerer, pending, transfers func() float64) (*
 		remaining:          g("remaining_bytes", "Free bytes for blocks (free space less the reserve)."),
 		full:               g("full", "1 when free space is below the reserve."),
 		failed:             g("failed", "1 when the storage directory failed its check."),
+		commands:           c("commands_total", "Commands (member requests on the HTTP port) served."),
+		commandsRefused:    c("commands_refused_total", "Commands refused for their signature."),
 		reg:                reg,
 	}
 	m.all = []prometheus.Collector{m.heartbeats, m.heartbeatFailures, m.fullReports, m.fullReportFailures, m.fullReportSeconds,
 		m.incrReports, m.incrChanges, m.incrFailures, m.replicas, m.capacity, m.used, m.remaining, m.full, m.failed,
+		m.commands, m.commandsRefused,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "nimbus", Subsystem: "datanode", Name: "pending_changes",
 			Help: "Replica changes waiting for an incremental block report."}, pending),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "nimbus", Subsystem: "datanode", Name: "transfers",

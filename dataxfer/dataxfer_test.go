@@ -227,8 +227,8 @@ func TestDownstreamDiesKeepsAcked(t *testing.T) {
 
 // TestCorruptReplicaNotServed: a replica whose stored byte no longer
 // matches its checksum is served up to the bad chunk and no further; the
-// client's error names the DataNode and the offset, the Corrupt hook the
-// chunk.
+// client's error is a checksum error naming the DataNode and the chunk's
+// offset, the Corrupt hook the chunk.
 func TestCorruptReplicaNotServed(t *testing.T) {
 	n := startNode(t, nil)
 	c := &Client{Name: "DFSClient_test"}
@@ -251,8 +251,8 @@ func TestCorruptReplicaNotServed(t *testing.T) {
 		got = append(got, buf[:k]...)
 		if err != nil {
 			var re *ReadError
-			if !errors.As(err, &re) || re.Addr != n.addr || re.Offset > bad || re.Offset < bad-readPacketData {
-				t.Fatalf("read of a corrupt replica: %v, want a ReadError from %s at or before %d", err, n.addr, bad)
+			if !errors.As(err, &re) || re.Addr != n.addr || re.Offset != bad-bad%512 || !errors.Is(err, ErrChecksum) {
+				t.Fatalf("read of a corrupt replica: %v, want a checksum ReadError from %s at %d", err, n.addr, bad-bad%512)
 			}
 			break
 		}

@@ -430,3 +430,22 @@ func (s *Server) checkToken(c *conn, op Op, b Block, tok *hadoop.TokenProto, mod
 	s.respond(c, errResponse(hadoop.Status_ERROR_ACCESS_TOKEN, "%s %s: access denied: %v", op, b, err))
 	return fmt.Errorf("%s %s: %w", op, b, err)
 }
+
+// StopWrite stops a write op of block in progress, if any: its connection
+// is closed, and StopWrite returns once the op has ended (its replica
+// synced and left being written, with every byte it received) or after
+// Timeout. Block recovery calls it before it reads the replica's length
+// (HDFS's initReplicaRecovery stops the writer).
+func (s *Server) StopWrite(block uint64) {
+	s.mu.Lock()
+	w := s.mu.writers[block]
+	s.mu.Unlock()
+	if w == nil {
+		return
+	}
+	w.conn.Close()
+	select {
+	case <-w.done:
+	case <-time.After(s.cfg.Timeout):
+	}
+}

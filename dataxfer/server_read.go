@@ -86,20 +86,25 @@ func (s *Server) readBlock(c *conn, req *hadoop.OpReadBlockProto) (bool, error) 
 
 // sendPackets streams [start, end) of a replica from rd as packets, then the
 // empty last packet. A chunk of the replica that fails its stored
-// checksum ends the stream without its bytes: the connection is closed
-// and the Corrupt hook told.
+// checksum ends the stream without its bytes: the Corrupt hook is told,
+// the reader gets the good bytes before it and then, in place of the
+// chunk, one that fails its checksum (sendCorrupt), and the connection is
+// closed.
 func (s *Server) sendPackets(c *conn, rd io.Reader, b Block, start, end int64, sums bool) error {
 	buf := make([]byte, readPacketData)
 	pkt := make([]byte, 0, readPacketData+readPacketData/blocks.ChunkSize*crcSize+64)
 	var seq int64
 	for off := start; off < end; seq++ {
 		n := int(min(int64(len(buf)), end-off))
-		if _, err := io.ReadFull(rd, buf[:n]); err != nil {
+		if k, err := io.ReadFull(rd, buf[:n]); err != nil {
 			var ce *blocks.CorruptError
 			if errors.As(err, &ce) {
 				s.log.Warn("dataxfer: corrupt replica not served", "block", b, "offset", ce.Offset)
 				if s.cfg.Hooks.Corrupt != nil {
 					s.cfg.Hooks.Corrupt(ce.ID, ce.Offset)
+				}
+				if sums && ce.Offset >= off && ce.Offset < end {
+					s.sendCorrupt(c, buf[:min(int64(k), ce.Offset-off)], off, ce.Offset, end, seq)
 				}
 			}
 			return fmt.Errorf("READ_BLOCK %s at offset %d: %w", b, off, err)
@@ -215,4 +220,26 @@ func (s *Server) transferBlock(c *conn, req *hadoop.OpTransferBlockProto) error 
 		return err
 	}
 	return s.respond(c, &hadoop.BlockOpResponseProto{Status: hadoop.Status_SUCCESS.Enum()})
+}
+
+// sendCorrupt ends a read that met a corrupt chunk at offset bad: the good
+// bytes read before it (from off), then a chunk of zeros whose checksum
+// does not match them. A reader that verifies (every DTP client by
+// default) fails with a checksum error naming the block and the offset,
+// as when an HDFS DataNode sends a corrupt replica's bytes with their
+// stored checksums, and goes to another replica; none of the replica's
+// corrupt bytes are sent.
+func (s *Server) sendCorrupt(c *conn, good []byte, off, bad, end, seq int64) {
+	var pkt []byte
+	if len(good) > 0 {
+		pkt = AppendPacket(pkt, PacketHeader{Offset: off, Seqno: seq}, good, true)
+		seq++
+	}
+	zeros := make([]byte, min(blocks.ChunkSize, end-bad))
+	sum := binary.BigEndian.AppendUint32(nil, ^crc32.Checksum(zeros, blocks.Castagnoli))
+	pkt = appendPacketSums(pkt, PacketHeader{Offset: bad, Seqno: seq}, sum, zeros)
+	c.writeDeadline(s.cfg.Timeout)
+	if _, err := c.w.Write(pkt); err == nil {
+		c.w.Flush()
+	}
 }

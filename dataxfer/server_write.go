@@ -147,7 +147,7 @@ func (op *writeOpState) open(st stage) error {
 	case StageAppend:
 		op.w, err = store.OpenAppend(ctx, id, req.GetLatestGenerationStamp())
 	case StageStreamingRecovery, StageAppendRecovery:
-		op.w, err = store.OpenAppend(ctx, id, req.GetLatestGenerationStamp())
+		op.w, err = openForRecovery(ctx, store, id, req.GetLatestGenerationStamp())
 		if err == nil {
 			n := op.w.Len()
 			if n < int64(req.GetMinBytesRcvd()) || n > int64(req.GetMaxBytesRcvd()) {
@@ -169,6 +169,26 @@ func (op *writeOpState) open(st stage) error {
 		h(op.b.BlockID())
 	}
 	return nil
+}
+
+// maxRecoveryStamps bounds the stamps openForRecovery tries.
+const maxRecoveryStamps = 64
+
+// openForRecovery reopens the replica of a pipeline recovery under latest.
+// As HDFS's recoverRbw, it accepts a replica whose stamp lies between the
+// op's block stamp and latest: a recovery whose pipeline setup failed
+// downstream has already moved this DataNode's replica to the stamp of
+// that attempt, and the client's next attempt names the stamp it knew.
+func openForRecovery(ctx context.Context, store blocks.Store, id blocks.ID, latest uint64) (blocks.Writer, error) {
+	w, err := store.OpenAppend(ctx, id, latest)
+	for gs := id.GenStamp + 1; errors.Is(err, blocks.ErrNotFound) && gs < latest && gs-id.GenStamp <= maxRecoveryStamps; gs++ {
+		var err2 error
+		w, err2 = store.OpenAppend(ctx, blocks.ID{Block: id.Block, GenStamp: gs}, latest)
+		if !errors.Is(err2, blocks.ErrNotFound) {
+			err = err2
+		}
+	}
+	return w, err
 }
 
 // closeRecovery serves PIPELINE_CLOSE_RECOVERY: finalize the replica under

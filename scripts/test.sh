@@ -27,7 +27,8 @@
 # 1.26+, a C compiler (go test -race needs cgo), the PostgreSQL server
 # (postgresql: the store tests start a cluster as user postgres), the etcd
 # server (etcd-server: the coordinator tests start clusters of it), a
-# headless browser (chromium: the status page's test drives it), python3
+# headless browser (chromium: the status page's test drives it), iproute2
+# (ip: internal/netzone makes availability zones of network namespaces), python3
 # with venv, curl, Java 17+ and Maven. Run as root where apt-get exists (CI on a fresh
 # Debian machine), the missing ones are installed; otherwise the script
 # stops at once and says how to install them.
@@ -88,6 +89,11 @@ need_tools() {
   if has "$STAGES" go && [[ -z ${NIMBUS_CHROMIUM:-} ]] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
     missing+=("a headless browser for the status page's test: apt-get install chromium"); pkgs+=(chromium)
   fi
+  # Availability zones for the DataNode and NameNode tests are network
+  # namespaces (internal/netzone), made with iproute2's ip.
+  if has "$STAGES" go && ! command -v ip >/dev/null; then
+    missing+=("iproute2 for the zone tests' network namespaces: apt-get install iproute2"); pkgs+=(iproute2)
+  fi
   if has "$STAGES" bench || has "$STAGES" clients || has "$STAGES" firsthour; then
     command -v python3 >/dev/null || { missing+=("python3: apt-get install python3"); pkgs+=(python3); }
   fi
@@ -128,7 +134,15 @@ stage_go() {
   go vet ./...
   banner "go test -race ./..."
   # need_tools installed etcd and chromium: their tests must run, not skip.
-  NIMBUS_REQUIRE_ETCD=1 NIMBUS_REQUIRE_CHROMIUM=1 go test -race -count=1 -timeout 30m ./...
+  # The zone tests need root (network namespaces): as root (CI) they must
+  # run too; otherwise they skip and say why.
+  local netns=""
+  if [[ $(id -u) == 0 ]]; then
+    netns=1
+  else
+    echo "test.sh: not root: the zone tests (internal/netzone and its users) skip" >&2
+  fi
+  NIMBUS_REQUIRE_ETCD=1 NIMBUS_REQUIRE_CHROMIUM=1 NIMBUS_REQUIRE_NETNS=$netns go test -race -count=1 -timeout 30m ./...
   banner "coherence simulator: a million operations, and a thousand instances, without -race"
   go test -count=1 -timeout 10m -run '^TestSimulate(ThousandInstances)?$' -v ./coherence/sim
 }

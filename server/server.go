@@ -251,6 +251,7 @@ type Server struct {
 	store   store.Store
 	pebble  *pebblestore.Store // the embedded store, nil on PostgreSQL
 	blocks  *local.Store
+	dnodes  *dataNodeView // the store's DataNodes (datanodes.go)
 	ns      *namespace.Engine
 	coord   coordinator.Coordinator // from Start; nil before
 	// opening is the coordinator being opened by New in the background,
@@ -367,6 +368,10 @@ func NewContext(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.phase("secret")
+	if s.dnodes, err = newDataNodeView(st, s.reg, s.log); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	nc := cfg.Namespace
 	if err := s.openBlocks(cfg, st, &nc); err != nil {
 		st.Close()
@@ -450,6 +455,7 @@ func NewContext(ctx context.Context, cfg Config) (_ *Server, err error) {
 	mux.HandleFunc("GET /status/instance", s.instanceJSON)
 	mux.HandleFunc("GET /status/load", s.loadJSON)
 	mux.HandleFunc("GET /status/cluster", s.clusterJSON)
+	mux.HandleFunc("GET /status/datanodes", s.dataNodesJSON)
 	if s.coherence != nil {
 		mux.Handle("POST "+loop.Path, s.coherence.Handler())
 	}

@@ -35,6 +35,14 @@ type statusData struct {
 	DiskUsage       string
 	RootEntries     string // entries in /, or why they are unknown
 	Coordinator     string // which, and this server's membership
+	DataNodes       []dataNodeRow
+	DataNodesErr    string // why they could not be read
+}
+
+// dataNodeRow is a DataNode as the page's table shows it.
+type dataNodeRow struct {
+	DataNodeStatus
+	CapacityH, UsedH string
 }
 
 func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
@@ -78,7 +86,7 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 		Started: s.start.UTC().Format(time.RFC3339), Uptime: time.Since(s.start).Round(time.Second).String(),
 		Cluster: s.clusterForPage(ctx)}
 	d.Totals = statuspage.TotalsOf(d.Cluster, s.page.series.Series(time.Now().Add(-time.Minute), 1))
-	d.Details = statusData{
+	details := statusData{
 		Version:         s.cfg.Version,
 		Addr:            s.Addr(),
 		DataDir:         s.cfg.DataDir,
@@ -92,6 +100,15 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 		RootEntries:     root,
 		Coordinator:     coord,
 	}
+	if dn, err := s.dnodes.list(ctx); err != nil {
+		details.DataNodesErr = err.Error()
+	} else {
+		for _, n := range dn.DataNodes {
+			details.DataNodes = append(details.DataNodes, dataNodeRow{DataNodeStatus: n,
+				CapacityH: humanBytes(uint64(n.Capacity)), UsedH: humanBytes(uint64(n.Used))})
+		}
+	}
+	d.Details = details
 	if d.Version == "" {
 		d.Version = "(version unknown)"
 	}

@@ -39,12 +39,22 @@ var statusTemplate = statuspage.Template(`{{define "details"}}
 <li>Superuser: <code>{{.Details.Superuser}}</code></li>
 <li>Coordinator: {{.Details.Coordinator}}</li>
 </ul>
+{{if .Details.DataNodes}}
+<h2>DataNodes</h2>
+<table class="datanodes">
+<tr><th>id</th><th>address</th><th>zone</th><th>capacity</th><th>used</th><th>blocks</th><th>last heartbeat</th><th>state</th></tr>
+{{range .Details.DataNodes}}<tr><td>{{.ID}}</td><td><code>{{.Address}}</code></td><td>{{.Zone}}</td><td>{{.CapacityH}}</td><td>{{.UsedH}}</td><td>{{.Blocks}}</td><td>{{.LastHeartbeat}}</td><td>{{.State}}</td></tr>
+{{end}}</table>
+{{else if .Details.DataNodesErr}}
+<p>DataNodes: unknown ({{.Details.DataNodesErr}})</p>
+{{end}}
 <h2>Endpoints</h2>
 <ul>
 <li><a href="/webhdfs/v1/?op=LISTSTATUS">WebHDFS</a>: <code>/webhdfs/v1</code> (hadoop fs, Spark, Python's hdfs and fsspec)</li>
 <li>RPC: <code>{{.Addr}}/rpc/</code> (nimbus fs, the Go client; it upgrades the connection, a browser gets a note)</li>
 <li><a href="/metrics">/metrics</a>: Prometheus metrics</li>
 <li><a href="/status/series?minutes=5">/status/series</a>: the charts' samples (JSON)</li>
+<li><a href="/status/datanodes">/status/datanodes</a>: the store's DataNodes (JSON)</li>
 <li><a href="/readyz">/readyz</a>: 200 while serving</li>
 </ul>
 {{end}}`)

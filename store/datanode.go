@@ -27,6 +27,7 @@ type DataNode struct {
 	Used      int64  // bytes its replicas take
 	Remaining int64  // bytes still free for blocks (free space less the reserve, at least 0)
 	Transfers uint32 // data transfers in flight (HDFS's xceiver count)
+	Replicas  int64  // replicas it holds, as of its last full report or count of its directory
 	Admin     AdminState
 	Full      bool // free space is below the reserve: no new replicas
 	Failed    bool // its storage directory failed a check: no new replicas, reads may fail
@@ -64,11 +65,12 @@ func (a AdminState) String() string {
 
 // The rows of the DataNode tables:
 //
-//	'k' id:8    -> DataNode (format byte 1, then the fields)
+//	'k' id:8    -> DataNode (format byte 2, then the fields; format 1 rows lack Replicas)
 //	'u' uuid    -> id:8     the id a DataNode UUID was given at its first registration
 
 const (
-	dataNodeFormatV1 = 1
+	dataNodeFormatV1 = 1 // without Replicas (decoded as 0)
+	dataNodeFormatV2 = 2 // Replicas after Updated
 
 	dataNodeFlagFull   = 1 << 0
 	dataNodeFlagFailed = 1 << 1
@@ -136,7 +138,7 @@ func DecodeDataNodeID(key, v []byte) (uint64, error) {
 
 // EncodeDataNode appends the value of dn's row (ID is in the key) to dst.
 func EncodeDataNode(dst []byte, dn *DataNode) []byte {
-	dst = append(dst, dataNodeFormatV1)
+	dst = append(dst, dataNodeFormatV2)
 	for _, s := range []string{dn.UUID, dn.StorageID, dn.Host, dn.DataAddr, dn.HTTPAddr, dn.Zone, dn.Version} {
 		dst = appendString(dst, s)
 	}
@@ -154,7 +156,8 @@ func EncodeDataNode(dst []byte, dn *DataNode) []byte {
 	dst = append(dst, byte(dn.Admin), flags)
 	dst = binary.AppendUvarint(dst, dn.Beat)
 	dst = binary.AppendVarint(dst, dn.Started)
-	return binary.AppendVarint(dst, dn.Updated)
+	dst = binary.AppendVarint(dst, dn.Updated)
+	return binary.AppendUvarint(dst, uint64(max(dn.Replicas, 0)))
 }
 
 // DecodeDataNode decodes a DataNode row into dn, overwriting every field.
@@ -164,8 +167,9 @@ func DecodeDataNode(key, value []byte, dn *DataNode) error {
 		return fmt.Errorf("%w: %s is not a DataNode key", ErrCorrupt, FormatKey(key))
 	}
 	d := decoder{b: value}
-	if v := d.byte(); v != dataNodeFormatV1 && d.err == nil {
-		d.err = fmt.Errorf("unknown DataNode format %d", v)
+	format := d.byte()
+	if format != dataNodeFormatV1 && format != dataNodeFormatV2 && d.err == nil {
+		d.err = fmt.Errorf("unknown DataNode format %d", format)
 	}
 	*dn = DataNode{ID: id}
 	for _, s := range []*string{&dn.UUID, &dn.StorageID, &dn.Host, &dn.DataAddr, &dn.HTTPAddr, &dn.Zone, &dn.Version} {
@@ -182,6 +186,10 @@ func DecodeDataNode(key, value []byte, dn *DataNode) error {
 	dn.Beat = d.uvarint()
 	dn.Started = d.varint()
 	dn.Updated = d.varint()
+	var reps uint64
+	if format == dataNodeFormatV2 {
+		reps = d.uvarint()
+	}
 	switch {
 	case d.err != nil:
 	case tr > 1<<32-1:
@@ -192,12 +200,15 @@ func DecodeDataNode(key, value []byte, dn *DataNode) error {
 		d.err = fmt.Errorf("unknown flags %#x", flags)
 	case dn.Capacity < 0 || dn.Used < 0 || dn.Remaining < 0:
 		d.err = fmt.Errorf("negative space (%d, %d, %d)", dn.Capacity, dn.Used, dn.Remaining)
+	case reps > 1<<62:
+		d.err = fmt.Errorf("replicas %d", reps)
 	case len(d.b) != 0:
 		d.err = fmt.Errorf("%d trailing bytes", len(d.b))
 	}
 	if d.err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrCorrupt, FormatKey(key), d.err)
 	}
+	dn.Replicas = int64(reps)
 	dn.Transfers = uint32(tr)
 	dn.Admin = AdminState(admin)
 	dn.Full = flags&dataNodeFlagFull != 0

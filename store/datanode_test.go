@@ -14,7 +14,7 @@ func sampleDataNodes() []DataNode {
 		{ID: 17, UUID: "0b6f0c6e-3f4e-4a8e-9f57-0d6f3f3c1a2b", StorageID: "DS-0b6f0c6e", Host: "dn-1", DataAddr: "10.0.0.1:9866",
 			HTTPAddr: "10.0.0.1:9864", Zone: "eu-north-1a", Version: "nimbus commit abc", Capacity: 1 << 40, Used: 1 << 30,
 			Remaining: 1<<40 - 1<<30, Transfers: 12, Admin: AdminDecommissioning, Full: true, Beat: 1 << 33,
-			Started: 1764000000000, Updated: 1764000003000},
+			Started: 1764000000000, Updated: 1764000003000, Replicas: 123456},
 		{ID: math.MaxUint64, UUID: strings.Repeat("u", MaxDataNodeString), Admin: AdminDecommissioned, Failed: true,
 			Transfers: math.MaxUint32, Started: -1, Updated: math.MaxInt64},
 	}

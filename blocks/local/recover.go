@@ -377,3 +377,79 @@ func (s *Store) moveToRBW(r *replica, newGenStamp uint64) error {
 func (s *Store) rename(fromDir, toDir, from, to string) error {
 	return os.Rename(filepath.Join(s.dir, fromDir, from), filepath.Join(s.dir, toDir, to))
 }
+
+// RecoverTo implements blocks.LengthRecoverer.
+func (s *Store) RecoverTo(ctx context.Context, id blocks.ID, newGenStamp uint64, length int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if newGenStamp <= id.GenStamp {
+		return opErr("recover", id, fmt.Errorf("%w: new generation stamp %d is not above %d", blocks.ErrBadState, newGenStamp, id.GenStamp))
+	}
+	if length < 0 {
+		return opErr("recover", id, fmt.Errorf("%w: length %d", blocks.ErrRange, length))
+	}
+	r, err := s.lockReplica(id)
+	if err != nil {
+		return opErr("recover", id, err)
+	}
+	defer r.mu.Unlock()
+	if r.state == blocks.Finalized {
+		if length > r.length {
+			return opErr("recover", id, fmt.Errorf("%w: length %d, replica has %d bytes", blocks.ErrRange, length, r.length))
+		}
+		if length == r.length {
+			newID := blocks.ID{Block: id.Block, GenStamp: newGenStamp}
+			dir := filepath.Join(s.dir, r.relDir())
+			if err := os.Rename(filepath.Join(dir, metaName(id)), filepath.Join(dir, metaName(newID))); err != nil {
+				return opErr("recover", id, err)
+			}
+			if err := s.syncDir(r.relDir()); err != nil {
+				return opErr("recover", id, err)
+			}
+			s.publish(func() { r.id = newID })
+			return nil
+		}
+		tail, err := s.chunkPrefixCRC(r, length)
+		if err != nil {
+			return opErr("recover", id, err)
+		}
+		if err := s.moveToRBW(r, newGenStamp); err != nil {
+			return opErr("recover", id, err)
+		}
+		if err := s.cutFiles(r, length, tail); err != nil {
+			return opErr("recover", r.id, err)
+		}
+		s.publish(func() { r.length, r.tailCRC, r.tailKnown = length, tail, true })
+		if err := s.moveToFinalized(r, newGenStamp); err != nil {
+			return opErr("recover", r.id, err)
+		}
+		return nil
+	}
+	if w := r.writer; w != nil {
+		w.stop(fmt.Errorf("%w: writer stopped by recovery of %s", blocks.ErrBadState, id))
+	}
+	n, tail, err := s.cutToVerified(r)
+	if err != nil {
+		return opErr("recover", id, err)
+	}
+	s.publish(func() { r.length, r.tailCRC, r.tailKnown = n, tail, true })
+	if length > n {
+		return opErr("recover", id, fmt.Errorf("%w: length %d, replica has %d verified bytes", blocks.ErrRange, length, n))
+	}
+	if length < n {
+		if tail, err = s.chunkPrefixCRC(r, length); err != nil {
+			return opErr("recover", id, err)
+		}
+		if err := s.cutFiles(r, length, tail); err != nil {
+			return opErr("recover", id, err)
+		}
+		s.publish(func() { r.length, r.tailCRC, r.tailKnown = length, tail, true })
+	}
+	if err := s.moveToFinalized(r, newGenStamp); err != nil {
+		return opErr("recover", id, err)
+	}
+	s.m.recoveries.Inc()
+	s.log.Info("blocks/local: recovered replica", "block", id.Block, "genstamp", newGenStamp, "length", length)
+	return nil
+}

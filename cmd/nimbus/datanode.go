@@ -39,7 +39,15 @@ func cmdDatanode(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fl.StringVar(&cfg.Zone, "zone", os.Getenv(envZone), "availability zone of this DataNode (default $"+envZone+"); a block's replicas are spread over zones")
 	fl.StringVar(&cfg.Host, "host", "", "host name published for this DataNode (default: the OS host name)")
 	fl.StringVar(&cfg.DataAddr, "addr", cfg.DataAddr, "listen address of the data transfer port")
-	fl.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "listen address of the HTTP port (/metrics, /healthz)")
+	fl.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "listen address of the HTTP port (/metrics, /healthz, the NameNodes' signed commands)")
+	fl.IntVar(&cfg.Transfer.MaxConns, "max-transfers", cfg.Transfer.MaxConns, "most data connections served at once; one more is closed at once")
+	fl.DurationVar(&cfg.Transfer.Timeout, "transfer-timeout", cfg.Transfer.Timeout, "a data connection whose peer is silent for this long (a read or write of it blocked) loses its op: a stalled pipeline fails")
+	fl.DurationVar(&cfg.Transfer.KeepAlive, "transfer-keepalive", cfg.Transfer.KeepAlive, "how long a data connection waits for another op after a read")
+	fl.BoolVar(&cfg.NoBlockTokens, "no-block-tokens", false, "serve data ops without checking block tokens (by default each op needs a token a NameNode issued under the cluster secret)")
+	fl.Func("replication-bandwidth", "bytes per second of the replicas this DataNode copies to others when told to, all copies together, bytes or with suffix k/m/g (default 0: unbounded)", func(v string) (err error) {
+		cfg.ReplicationBandwidth, err = parseSize(v)
+		return err
+	})
 	fl.DurationVar(&cfg.Liveness.Heartbeat, "heartbeat", cfg.Liveness.Heartbeat, "heartbeat period")
 	fl.DurationVar(&cfg.Liveness.StaleAfter, "stale-after", cfg.Liveness.StaleAfter, "without a heartbeat recorded for this long NameNodes take the DataNode for stale, and /healthz answers 503")
 	fl.DurationVar(&cfg.Liveness.DeadAfter, "dead-after", cfg.Liveness.DeadAfter, "without a heartbeat recorded for this long NameNodes take the DataNode for dead; it sends a full block report once its heartbeats pass again")

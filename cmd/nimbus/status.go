@@ -13,6 +13,7 @@ import (
 
 	"github.com/nimbus-fs/nimbus/client"
 	"github.com/nimbus-fs/nimbus/platform"
+	"github.com/nimbus-fs/nimbus/server"
 	"github.com/nimbus-fs/nimbus/tenant"
 )
 
@@ -118,6 +119,7 @@ type statusDoc struct {
 	*instanceStatus
 	Deployments []platform.DeploymentStatus `json:"deployments"`
 	Totals      *platform.ClusterTotals     `json:"totals,omitempty"`
+	DataNodes   []server.DataNodeStatus     `json:"datanodes,omitempty"`
 }
 
 // getJSON GETs base+path into v; found is false on 404.
@@ -157,12 +159,17 @@ func printStatus(ctx context.Context, base string, jsonOut bool, addr string, st
 		fmt.Fprintf(stderr, "nimbus status: %v\n", dialError(addr, err))
 		return 1
 	}
+	var dns server.DataNodesStatus
+	if _, err := getJSON(ctx, base, "/status/datanodes", &dns); err != nil {
+		fmt.Fprintf(stderr, "nimbus status: %v\n", dialError(addr, err))
+		return 1
+	}
 	if !hasInstance && !hasCluster {
 		fmt.Fprintf(stderr, "nimbus status: %s has neither /status/instance nor /status/cluster: is it a Nimbus server?\n", addr)
 		return 1
 	}
 	if jsonOut {
-		doc := statusDoc{Deployments: cs.Deployments}
+		doc := statusDoc{Deployments: cs.Deployments, DataNodes: dns.DataNodes}
 		if hasInstance {
 			doc.instanceStatus = &in
 		}
@@ -182,7 +189,24 @@ func printStatus(ctx context.Context, base string, jsonOut bool, addr string, st
 	if hasCluster {
 		printCluster(cs, stdout)
 	}
+	if len(dns.DataNodes) > 0 {
+		printDataNodes(dns, stdout)
+	}
 	return 0
+}
+
+// printDataNodes prints the store's DataNodes.
+func printDataNodes(dns server.DataNodesStatus, stdout io.Writer) {
+	c := dns.Counts
+	fmt.Fprintf(stdout, "datanodes: %d live, %d stale, %d dead; live capacity %s, used %s, remaining %s\n",
+		c.Live, c.Stale, c.Dead, humanSize(c.Capacity), humanSize(c.Used), humanSize(c.Remaining))
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "id\taddress\tzone\tcapacity\tused\tblocks\tlast heartbeat\tstate\t")
+	for _, n := range dns.DataNodes {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", n.ID, n.Address, n.Zone, humanSize(n.Capacity), humanSize(n.Used),
+			n.Blocks, n.LastHeartbeat, n.State)
+	}
+	_ = tw.Flush()
 }
 
 // printCluster prints the deployments and their instances.

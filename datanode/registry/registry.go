@@ -140,6 +140,7 @@ type Heartbeat struct {
 	Used      int64
 	Remaining int64
 	Transfers uint32
+	Replicas  int64 // replicas held, as last counted
 	Full      bool
 	Failed    bool
 }
@@ -165,6 +166,7 @@ func (hb *Heartbeat) apply(row *store.DataNode, now time.Time) {
 	row.UUID, row.StorageID, row.Host = hb.UUID, hb.StorageID, hb.Host
 	row.DataAddr, row.HTTPAddr, row.Zone, row.Version = hb.DataAddr, hb.HTTPAddr, hb.Zone, hb.Version
 	row.Capacity, row.Used, row.Remaining, row.Transfers = hb.Capacity, hb.Used, hb.Remaining, hb.Transfers
+	row.Replicas = hb.Replicas
 	row.Full, row.Failed = hb.Full, hb.Failed
 	if !hb.Started.IsZero() {
 		row.Started = hb.Started.UnixMilli()
