@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/nimbus-fs/nimbus/blocks"
 	"github.com/nimbus-fs/nimbus/blocks/local"
+	"github.com/nimbus-fs/nimbus/datanode/command"
 	"github.com/nimbus-fs/nimbus/datanode/registry"
 	"github.com/nimbus-fs/nimbus/datapath"
 	"github.com/nimbus-fs/nimbus/internal/clusterauth"
@@ -48,14 +50,10 @@ func (s *Server) openBlocks(cfg Config, st store.Store, nc *namespace.Config) er
 	if s.pebble != nil {
 		return fmt.Errorf("server: block storage %q needs a PostgreSQL store: DataNodes are processes of their own that register in the store the server reads, and the embedded store opens in one process only", BlockStorageDataNodes)
 	}
-	live := cfg.DataNodeLiveness
-	if live.Heartbeat == 0 {
-		live = registry.DefaultConfig()
-	}
-	reg, err := registry.New(st, live)
-	if err != nil {
-		return fmt.Errorf("server: DataNode registry: %w", err)
-	}
+	// The registry the status views read: one reader for the server's
+	// life, which liveness needs (a reader judges by the heartbeats it has
+	// seen move).
+	reg := s.dnodes.reg
 	ctx := context.Background()
 	cl, err := registry.LoadCluster(ctx, st)
 	if err != nil {
@@ -73,8 +71,34 @@ func (s *Server) openBlocks(cfg Config, st store.Store, nc *namespace.Config) er
 	}
 	nc.Blocks = nil
 	nc.DataNodes = dn
+	nc.BlockRecovery = blockRecovery{c: &command.Client{Key: s.auth}}
 	s.log.Info("block storage on DataNodes", "blockPool", cl.BlockPoolID)
 	return nil
+}
+
+// dataNodeLiveness is the registry configuration the server judges the
+// DataNodes with.
+func (c Config) dataNodeLiveness() registry.Config {
+	if c.DataNodeLiveness.Heartbeat == 0 {
+		return registry.DefaultConfig()
+	}
+	return c.DataNodeLiveness
+}
+
+// blockRecovery is namespace.BlockRecovery over the DataNodes' commands
+// (datanode/command), signed with the cluster secret.
+type blockRecovery struct{ c *command.Client }
+
+func (b blockRecovery) InitRecovery(ctx context.Context, httpAddr string, block namespace.BlockRef, recoveryID uint64) (namespace.RecoveredReplica, error) {
+	ri, err := b.c.InitRecovery(ctx, httpAddr, blocks.ID{Block: block.ID, GenStamp: block.GenStamp}, recoveryID)
+	if err != nil {
+		return namespace.RecoveredReplica{}, err
+	}
+	return namespace.RecoveredReplica{GenStamp: ri.GenStamp, Length: ri.Length, State: datapath.State(ri.State)}, nil
+}
+
+func (b blockRecovery) FinishRecovery(ctx context.Context, httpAddr string, block namespace.BlockRef, recoveryID uint64, newLength int64) error {
+	return b.c.FinishRecovery(ctx, httpAddr, blocks.ID{Block: block.ID, GenStamp: block.GenStamp}, recoveryID, newLength)
 }
 
 // closeBlocks closes the local block store, if the server has one.

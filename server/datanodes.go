@@ -68,8 +68,8 @@ type dataNodeView struct {
 // which gathers the registry every second) read the DataNode rows.
 const countsTTL = 3 * time.Second
 
-func newDataNodeView(st store.Store, preg prometheus.Registerer, log *slog.Logger) (*dataNodeView, error) {
-	reg, err := registry.New(st, registry.DefaultConfig())
+func newDataNodeView(st store.Store, live registry.Config, preg prometheus.Registerer, log *slog.Logger) (*dataNodeView, error) {
+	reg, err := registry.New(st, live)
 	if err != nil {
 		return nil, err
 	}

@@ -63,8 +63,8 @@ type Config struct {
 	// (blockstorage.go). The DataNodes need a store they share with the
 	// server: PostgreSQL.
 	BlockStorage string
-	// DataNodeLiveness judges the DataNodes live, stale or dead (in the
-	// DataNode mode); it must match the DataNodes' own (`nimbus datanode
+	// DataNodeLiveness judges the DataNodes live, stale or dead (for the
+	// DataNode mode's placement and for the status views); it must match the DataNodes' own (`nimbus datanode
 	// --heartbeat --stale-after --dead-after`). Heartbeat 0: registry.DefaultConfig.
 	DataNodeLiveness registry.Config
 	// Postgres configures the PostgreSQL store (used when StoreURL is a
@@ -368,7 +368,7 @@ func NewContext(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.phase("secret")
-	if s.dnodes, err = newDataNodeView(st, s.reg, s.log); err != nil {
+	if s.dnodes, err = newDataNodeView(st, cfg.dataNodeLiveness(), s.reg, s.log); err != nil {
 		st.Close()
 		return nil, fmt.Errorf("server: %w", err)
 	}

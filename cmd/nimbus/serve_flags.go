@@ -34,9 +34,9 @@ func addServerFlags(fl *flag.FlagSet, cfg *server.Config) *serverFlags {
 	fl.StringVar(&cfg.DataDir, "data", cfg.DataDir, "directory holding the metadata store (created if missing); with --store postgres://..., the blocks only")
 	fl.StringVar(&cfg.StoreURL, "store", "pebble", "metadata store: pebble (embedded, in --data) or postgres://USER@HOST:PORT/DB (a PostgreSQL database several servers may share; libpq URL, password from PGPASSWORD or ~/.pgpass)")
 	fl.StringVar(&cfg.BlockStorage, "block-storage", server.BlockStorageLocal, "where the bytes of files beyond --inline-threshold live: local (in --data, written through this server) or datanodes (on the DataNodes registered in the --store, `nimbus datanode`; clients write and read blocks there themselves; needs --store postgres://...)")
-	fl.DurationVar(&cfg.DataNodeLiveness.Heartbeat, "datanode-heartbeat", 0, "with --block-storage datanodes: the DataNodes' heartbeat period, as their --heartbeat (0: the default of nimbus datanode)")
-	fl.DurationVar(&cfg.DataNodeLiveness.StaleAfter, "datanode-stale-after", 0, "with --block-storage datanodes: as the DataNodes' --stale-after")
-	fl.DurationVar(&cfg.DataNodeLiveness.DeadAfter, "datanode-dead-after", 0, "with --block-storage datanodes: as the DataNodes' --dead-after")
+	fl.DurationVar(&cfg.DataNodeLiveness.Heartbeat, "datanode-heartbeat", 0, "the DataNodes' heartbeat period, as their --heartbeat, by which this server judges them live, stale or dead (0: the default of nimbus datanode)")
+	fl.DurationVar(&cfg.DataNodeLiveness.StaleAfter, "datanode-stale-after", 0, "as the DataNodes' --stale-after")
+	fl.DurationVar(&cfg.DataNodeLiveness.DeadAfter, "datanode-dead-after", 0, "as the DataNodes' --dead-after")
 	fl.IntVar(&cfg.Postgres.PoolSize, "pg-pool-size", cfg.Postgres.PoolSize, "with --store postgres: most connections to the database (a transaction holding row locks holds one)")
 	fl.DurationVar(&cfg.Postgres.StatementTimeout, "pg-statement-timeout", cfg.Postgres.StatementTimeout, "with --store postgres: PostgreSQL's statement_timeout; a longer statement is cancelled and its operation fails (0: none)")
 	fl.DurationVar(&cfg.Postgres.LockTimeout, "pg-lock-timeout", cfg.Postgres.LockTimeout, "with --store postgres: PostgreSQL's lock_timeout, the longest wait for one row lock; after it the operation is retried")
@@ -119,25 +119,25 @@ func (sf *serverFlags) finish(cmd string, fl *flag.FlagSet, cfg *server.Config, 
 		if !cfg.UsesPostgres() {
 			return bad("--block-storage datanodes needs --store postgres://...: the DataNodes register in the store the server reads")
 		}
-		if l := cfg.DataNodeLiveness; l.Heartbeat != 0 || l.StaleAfter != 0 || l.DeadAfter != 0 {
-			d := registry.DefaultConfig()
-			if l.Heartbeat == 0 {
-				l.Heartbeat = d.Heartbeat
-			}
-			if l.StaleAfter == 0 {
-				l.StaleAfter = d.StaleAfter
-			}
-			if l.DeadAfter == 0 {
-				l.DeadAfter = d.DeadAfter
-			}
-			l.Batch = d.Batch
-			if err := l.Validate(); err != nil {
-				return bad("%v (--datanode-heartbeat, --datanode-stale-after, --datanode-dead-after)", err)
-			}
-			cfg.DataNodeLiveness = l
-		}
 	default:
 		return bad("bad --block-storage %q: want local or datanodes", cfg.BlockStorage)
+	}
+	if l := cfg.DataNodeLiveness; l.Heartbeat != 0 || l.StaleAfter != 0 || l.DeadAfter != 0 {
+		d := registry.DefaultConfig()
+		if l.Heartbeat == 0 {
+			l.Heartbeat = d.Heartbeat
+		}
+		if l.StaleAfter == 0 {
+			l.StaleAfter = d.StaleAfter
+		}
+		if l.DeadAfter == 0 {
+			l.DeadAfter = d.DeadAfter
+		}
+		l.Batch = d.Batch
+		if err := l.Validate(); err != nil {
+			return bad("%v (--datanode-heartbeat, --datanode-stale-after, --datanode-dead-after)", err)
+		}
+		cfg.DataNodeLiveness = l
 	}
 	if err := cfg.ValidateCoordinator(); err != nil {
 		return bad("bad --coordinator: %v", err)
