@@ -15,6 +15,7 @@ import (
 	"github.com/nimbus-fs/nimbus/datapath"
 	"github.com/nimbus-fs/nimbus/dataxfer"
 	"github.com/nimbus-fs/nimbus/dataxfer/blocktoken"
+	"github.com/nimbus-fs/nimbus/dfsio"
 	"github.com/nimbus-fs/nimbus/internal/clusterauth"
 	"github.com/nimbus-fs/nimbus/internal/pgtest"
 	"github.com/nimbus-fs/nimbus/meta"
@@ -94,7 +95,10 @@ func busyRetry[T any](t *testing.T, fn func() (T, error)) (T, error) {
 // the blocks (GetBlockLocations) and reads every replica back. A small
 // file stays inline and is located as such; the same calls on a server in
 // the local mode fail naming the path.
-func TestDataNodeModeOverRPC(t *testing.T) {
+// startDataNodeMode starts a server with block storage on DataNodes on a
+// fresh PostgreSQL database, and three DataNodes there.
+func startDataNodeMode(t *testing.T) *Server {
+	t.Helper()
 	db := pgtest.DB(t)
 	live := registry.Config{Heartbeat: 10 * time.Millisecond, StaleAfter: time.Minute, DeadAfter: 2 * time.Minute, Batch: 100}
 	cfg := testConfig(t)
@@ -114,6 +118,11 @@ func TestDataNodeModeOverRPC(t *testing.T) {
 	t.Cleanup(func() { srv.Stop(context.Background()) })
 	startDataNodes(t, db, 3, live)
 
+	return srv
+}
+
+func TestDataNodeModeOverRPC(t *testing.T) {
+	srv := startDataNodeMode(t)
 	ctx := context.Background()
 	c, err := client.Dial(ctx, srv.Addr(), client.Options{})
 	if err != nil {
@@ -326,5 +335,85 @@ func TestBlockStorageConfig(t *testing.T) {
 		if !strings.Contains(err.Error(), "block storage") {
 			t.Fatalf("block storage %q: %v", bs, err)
 		}
+	}
+}
+
+// TestDFSIOOverRPC: package dfsio's streams with the client as their
+// NameNode (Client.NameNode): a file of three blocks and a bit, hflushed
+// midway, written through DataNode pipelines and read back from the
+// DataNodes, against a server with block storage on DataNodes.
+func TestDFSIOOverRPC(t *testing.T) {
+	srv := startDataNodeMode(t)
+	ctx := context.Background()
+	c, err := client.Dial(ctx, srv.Addr(), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	root := meta.User{Name: "root"}
+	nn := c.NameNode(root)
+	const bs = 64 << 10
+	data := make([]byte, 3*bs+999)
+	r := mrand.New(mrand.NewPCG(11, 1))
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	const p = "/io/f"
+	if _, err := c.Create(ctx, root, p, meta.CreateOptions{Client: "w", BlockSize: bs, Replication: 3, CreateParent: true, Perm: 0o644}); err != nil {
+		t.Fatal(err)
+	}
+	// The DataNodes are live for the server once it has seen their
+	// heartbeats move: until then a pipeline may be short.
+	for {
+		lb, err := busyRetry(t, func() (*namespace.LocatedBlock, error) {
+			return c.AddBlock(ctx, root, p, "w", nil, nil, namespace.Location{})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.AbandonBlock(ctx, root, p, "w", namespace.BlockRef{ID: lb.ID, GenStamp: lb.GenStamp}); err != nil {
+			t.Fatal(err)
+		}
+		if len(lb.Targets) == 3 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	out, err := dfsio.Create(ctx, dfsio.WriterConfig{NameNode: nn, Data: &dataxfer.Client{Name: "w"}, Path: p, Client: "w",
+		Writer: dfsio.Location{Host: "h0", Zone: "z0"}, BlockSize: bs, Replication: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := len(data) / 2
+	if _, err := out.Write(data[:half]); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Hflush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := out.Write(data[half:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Stat(ctx, root, p)
+	if err != nil || st.Length != int64(len(data)) || st.UnderConstruction {
+		t.Fatalf("%s after close: %+v, %v; want %d bytes, closed", p, st, err, len(data))
+	}
+	in, err := dfsio.Open(ctx, dfsio.ReaderConfig{NameNode: nn, Data: &dataxfer.Client{Name: "r"}, Path: p, Reader: dfsio.Location{Host: "h2", Zone: "z2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	got, err := io.ReadAll(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatalf("%s: read %d bytes that differ from the %d written", p, len(got), len(data))
+	}
+	if err := nn.ReportBadBlocks(ctx, nil); meta.KindOf(err) != meta.KindUnsupported {
+		t.Fatalf("ReportBadBlocks: %v", err)
 	}
 }
