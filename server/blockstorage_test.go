@@ -14,9 +14,7 @@ import (
 	"github.com/nimbus-fs/nimbus/datanode/registry"
 	"github.com/nimbus-fs/nimbus/datapath"
 	"github.com/nimbus-fs/nimbus/dataxfer"
-	"github.com/nimbus-fs/nimbus/dataxfer/blocktoken"
 	"github.com/nimbus-fs/nimbus/dfsio"
-	"github.com/nimbus-fs/nimbus/internal/clusterauth"
 	"github.com/nimbus-fs/nimbus/internal/pgtest"
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/namespace"
@@ -24,8 +22,9 @@ import (
 )
 
 // startDataNodes runs n DataNodes (zones z0, z1, ...; hosts h0, h1, ...) on
-// the PostgreSQL database db, serving the data transfer protocol with
-// block tokens checked under the cluster secret recorded there.
+// the PostgreSQL database db, as `nimbus datanode` runs them: serving the
+// data transfer protocol with block tokens checked under the cluster
+// secret recorded there.
 func startDataNodes(t *testing.T, db string, n int, live registry.Config) {
 	t.Helper()
 	ctx := context.Background()
@@ -34,23 +33,12 @@ func startDataNodes(t *testing.T, db string, n int, live registry.Config) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	s, err := clusterauth.LoadSecret(ctx, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var secret [32]byte
-	copy(secret[:], s)
 	for i := range n {
 		cfg := datanode.DefaultConfig()
 		cfg.Dir = t.TempDir()
 		cfg.Zone, cfg.Host = "z"+string(rune('0'+i)), "h"+string(rune('0'+i))
 		cfg.DataAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
 		cfg.Liveness = live
-		cfg.NewDataServer = func(env datanode.DataServerEnv) (datanode.DataServer, error) {
-			xc := dataxfer.DefaultConfig(env.Store)
-			xc.Tokens = blocktoken.NewManager(secret, 0, nil)
-			return dataxfer.New(xc)
-		}
 		d, err := datanode.New(ctx, cfg, st)
 		if err != nil {
 			t.Fatal(err)
@@ -97,7 +85,7 @@ func busyRetry[T any](t *testing.T, fn func() (T, error)) (T, error) {
 // the local mode fail naming the path.
 // startDataNodeMode starts a server with block storage on DataNodes on a
 // fresh PostgreSQL database, and three DataNodes there.
-func startDataNodeMode(t *testing.T) *Server {
+func startDataNodeMode(t *testing.T, set ...func(*Config)) *Server {
 	t.Helper()
 	db := pgtest.DB(t)
 	live := registry.Config{Heartbeat: 10 * time.Millisecond, StaleAfter: time.Minute, DeadAfter: 2 * time.Minute, Batch: 100}
@@ -108,6 +96,9 @@ func startDataNodeMode(t *testing.T) *Server {
 	cfg.Namespace.Superuser = "root"
 	cfg.Namespace.InlineThreshold = 1000
 	cfg.Namespace.MinBlockSize = 0
+	for _, f := range set {
+		f(&cfg)
+	}
 	srv, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -415,5 +406,105 @@ func TestDFSIOOverRPC(t *testing.T) {
 	}
 	if err := nn.ReportBadBlocks(ctx, nil); meta.KindOf(err) != meta.KindUnsupported {
 		t.Fatalf("ReportBadBlocks: %v", err)
+	}
+}
+
+// TestLeaseRecoveryOnDataNodes: a writer stops in the middle of a block,
+// its replicas being written on three DataNodes; past the lease hard
+// limit the server's lease monitor recovers the file by block recovery
+// over the DataNodes' commands (each replica's writer stopped, all
+// finalized at the length they hold under a new stamp) and closes it, and
+// a reader gets the bytes the writer had flushed.
+func TestLeaseRecoveryOnDataNodes(t *testing.T) {
+	srv := startDataNodeMode(t, func(cfg *Config) {
+		cfg.Namespace.LeaseSoftLimit = 200 * time.Millisecond
+		cfg.Namespace.LeaseHardLimit = 500 * time.Millisecond
+		cfg.Namespace.LeaseCheckInterval = 50 * time.Millisecond
+	})
+	ctx := context.Background()
+	c, err := client.Dial(ctx, srv.Addr(), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	root := meta.User{Name: "root"}
+	const p = "/rec/f"
+	if _, err := c.Create(ctx, root, p, meta.CreateOptions{Client: "gone", BlockSize: 1 << 20, Replication: 3, CreateParent: true, Perm: 0o644}); err != nil {
+		t.Fatal(err)
+	}
+	var lb *namespace.LocatedBlock
+	for {
+		lb, err = busyRetry(t, func() (*namespace.LocatedBlock, error) {
+			return c.AddBlock(ctx, root, p, "gone", nil, nil, namespace.Location{})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(lb.Targets) == 3 {
+			break
+		}
+		if err := c.AbandonBlock(ctx, root, p, "gone", namespace.BlockRef{ID: lb.ID, GenStamp: lb.GenStamp}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	data := make([]byte, 12345)
+	r := mrand.New(mrand.NewPCG(13, 1))
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	bw, err := (&dataxfer.Client{Name: "gone"}).WriteBlock(ctx, dataxfer.Block{Pool: lb.Pool, ID: lb.ID, GenStamp: lb.GenStamp},
+		datapath.BlockToken(lb.Token), datapath.Targets(lb.Targets), dataxfer.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bw.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := bw.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The writer goes silent: no renewal, no close. The recovery stops
+	// its pipeline; its Close then fails, which is the point.
+	defer func() {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, _ = bw.Close(cctx)
+	}()
+	deadline := time.Now().Add(time.Minute)
+	var st *meta.FileStatus
+	for {
+		st, err = c.Stat(ctx, root, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !st.UnderConstruction {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still open a minute after its writer went silent", p)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st.Length != int64(len(data)) {
+		t.Fatalf("%s recovered at %d bytes, want the %d flushed", p, st.Length, len(data))
+	}
+	locs, err := c.GetBlockLocations(ctx, root, p, 0, st.Length, namespace.Location{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(locs.Blocks) != 1 || locs.Blocks[0].GenStamp <= lb.GenStamp || len(locs.Blocks[0].Targets) == 0 {
+		t.Fatalf("recovered blocks %+v: want one under a stamp above %d", locs.Blocks, lb.GenStamp)
+	}
+	b := locs.Blocks[0]
+	br, err := (&dataxfer.Client{Name: "r"}).ReadBlock(ctx, b.Targets[0].DataAddr, dataxfer.Block{Pool: b.Pool, ID: b.ID, GenStamp: b.GenStamp, NumBytes: b.NumBytes},
+		datapath.BlockToken(b.Token), 0, b.NumBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(br)
+	br.Close()
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back %d bytes (%v), want the %d written", len(got), err, len(data))
 	}
 }
