@@ -54,6 +54,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "nimbus serve:", err)
 		return 1
 	}
+	if cfg.HadoopRPCAddr != "" && pf.platform == "" {
+		if err := checkListen(ctx, cfg.HadoopRPCAddr); err != nil {
+			fmt.Fprintln(stderr, "nimbus serve: the Hadoop RPC address (--hadoop-rpc-addr):", err)
+			return 1
+		}
+	}
 	if *daemon {
 		return startDaemon(ctx, cfg, args, stdout, stderr)
 	}
