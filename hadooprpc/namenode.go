@@ -275,7 +275,15 @@ func (n *namenode) rename2(ctx context.Context, u meta.User, r *h.Rename2Request
 	src, dst := r.GetSrc(), r.GetDst()
 	if !r.GetOverwriteDest() {
 		if _, err := n.fs.Stat(ctx, u, dst); err == nil {
-			return nil, meta.Errorf("rename2", dst, meta.ErrExists, "rename destination exists")
+			// A resubmission of a rename2 that was applied finds dst
+			// there and src gone: the engine answers it from the call's
+			// record. With src gone the rename cannot move anything
+			// into dst, so letting it through is safe either way.
+			rq, ok := meta.RequestFrom(ctx)
+			_, serr := n.fs.Stat(ctx, u, src)
+			if !ok || !rq.Resubmitted || meta.KindOf(serr) != meta.KindNotFound {
+				return nil, meta.Errorf("rename2", dst, meta.ErrExists, "rename destination exists")
+			}
 		} else if meta.KindOf(err) != meta.KindNotFound {
 			return nil, err
 		}
