@@ -14,8 +14,8 @@ import (
 )
 
 // NewServer returns a server of ClientNamenodeProtocol's metadata methods
-// over fs.
-func NewServer(fs meta.FileSystem, cfg Config) *Server {
+// over fs; it fails only when its metrics cannot be registered.
+func NewServer(fs meta.FileSystem, cfg Config) (*Server, error) {
 	n := &namenode{fs: fs, listBatch: 1000}
 	m := map[string]handler{}
 	add(m, "getFileInfo", n.getFileInfo)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbus-fs/nimbus/api/hadoop"
@@ -31,12 +32,19 @@ type Config struct {
 	MaxCalls int
 	// MaxConns bounds the open connections; further ones are closed at once.
 	MaxConns int
-	Logger   *slog.Logger
+	// IdleTimeout closes a connection that sends nothing (no call, no
+	// ping) for this long. Hadoop's client closes its idle connections
+	// after 10 s (ipc.client.connection.maxidletime) and pings every
+	// minute while it waits for an answer (ipc.ping.interval).
+	IdleTimeout time.Duration
+	Logger      *slog.Logger
+	// Registerer receives the server's metrics; nil: none.
+	Registerer prometheus.Registerer
 }
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{MaxFrame: 16 << 20, MaxCallsPerConn: 32, MaxCalls: 512, MaxConns: 4096}
+	return Config{MaxFrame: 16 << 20, MaxCallsPerConn: 32, MaxCalls: 512, MaxConns: 4096, IdleTimeout: 5 * time.Minute}
 }
 
 // Protocol names the interface a call is addressed to: Hadoop's client sends
@@ -62,6 +70,7 @@ type Server struct {
 	cfg      Config
 	log      *slog.Logger
 	methods  map[string]handler
+	m        *metrics
 	calls    chan struct{}
 	conns    chan struct{}
 	mu       sync.Mutex
@@ -71,7 +80,7 @@ type Server struct {
 	listener []net.Listener
 }
 
-func newServer(cfg Config, methods map[string]handler) *Server {
+func newServer(cfg Config, methods map[string]handler) (*Server, error) {
 	d := DefaultConfig()
 	if cfg.MaxFrame <= 0 {
 		cfg.MaxFrame = d.MaxFrame
@@ -85,13 +94,20 @@ func newServer(cfg Config, methods map[string]handler) *Server {
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = d.MaxConns
 	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = d.IdleTimeout
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{cfg: cfg, log: log, methods: methods,
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("hadooprpc: metrics: %w", err)
+	}
+	return &Server{cfg: cfg, log: log, methods: methods, m: m,
 		calls: make(chan struct{}, cfg.MaxCalls), conns: make(chan struct{}, cfg.MaxConns),
-		open: map[net.Conn]struct{}{}}
+		open: map[net.Conn]struct{}{}}, nil
 }
 
 // Serve accepts connections on ln until ctx ends or Close is called; it
@@ -177,6 +193,8 @@ type conn struct {
 
 func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	defer c.Close()
+	s.m.conns.Inc()
+	defer s.m.conns.Dec()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cn := &conn{s: s, c: c, w: bufio.NewWriter(c)}
@@ -185,6 +203,7 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	defer cancel() // runs before calls.Wait: the calls see the connection's end
 	r := bufio.NewReader(c)
 	var hb [headerLen]byte
+	_ = c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
 	if _, err := io.ReadFull(r, hb[:]); err != nil {
 		return
 	}
@@ -197,6 +216,7 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	haveContext := false
 	slots := make(chan struct{}, s.cfg.MaxCallsPerConn)
 	for {
+		_ = c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
 		frame, err := readFrame(r, s.cfg.MaxFrame)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
@@ -301,8 +321,14 @@ func (cn *conn) serveCall(ctx context.Context, req *Request, received time.Time)
 		}
 		resp, err = f(cctx, cn.user, req.Body)
 	}
+	label := name
+	if cn.s.methods[name] == nil {
+		label = "unknown"
+	}
+	defer func() { cn.s.m.seconds.WithLabelValues(label).Observe(time.Since(received).Seconds()) }()
 	if err != nil {
 		re := toRemote(err)
+		cn.s.m.calls.WithLabelValues(label, re.Class).Inc()
 		rh.Status = hadoop.RpcResponseHeaderProto_ERROR.Enum()
 		rh.ExceptionClassName = proto.String(re.Class)
 		rh.ErrorMsg = proto.String(re.Msg)
@@ -311,6 +337,7 @@ func (cn *conn) serveCall(ctx context.Context, req *Request, received time.Time)
 		cn.s.log.Debug("hadoop rpc: call failed", "method", name, "user", cn.user.Name, "err", err)
 	} else {
 		rh.Status = hadoop.RpcResponseHeaderProto_SUCCESS.Enum()
+		cn.s.m.calls.WithLabelValues(label, "").Inc()
 	}
 	b, err := encodeResponse(rh, resp)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
@@ -52,7 +53,13 @@ func startServer(t *testing.T, fs meta.FileSystem, cfg Config) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewServer(fs, cfg)
+	if cfg.Registerer == nil {
+		cfg.Registerer = prometheus.NewRegistry()
+	}
+	s, err := NewServer(fs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, ln) }()
@@ -157,7 +164,8 @@ func (tc *testClient) call(method string, req, resp proto.Message) error {
 func perm(p uint32) *h.FsPermissionProto { return &h.FsPermissionProto{Perm: proto.Uint32(p)} }
 
 func TestNamespaceCalls(t *testing.T) {
-	addr := startServer(t, metatest.NewMemFS(), Config{})
+	reg := prometheus.NewRegistry()
+	addr := startServer(t, metatest.NewMemFS(), Config{Registerer: reg})
 	c := dial(t, addr, authNone)
 	c.context(metatest.Superuser)
 
@@ -184,10 +192,6 @@ func TestNamespaceCalls(t *testing.T) {
 		if err := c.call("mkdirs", &h.MkdirsRequestProto{Src: proto.String(fmt.Sprintf("/d/%d", i)), Masked: perm(0o755), CreateParent: proto.Bool(true)}, &mk); err != nil {
 			t.Fatal(err)
 		}
-	}
-	n := NewServer(metatest.NewMemFS(), Config{}) // only to check the table
-	if n.methods["getListing"] == nil {
-		t.Fatal("getListing not registered")
 	}
 	var ls h.GetListingResponseProto
 	if err := c.call("getListing", &h.GetListingRequestProto{Src: proto.String("/d"), StartAfter: []byte("1"), NeedLocation: proto.Bool(false)}, &ls); err != nil {
@@ -252,6 +256,16 @@ func TestNamespaceCalls(t *testing.T) {
 	var sd h.GetServerDefaultsResponseProto
 	if err := c.call("getServerDefaults", &h.GetServerDefaultsRequestProto{}, &sd); err != nil || sd.GetServerDefaults().GetBlockSize() == 0 {
 		t.Fatalf("getServerDefaults: %v %v", err, sd.GetServerDefaults())
+	}
+	// Calls are counted by method and exception; a method the server does
+	// not have counts as "unknown", whatever name the client sent.
+	for _, c := range []struct {
+		method, exception string
+		n                 float64
+	}{{"getServerDefaults", "", 1}, {"unknown", "org.apache.hadoop.ipc.RpcNoSuchMethodException", 1}, {"delete", "org.apache.hadoop.fs.PathIsNotEmptyDirectoryException", 1}, {"delete", "", 1}, {"mkdirs", "", 6}} {
+		if got := callCount(t, reg, c.method, c.exception); got != c.n {
+			t.Errorf("calls_total{method=%q, exception=%q} = %v, want %v", c.method, c.exception, got, c.n)
+		}
 	}
 }
 
@@ -399,4 +413,28 @@ func TestRequestIDs(t *testing.T) {
 	if a.Client == "" || a.Client != b.Client || a.ID != b.ID || a.ID == 0 || a.Resubmitted || !b.Resubmitted {
 		t.Fatalf("requests %+v %+v", a, b)
 	}
+}
+
+// callCount reads nimbus_hadooprpc_calls_total{method, exception} from reg.
+func callCount(t *testing.T, reg *prometheus.Registry, method, exception string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "nimbus_hadooprpc_calls_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			if l["method"] == method && l["exception"] == exception {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }

@@ -443,7 +443,13 @@ func NewContext(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.HadoopRPCAddr != "" {
 		hc := hadooprpc.DefaultConfig()
 		hc.Logger = s.log.With("component", "hadooprpc")
-		s.hrpc = hadooprpc.NewServer(ns, hc)
+		hc.Registerer = s.reg
+		if s.hrpc, err = hadooprpc.NewServer(ns, hc); err != nil {
+			ns.Close()
+			bs.Close()
+			st.Close()
+			return nil, err
+		}
 	}
 
 	mux := http.NewServeMux()
