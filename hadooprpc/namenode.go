@@ -191,7 +191,17 @@ func (n *namenode) getListing(ctx context.Context, u meta.User, r *h.GetListingR
 	dl := &h.DirectoryListingProto{RemainingEntries: proto.Uint32(uint32(min(max(page.Remaining, 0), math.MaxUint32)))}
 	for i := range page.Entries {
 		e := &page.Entries[i]
-		dl.PartialListing = append(dl.PartialListing, status(e, e.Name()))
+		p := status(e, e.Name())
+		if r.GetNeedLocation() && e.Type == meta.TypeFile {
+			// Hadoop's client takes a file listed with needLocation
+			// for a located status (listLocatedStatus casts it), so
+			// every file carries locations. Block locations are the
+			// data path's (not served on this port yet): the list is
+			// empty.
+			p.Locations = &h.LocatedBlocksProto{FileLength: proto.Uint64(uint64(max(e.Length, 0))), UnderConstruction: proto.Bool(e.UnderConstruction),
+				IsLastBlockComplete: proto.Bool(!e.UnderConstruction)}
+		}
+		dl.PartialListing = append(dl.PartialListing, p)
 	}
 	return &h.GetListingResponseProto{DirList: dl}, nil
 }

@@ -438,3 +438,40 @@ func callCount(t *testing.T, reg *prometheus.Registry, method, exception string)
 	}
 	return 0
 }
+
+// TestListingLocations: with needLocation a file is listed with (empty)
+// locations, which Hadoop's listLocatedStatus needs; a directory without.
+func TestListingLocations(t *testing.T) {
+	fs := metatest.NewMemFS()
+	u := meta.User{Name: metatest.Superuser}
+	ctx := context.Background()
+	if err := fs.Mkdirs(ctx, u, "/l/dir", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := meta.CreateFile(ctx, fs, u, "/l/f", meta.CreateOptions{Client: "c1", Perm: 0o644}, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	addr := startServer(t, fs, Config{})
+	c := dial(t, addr, authNone)
+	c.context(metatest.Superuser)
+	for _, need := range []bool{false, true} {
+		var ls h.GetListingResponseProto
+		if err := c.call("getListing", &h.GetListingRequestProto{Src: proto.String("/l"), StartAfter: []byte{}, NeedLocation: proto.Bool(need)}, &ls); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]*h.HdfsFileStatusProto{}
+		for _, e := range ls.GetDirList().GetPartialListing() {
+			got[string(e.GetPath())] = e
+		}
+		f, d := got["f"], got["dir"]
+		if f == nil || d == nil || f.GetFileType() != h.HdfsFileStatusProto_IS_FILE || f.GetLength() != 5 {
+			t.Fatalf("needLocation %v: listing %v", need, got)
+		}
+		if (f.Locations != nil) != need || d.Locations != nil {
+			t.Fatalf("needLocation %v: file locations %v, dir locations %v", need, f.Locations, d.Locations)
+		}
+		if need && (f.Locations.GetFileLength() != 5 || !f.Locations.GetIsLastBlockComplete()) {
+			t.Fatalf("file locations %v", f.Locations)
+		}
+	}
+}
