@@ -47,6 +47,19 @@ func NewServer(fs meta.FileSystem, cfg Config) (*Server, error) {
 	add(m, "getXAttrs", n.getXAttrs)
 	add(m, "listXAttrs", n.listXAttrs)
 	add(m, "removeXAttr", n.removeXAttr)
+	add(m, "isFileClosed", n.isFileClosed)
+	add(m, "getPreferredBlockSize", n.getPreferredBlockSize)
+	if _, ok := fs.(meta.AccessChecker); ok {
+		add(m, "checkAccess", n.checkAccess)
+	}
+	// One active NameNode per address, always in sync with itself: what a
+	// client using HDFS's HA and observer-read proxies asks first.
+	add(m, "getHAServiceState", func(context.Context, meta.User, *h.HAServiceStateRequestProto) (*h.HAServiceStateResponseProto, error) {
+		return &h.HAServiceStateResponseProto{State: h.HAServiceStateProto_ACTIVE.Enum()}, nil
+	})
+	add(m, "msync", func(context.Context, meta.User, *h.MsyncRequestProto) (*h.MsyncResponseProto, error) {
+		return &h.MsyncResponseProto{}, nil
+	})
 	// Features Nimbus does not have, answered as HDFS answers when they are
 	// not in use.
 	add(m, "getEZForPath", func(context.Context, meta.User, *h.GetEZForPathRequestProto) (*h.GetEZForPathResponseProto, error) {
@@ -527,6 +540,32 @@ func (n *namenode) listXAttrs(ctx context.Context, u meta.User, r *h.ListXAttrsR
 
 func (n *namenode) removeXAttr(ctx context.Context, u meta.User, r *h.RemoveXAttrRequestProto) (*h.RemoveXAttrResponseProto, error) {
 	return &h.RemoveXAttrResponseProto{}, n.fs.RemoveXAttr(ctx, u, r.GetSrc(), xattrName(r.GetXAttr()))
+}
+
+func (n *namenode) isFileClosed(ctx context.Context, u meta.User, r *h.IsFileClosedRequestProto) (*h.IsFileClosedResponseProto, error) {
+	st, err := n.fs.Stat(ctx, u, r.GetSrc())
+	if err != nil {
+		return nil, err
+	}
+	if st.Type != meta.TypeFile {
+		return nil, meta.Errorf("isFileClosed", r.GetSrc(), meta.ErrIsDir, "not a file")
+	}
+	return &h.IsFileClosedResponseProto{Result: proto.Bool(!st.UnderConstruction)}, nil
+}
+
+func (n *namenode) getPreferredBlockSize(ctx context.Context, u meta.User, r *h.GetPreferredBlockSizeRequestProto) (*h.GetPreferredBlockSizeResponseProto, error) {
+	st, err := n.fs.Stat(ctx, u, r.GetFilename())
+	if err != nil {
+		return nil, err
+	}
+	if st.Type != meta.TypeFile {
+		return nil, meta.Errorf("getPreferredBlockSize", r.GetFilename(), meta.ErrIsDir, "not a file")
+	}
+	return &h.GetPreferredBlockSizeResponseProto{Bsize: proto.Uint64(uint64(max(st.BlockSize, 0)))}, nil
+}
+
+func (n *namenode) checkAccess(ctx context.Context, u meta.User, r *h.CheckAccessRequestProto) (*h.CheckAccessResponseProto, error) {
+	return &h.CheckAccessResponseProto{}, n.fs.(meta.AccessChecker).CheckAccess(ctx, u, r.GetPath(), meta.Perm(r.GetMode())&7)
 }
 
 // hotPolicy is HDFS's default storage policy, HOT (id 7): every replica on

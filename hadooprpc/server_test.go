@@ -474,4 +474,16 @@ func TestListingLocations(t *testing.T) {
 			t.Fatalf("file locations %v", f.Locations)
 		}
 	}
+	var closed h.IsFileClosedResponseProto
+	if err := c.call("isFileClosed", &h.IsFileClosedRequestProto{Src: proto.String("/l/f")}, &closed); err != nil || !closed.GetResult() {
+		t.Fatalf("isFileClosed: %v %v", err, closed.GetResult())
+	}
+	var bs h.GetPreferredBlockSizeResponseProto
+	if err := c.call("getPreferredBlockSize", &h.GetPreferredBlockSizeRequestProto{Filename: proto.String("/l/f")}, &bs); err != nil || bs.GetBsize() == 0 {
+		t.Fatalf("getPreferredBlockSize: %v %v", err, bs.GetBsize())
+	}
+	var ha h.HAServiceStateResponseProto
+	if err := c.call("getHAServiceState", &h.HAServiceStateRequestProto{}, &ha); err != nil || ha.GetState() != h.HAServiceStateProto_ACTIVE {
+		t.Fatalf("getHAServiceState: %v %v", err, ha.GetState())
+	}
 }
