@@ -3,8 +3,9 @@
 // protodump writes the .proto source of a protobuf file descriptor embedded in
 // protoc-generated Java (the descriptorData string array of a *Protos.java
 // file), so that the schemas a Hadoop release was built with can be vendored
-// from its published sources jar. Only what proto2 files of Hadoop's data path
-// use is printed; anything else is an error rather than a silent omission.
+// from its published sources jar. Only what Hadoop's proto2 files of the data
+// path and the RPC use (services included) is printed; anything else is an
+// error rather than a silent omission.
 //
 // Usage: go run protodump.go DataTransferProtos.java > datatransfer.proto
 package main
