@@ -55,8 +55,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 1
 	}
 	if cfg.HadoopRPCAddr != "" && pf.platform == "" {
-		if err := checkListen(ctx, cfg.HadoopRPCAddr); err != nil {
-			fmt.Fprintln(stderr, "nimbus serve: the Hadoop RPC address (--hadoop-rpc-addr):", err)
+		if err := checkListenFlag(ctx, cfg.HadoopRPCAddr, "--hadoop-rpc-addr, or none with --hadoop-rpc-addr ''"); err != nil {
+			fmt.Fprintln(stderr, "nimbus serve: the Hadoop RPC address:", err)
 			return 1
 		}
 	}
