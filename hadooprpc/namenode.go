@@ -159,9 +159,18 @@ func status(st *meta.FileStatus, name string) *h.HdfsFileStatusProto {
 	return p
 }
 
+// missing says that a lookup found nothing: the path is not there, or goes
+// through a file. HDFS's getFileInfo and getListing answer null for both
+// (Hadoop's exists() relies on it); only writes report
+// ParentNotDirectoryException.
+func missing(err error) bool {
+	k := meta.KindOf(err)
+	return err != nil && (k == meta.KindNotFound || k == meta.KindNotDir)
+}
+
 func (n *namenode) getFileInfo(ctx context.Context, u meta.User, r *h.GetFileInfoRequestProto) (*h.GetFileInfoResponseProto, error) {
 	st, err := n.fs.Stat(ctx, u, r.GetSrc())
-	if meta.KindOf(err) == meta.KindNotFound {
+	if missing(err) {
 		return &h.GetFileInfoResponseProto{}, nil // HDFS answers null
 	}
 	if err != nil {
@@ -174,7 +183,7 @@ func (n *namenode) getFileInfo(ctx context.Context, u meta.User, r *h.GetFileInf
 // answers both.
 func (n *namenode) getFileLinkInfo(ctx context.Context, u meta.User, r *h.GetFileLinkInfoRequestProto) (*h.GetFileLinkInfoResponseProto, error) {
 	st, err := n.fs.Stat(ctx, u, r.GetSrc())
-	if meta.KindOf(err) == meta.KindNotFound {
+	if missing(err) {
 		return &h.GetFileLinkInfoResponseProto{}, nil
 	}
 	if err != nil {
@@ -186,7 +195,7 @@ func (n *namenode) getFileLinkInfo(ctx context.Context, u meta.User, r *h.GetFil
 func (n *namenode) getListing(ctx context.Context, u meta.User, r *h.GetListingRequestProto) (*h.GetListingResponseProto, error) {
 	src := r.GetSrc()
 	st, err := n.fs.Stat(ctx, u, src)
-	if meta.KindOf(err) == meta.KindNotFound {
+	if missing(err) {
 		return &h.GetListingResponseProto{}, nil // HDFS answers null: the client throws FileNotFoundException
 	}
 	if err != nil {

@@ -165,7 +165,11 @@ func perm(p uint32) *h.FsPermissionProto { return &h.FsPermissionProto{Perm: pro
 
 func TestNamespaceCalls(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	addr := startServer(t, metatest.NewMemFS(), Config{Registerer: reg})
+	fs := metatest.NewMemFS()
+	if _, err := meta.CreateFile(context.Background(), fs, meta.User{Name: metatest.Superuser}, "/l/f", meta.CreateOptions{Client: "c1", CreateParent: true}, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	addr := startServer(t, fs, Config{Registerer: reg})
 	c := dial(t, addr, authNone)
 	c.context(metatest.Superuser)
 
@@ -187,6 +191,10 @@ func TestNamespaceCalls(t *testing.T) {
 	fi.Reset()
 	if err := c.call("getFileInfo", &h.GetFileInfoRequestProto{Src: proto.String("/missing")}, &fi); err != nil || fi.Fs != nil {
 		t.Fatalf("getFileInfo of a missing path: %v %v, want no status", err, fi.Fs)
+	}
+	fi.Reset()
+	if err := c.call("getFileInfo", &h.GetFileInfoRequestProto{Src: proto.String("/l/f/under-a-file")}, &fi); err != nil || fi.Fs != nil {
+		t.Fatalf("getFileInfo through a file: %v %v, want no status", err, fi.Fs)
 	}
 	for i := range 5 {
 		if err := c.call("mkdirs", &h.MkdirsRequestProto{Src: proto.String(fmt.Sprintf("/d/%d", i)), Masked: perm(0o755), CreateParent: proto.Bool(true)}, &mk); err != nil {
