@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/nimbus-fs/nimbus/api/hadoop"
 	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/tenant"
 )
 
 // Config bounds what one server accepts.
@@ -40,6 +42,15 @@ type Config struct {
 	Logger      *slog.Logger
 	// Registerer receives the server's metrics; nil: none.
 	Registerer prometheus.Registerer
+	// Tenants, when set, counts every call under its tenant (the
+	// connection's user) and refuses, retryably (RetriableException),
+	// those over a tenant's limit.
+	Tenants *tenant.Tracker
+	// Meter, when set, records every call as instance activity.
+	Meter interface {
+		Begin()
+		End()
+	}
 }
 
 // DefaultConfig returns the defaults.
@@ -78,6 +89,9 @@ type Server struct {
 	wg       sync.WaitGroup
 	closed   bool
 	listener []net.Listener
+	draining atomic.Bool
+	base     context.Context // cancelled by Close: every call's context ends
+	cancel   context.CancelFunc
 }
 
 func newServer(cfg Config, methods map[string]handler) (*Server, error) {
@@ -105,9 +119,10 @@ func newServer(cfg Config, methods map[string]handler) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hadooprpc: metrics: %w", err)
 	}
+	base, cancel := context.WithCancel(context.Background())
 	return &Server{cfg: cfg, log: log, methods: methods, m: m,
 		calls: make(chan struct{}, cfg.MaxCalls), conns: make(chan struct{}, cfg.MaxConns),
-		open: map[net.Conn]struct{}{}}, nil
+		open: map[net.Conn]struct{}{}, base: base, cancel: cancel}, nil
 }
 
 // Serve accepts connections on ln until ctx ends or Close is called; it
@@ -125,6 +140,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() { s.Close() })
 	defer stop()
+	stopBase := context.AfterFunc(s.base, cancel)
+	defer stopBase()
 	defer s.wg.Wait()
 	for {
 		c, err := ln.Accept()
@@ -167,8 +184,37 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 }
 
-// Close stops the listeners and closes every open connection.
+// Shutdown stops accepting and reading calls, waits for the calls in
+// flight to be answered (bounded by ctx, then it closes as Close does) and
+// closes the connections. Hadoop's client sends the calls it had not sent
+// again on a new connection.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.draining.Store(true)
+	s.mu.Lock()
+	s.closed = true
+	for _, ln := range s.listener {
+		ln.Close()
+	}
+	for c := range s.open {
+		_ = c.SetReadDeadline(time.Now()) // the reader stops; answers still go out
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.Close()
+		<-done
+		return fmt.Errorf("hadooprpc: shutdown: %w", ctx.Err())
+	}
+}
+
+// Close stops the listeners, closes every open connection and cancels the
+// calls in flight.
 func (s *Server) Close() error {
+	s.cancel()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
@@ -199,8 +245,15 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	defer cancel()
 	cn := &conn{s: s, c: c, w: bufio.NewWriter(c)}
 	var calls sync.WaitGroup
-	defer calls.Wait()
-	defer cancel() // runs before calls.Wait: the calls see the connection's end
+	defer func() {
+		// A connection that ends cancels its calls, except in a
+		// shutdown's drain, whose calls are answered first.
+		if !s.draining.Load() {
+			cancel()
+		}
+		calls.Wait()
+		cancel()
+	}()
 	r := bufio.NewReader(c)
 	var hb [headerLen]byte
 	_ = c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
@@ -217,6 +270,9 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	slots := make(chan struct{}, s.cfg.MaxCallsPerConn)
 	for {
 		_ = c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+		if s.draining.Load() { // read after the deadline is set: Shutdown's own deadline wins
+			return
+		}
 		frame, err := readFrame(r, s.cfg.MaxFrame)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
@@ -319,7 +375,7 @@ func (cn *conn) serveCall(ctx context.Context, req *Request, received time.Time)
 				Received:    received,
 			})
 		}
-		resp, err = f(cctx, cn.user, req.Body)
+		resp, err = cn.run(cctx, f, name, req.Body)
 	}
 	label := name
 	if cn.s.methods[name] == nil {
@@ -356,6 +412,26 @@ func (cn *conn) serveCall(ctx context.Context, req *Request, received time.Time)
 	if err := cn.write(b); err != nil {
 		cn.c.Close()
 	}
+}
+
+// run runs one call under the server's meter and tenant limits.
+func (cn *conn) run(ctx context.Context, f handler, name string, body []byte) (proto.Message, error) {
+	s := cn.s
+	if mt := s.cfg.Meter; mt != nil {
+		mt.Begin()
+		defer mt.End()
+	}
+	if tn := s.cfg.Tenants; tn != nil {
+		id := tenant.ID(cn.user.Name, "")
+		if err := tn.Admit(id); err != nil {
+			return nil, meta.Errorf(name, "", meta.ErrBusy, "%v", err)
+		}
+		start := time.Now()
+		resp, err := f(ctx, cn.user, body)
+		tn.Done(id, time.Since(start), err != nil)
+		return resp, err
+	}
+	return f(ctx, cn.user, body)
 }
 
 // fatal sends a FATAL response and leaves the caller to close the connection.

@@ -495,3 +495,64 @@ func TestListingLocations(t *testing.T) {
 		t.Fatalf("getHAServiceState: %v %v", err, ha.GetState())
 	}
 }
+
+// blockingFS holds every Delete until release is closed.
+type blockingFS struct {
+	*metatest.MemFS
+	started chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingFS) Delete(ctx context.Context, u meta.User, p string, recursive bool) error {
+	close(b.started)
+	<-b.release
+	return b.MemFS.Delete(ctx, u, p, recursive)
+}
+
+// TestShutdownDrains: Shutdown answers the calls in flight before it
+// closes their connection, and a connection that comes after is refused.
+func TestShutdownDrains(t *testing.T) {
+	fs := &blockingFS{MemFS: metatest.NewMemFS(), started: make(chan struct{}), release: make(chan struct{})}
+	if err := fs.Mkdirs(context.Background(), meta.User{Name: metatest.Superuser}, "/x", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewServer(fs, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(context.Background(), ln) }()
+	c := dial(t, ln.Addr().String(), authNone)
+	c.context(metatest.Superuser)
+	c.send("delete", &h.DeleteRequestProto{Src: proto.String("/x"), Recursive: proto.Bool(true)}, 0)
+	<-fs.started
+	shut := make(chan error, 1)
+	go func() { shut <- s.Shutdown(context.Background()) }()
+	// The listener closes at once.
+	for {
+		nc, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			break
+		}
+		nc.Close()
+	}
+	close(fs.release)
+	var del h.DeleteResponseProto
+	rh, _, err := c.recv(&del)
+	if err != nil || rh.GetStatus() != h.RpcResponseHeaderProto_SUCCESS || !del.GetResult() {
+		t.Fatalf("the call in flight during a shutdown: %v %v %v", err, rh, del.GetResult())
+	}
+	if err := <-shut; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	if _, err := c.r.ReadByte(); err != io.EOF {
+		t.Fatalf("connection open after the shutdown: %v", err)
+	}
+}

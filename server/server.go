@@ -444,6 +444,8 @@ func NewContext(ctx context.Context, cfg Config) (_ *Server, err error) {
 		hc := hadooprpc.DefaultConfig()
 		hc.Logger = s.log.With("component", "hadooprpc")
 		hc.Registerer = s.reg
+		hc.Tenants = s.tenants
+		hc.Meter = s.meter
 		if s.hrpc, err = hadooprpc.NewServer(ns, hc); err != nil {
 			ns.Close()
 			bs.Close()
@@ -687,11 +689,11 @@ func (s *Server) shutdown(ctx context.Context) error {
 	// WebHDFS's requests drain the same way (new ones are refused with
 	// 503 RetriableException meanwhile).
 	errs = append(errs, s.web.Shutdown(ctx))
-	// Hadoop RPC connections are closed; a call in flight ends with its
-	// connection, and Hadoop's client retries it (idempotent methods) or
-	// reports it.
+	// Hadoop RPC connections stop reading calls, those in flight are
+	// answered, then the connections close; Hadoop's client sends what it
+	// had not sent again on a new connection.
 	if s.hrpc != nil {
-		s.hrpc.Close()
+		errs = append(errs, s.hrpc.Shutdown(ctx))
 		s.hrpcWG.Wait()
 	}
 	// Peers see this server leave before it stops answering.
