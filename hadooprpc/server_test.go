@@ -9,6 +9,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -17,6 +18,7 @@ import (
 	h "github.com/nimbus-fs/nimbus/api/hadoop"
 	"github.com/nimbus-fs/nimbus/meta"
 	"github.com/nimbus-fs/nimbus/meta/metatest"
+	"github.com/nimbus-fs/nimbus/tenant"
 )
 
 // testClient speaks Hadoop IPC the way Hadoop's Client does, minimally.
@@ -554,5 +556,31 @@ func TestShutdownDrains(t *testing.T) {
 	}
 	if _, err := c.r.ReadByte(); err != io.EOF {
 		t.Fatalf("connection open after the shutdown: %v", err)
+	}
+}
+
+// TestTenantLimit: a user over its --tenant-limit is refused with
+// RetriableException, which Hadoop's client retries; others are not.
+func TestTenantLimit(t *testing.T) {
+	at := time.Unix(1e9, 0) // a clock that stands still: no token comes back
+	tn, err := tenant.New(tenant.Config{Limits: map[string]float64{"mallory": 1}, Now: func() time.Time { return at }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := startServer(t, metatest.NewMemFS(), Config{Tenants: tn})
+	m := dial(t, addr, authNone)
+	m.context("mallory")
+	get := &h.GetFileInfoRequestProto{Src: proto.String("/")}
+	if err := m.call("getFileInfo", get, &h.GetFileInfoResponseProto{}); err != nil {
+		t.Fatalf("first call, within the burst: %v", err)
+	}
+	err = m.call("getFileInfo", get, &h.GetFileInfoResponseProto{})
+	if re, ok := err.(*RemoteError); !ok || re.Class != "org.apache.hadoop.ipc.RetriableException" {
+		t.Fatalf("second call over the limit: %v, want RetriableException", err)
+	}
+	a := dial(t, addr, authNone)
+	a.context("alice")
+	if err := a.call("getFileInfo", get, &h.GetFileInfoResponseProto{}); err != nil {
+		t.Fatalf("another user: %v", err)
 	}
 }
