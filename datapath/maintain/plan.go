@@ -274,7 +274,9 @@ func Plan(blocks []Block, nodes []placement.Node, lim Limits, rnd *rand.Rand) ([
 			}
 			ts := placement.ChooseTargets(avail(), placement.Request{Replicas: need, BlockSize: b.Row.Length, Chosen: j.Counted, Exclude: holders}, rnd)
 			if j.Class == MisReplicated {
-				ts = slices.DeleteFunc(ts, func(n placement.Node) bool { return slices.ContainsFunc(j.Counted, func(c placement.Node) bool { return c.Zone == n.Zone }) })
+				ts = slices.DeleteFunc(ts, func(n placement.Node) bool {
+					return slices.ContainsFunc(j.Counted, func(c placement.Node) bool { return c.Zone == n.Zone })
+				})
 			}
 			if len(ts) == 0 {
 				break

@@ -1,0 +1,292 @@
+package maintain_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nimbus-fs/nimbus/datanode"
+	"github.com/nimbus-fs/nimbus/datanode/command"
+	"github.com/nimbus-fs/nimbus/datanode/registry"
+	"github.com/nimbus-fs/nimbus/datapath"
+	"github.com/nimbus-fs/nimbus/datapath/maintain"
+	"github.com/nimbus-fs/nimbus/dataxfer"
+	"github.com/nimbus-fs/nimbus/dataxfer/blocktoken"
+	"github.com/nimbus-fs/nimbus/internal/clusterauth"
+	"github.com/nimbus-fs/nimbus/meta"
+	"github.com/nimbus-fs/nimbus/namespace"
+	"github.com/nimbus-fs/nimbus/store"
+	"github.com/nimbus-fs/nimbus/store/pebblestore"
+)
+
+var root = meta.User{Name: "root"}
+
+// clock is the maintainer's and its registry's clock: it stands still
+// unless a test moves it, so a DataNode seen beating once stays live and
+// one that stopped is judged dead only when the test says so.
+type clock struct{ ns atomic.Int64 }
+
+func (c *clock) now() time.Time           { return time.Unix(0, c.ns.Load()) }
+func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// cluster: a store, four DataNodes serving the data transfer protocol and
+// their commands (zones a, b, c, a), an engine in the DataNode mode and a
+// Maintainer over a registry on the fake clock.
+type cluster struct {
+	st    store.Store
+	e     *namespace.Engine
+	nodes []*datanode.DataNode
+	stop  []func()
+	reg   *registry.Registry
+	clk   *clock
+	m     *maintain.Maintainer
+	xfer  dataxfer.Client
+	prom  *prometheus.Registry
+}
+
+func newCluster(t *testing.T) *cluster {
+	t.Helper()
+	ctx := context.Background()
+	opts := pebblestore.DefaultOptions()
+	opts.CacheSize, opts.MemTableSize = 8<<20, 4<<20
+	st, err := pebblestore.Open(t.TempDir(), opts)
+	must(t, err)
+	t.Cleanup(func() { st.Close() })
+	secret, err := clusterauth.LoadSecret(ctx, st)
+	must(t, err)
+	live := registry.Config{Heartbeat: 10 * time.Millisecond, StaleAfter: time.Minute, DeadAfter: 2 * time.Minute, Batch: 100}
+	c := &cluster{st: st, clk: &clock{}, xfer: dataxfer.Client{Name: "test-client"}, prom: prometheus.NewRegistry()}
+	c.clk.ns.Store(time.Now().UnixNano())
+	for i, z := range []string{"a", "b", "c", "a"} {
+		cfg := datanode.DefaultConfig()
+		cfg.Dir = t.TempDir()
+		cfg.Zone, cfg.Host = z, "h"+string(rune('0'+i))
+		cfg.DataAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
+		cfg.Liveness = live
+		cfg.NewDataServer = func(env datanode.DataServerEnv) (datanode.DataServer, error) {
+			xc := dataxfer.DefaultConfig(env.Store)
+			xc.Tokens = blocktoken.NewManager([32]byte(secret), 0, nil)
+			return dataxfer.New(xc)
+		}
+		d, err := datanode.New(ctx, cfg, st)
+		must(t, err)
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- d.Run(rctx) }()
+		var once sync.Once
+		stop := func() {
+			once.Do(func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("DataNode %d: %v", i, err)
+				}
+			})
+		}
+		t.Cleanup(stop)
+		c.nodes = append(c.nodes, d)
+		c.stop = append(c.stop, stop)
+	}
+	reg, err := registry.New(st, live)
+	must(t, err)
+	cl, err := registry.LoadCluster(ctx, st)
+	must(t, err)
+	dn, err := datapath.New(datapath.Config{Registry: reg, Cluster: cl, Secret: [32]byte(secret), KeyID: 7, Seed: 1})
+	must(t, err)
+	ecfg := namespace.DefaultConfig()
+	ecfg.Superuser = "root"
+	ecfg.InlineThreshold = 100
+	ecfg.MinBlockSize = 0
+	ecfg.LeaseMonitor = false
+	ecfg.DataNodes = dn
+	c.e, err = namespace.New(st, ecfg)
+	must(t, err)
+	t.Cleanup(func() { c.e.Close() })
+
+	mlive := live
+	mlive.Now = c.clk.now
+	c.reg, err = registry.New(st, mlive)
+	must(t, err)
+	key, err := clusterauth.New(secret, nil)
+	must(t, err)
+	mc := maintain.DefaultConfig()
+	mc.Store, mc.Registry, mc.Commands = st, c.reg, &command.Client{Key: key}
+	mc.Now, mc.Registerer, mc.Seed = c.clk.now, c.prom, 1
+	c.m, err = maintain.New(mc)
+	must(t, err)
+	c.waitLive(t, 4)
+	eventually(t, "the engine sees four DataNodes", func() bool {
+		ts, err := dn.ChooseTargets(ctx, 4, 1, namespace.Location{}, nil, nil)
+		must(t, err)
+		return len(ts) == 4
+	})
+	return c
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventually polls cond until it holds (a minute at most: the DataNodes'
+// reports arrive in their own time).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not reached", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitLive waits until the maintainer's registry judges n DataNodes live.
+func (c *cluster) waitLive(t *testing.T, n int) {
+	t.Helper()
+	eventually(t, "DataNodes live", func() bool {
+		nodes, err := c.reg.DataNodes(context.Background())
+		must(t, err)
+		live := 0
+		for _, d := range nodes {
+			if d.Liveness == registry.Live {
+				live++
+			}
+		}
+		return live == n
+	})
+}
+
+// settle runs rounds until cond holds.
+func (c *cluster) settle(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	eventually(t, what, func() bool {
+		_, err := c.m.Round(context.Background())
+		must(t, err)
+		return cond()
+	})
+}
+
+// write creates p with replication repl and writes n bytes in blocks of bs.
+func (c *cluster) write(t *testing.T, p string, n, bs int, repl uint16) []uint64 {
+	t.Helper()
+	ctx := context.Background()
+	_, err := c.e.Create(ctx, root, p, meta.CreateOptions{Client: "w", BlockSize: int64(bs), Replication: repl})
+	must(t, err)
+	data := make([]byte, n)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	var prev *namespace.BlockRef
+	var ids []uint64
+	for off := 0; off < n; off += bs {
+		lb, err := retry(t, func() (*namespace.LocatedBlock, error) { return c.e.AddBlock(ctx, root, p, "w", prev, nil, namespace.Location{}) })
+		must(t, err)
+		ids = append(ids, lb.ID)
+		bw, err := c.xfer.WriteBlock(ctx, dataxfer.Block{Pool: lb.Pool, ID: lb.ID, GenStamp: lb.GenStamp}, datapath.BlockToken(lb.Token), datapath.Targets(lb.Targets), dataxfer.WriteOptions{})
+		must(t, err)
+		_, err = bw.Write(data[off:min(n, off+bs)])
+		must(t, err)
+		got, err := bw.Close(ctx)
+		must(t, err)
+		prev = &namespace.BlockRef{ID: lb.ID, GenStamp: lb.GenStamp, NumBytes: got}
+	}
+	_, err = retry(t, func() (*meta.FileStatus, error) { return c.e.CompleteBlock(ctx, root, p, "w", prev) })
+	must(t, err)
+	return ids
+}
+
+func retry[T any](t *testing.T, fn func() (T, error)) (T, error) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		v, err := fn()
+		if !errors.Is(err, namespace.ErrNotYetReplicated) || time.Now().After(deadline) {
+			return v, err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// replicas returns the finalized replicas of block by DataNode id, with
+// the zones of their DataNodes.
+func (c *cluster) replicas(t *testing.T, block uint64) (map[uint64]store.ReplicaState, map[string]bool) {
+	t.Helper()
+	ls, err := c.reg.Replicas(context.Background(), block)
+	must(t, err)
+	out, zones := map[uint64]store.ReplicaState{}, map[string]bool{}
+	for _, l := range ls {
+		out[l.Node.ID] = l.Replica.State
+		if l.Replica.State == store.ReplicaFinalized && l.Node.Liveness != registry.Dead {
+			zones[l.Node.Zone] = true
+		}
+	}
+	return out, zones
+}
+
+func (c *cluster) liveGood(t *testing.T, block uint64, not uint64) (int, int) {
+	reps, zones := c.replicas(t, block)
+	n := 0
+	for id, s := range reps {
+		if s == store.ReplicaFinalized && id != not {
+			n++
+		}
+	}
+	return n, len(zones)
+}
+
+func TestDeadDataNodeReplaced(t *testing.T) {
+	c := newCluster(t)
+	ids := c.write(t, "/f", 5000, 2048, 3)
+	rep, err := c.m.Round(context.Background())
+	must(t, err)
+	if rep.Blocks != 3 || rep.Healthy != 3 || rep.Replicated != 0 {
+		t.Fatalf("after the write: %+v", rep)
+	}
+	// Kill a DataNode holding blk 0 and let the registry judge it dead.
+	reps, _ := c.replicas(t, ids[0])
+	victim := -1
+	for i, d := range c.nodes {
+		if _, ok := reps[d.ID()]; ok {
+			victim = i
+			break
+		}
+	}
+	dead := c.nodes[victim].ID()
+	c.stop[victim]()
+	_, err = c.reg.DataNodes(context.Background()) // its last beat seen
+	must(t, err)
+	c.clk.advance(3 * time.Minute)
+	c.waitLive(t, 3)
+	rep, err = c.m.Round(context.Background())
+	must(t, err)
+	if rep.UnderReplicated == 0 || rep.Replicated == 0 || rep.BytesMoved == 0 {
+		t.Fatalf("round after a DataNode died: %+v", rep)
+	}
+	c.settle(t, "3 live replicas of every block", func() bool {
+		for _, id := range ids {
+			n, z := c.liveGood(t, id, dead)
+			if n < 3 || z < 2 {
+				return false
+			}
+		}
+		return true
+	})
+	mfs, err := c.prom.Gather()
+	must(t, err)
+	found := false
+	for _, mf := range mfs {
+		if mf.GetName() == "nimbus_blocks_replicated_total" && mf.GetMetric()[0].GetCounter().GetValue() > 0 {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("nimbus_blocks_replicated_total not counted")
+	}
+}
