@@ -31,6 +31,10 @@ type Config struct {
 	// Maintainer has seen it so for this long (by its own clock), so that
 	// the replica of a block being allocated is never taken for an orphan.
 	OrphanGrace time.Duration
+	// PendingTimeout: how long a copy or deletion is assumed under way
+	// before the DataNodes' reports show it (HDFS's
+	// dfs.namenode.reconstruction.pending.timeout-sec, 5 min).
+	PendingTimeout time.Duration
 	// Batch: blocks whose replicas are read in one registry call.
 	Batch      int
 	Now        func() time.Time // nil: time.Now
@@ -42,7 +46,7 @@ type Config struct {
 // DefaultConfig returns HDFS-like bounds: rounds every 3 s, 2 streams per
 // DataNode, 1000 blocks a round, a grace of 1 hour for orphans.
 func DefaultConfig() Config {
-	return Config{Limits: Limits{BlocksPerRound: 1000, StreamsPerNode: 2}, Interval: 3 * time.Second, OrphanGrace: time.Hour, Batch: 500}
+	return Config{Limits: Limits{BlocksPerRound: 1000, StreamsPerNode: 2}, Interval: 3 * time.Second, OrphanGrace: time.Hour, PendingTimeout: 5 * time.Minute, Batch: 500}
 }
 
 // Maintainer runs rounds of the replication duty. One Maintainer runs at
@@ -54,8 +58,20 @@ type Maintainer struct {
 
 	mu      sync.Mutex
 	orphans map[orphanKey]time.Time // first seen without a block row
+	// pending are the copies and deletions of earlier rounds whose
+	// DataNodes' reports have not shown yet: a copy counts as a replica,
+	// a deleted replica as gone, until the report shows or PendingTimeout
+	// passes (HDFS's pending reconstruction), so a round never copies a
+	// block twice to one DataNode nor deletes more than the excess.
+	pending map[uint64]*pending
 	last    Report
 	m       *metrics
+}
+
+type pending struct {
+	added   map[uint64]Replica // DataNode id -> the replica copied there
+	removed map[uint64]bool    // DataNode ids told to delete their replica
+	until   time.Time
 }
 
 type orphanKey struct {
@@ -70,6 +86,9 @@ func New(cfg Config) (*Maintainer, error) {
 	if cfg.Interval <= 0 || cfg.OrphanGrace < 0 {
 		return nil, fmt.Errorf("maintain: Interval %v, OrphanGrace %v: want > 0 and >= 0", cfg.Interval, cfg.OrphanGrace)
 	}
+	if cfg.PendingTimeout <= 0 {
+		cfg.PendingTimeout = 5 * time.Minute
+	}
 	if cfg.Batch <= 0 {
 		cfg.Batch = 500
 	}
@@ -80,7 +99,7 @@ func New(cfg Config) (*Maintainer, error) {
 		cfg.Logger = slog.Default()
 	}
 	m := &Maintainer{cfg: cfg, log: cfg.Logger.With("part", "maintain"), rnd: rand.New(rand.NewPCG(cfg.Seed, 0x6d61696e)),
-		orphans: map[orphanKey]time.Time{}}
+		orphans: map[orphanKey]time.Time{}, pending: map[uint64]*pending{}}
 	var err error
 	if m.m, err = newMetrics(cfg.Registerer); err != nil {
 		return nil, err
@@ -220,6 +239,7 @@ func (m *Maintainer) scan(ctx context.Context) (*scan, error) {
 			for _, l := range reps[j] {
 				blk.Replicas = append(blk.Replicas, Replica{Node: l.Node.PlacementNode(), GenStamp: l.Replica.GenStamp, Length: l.Replica.Length, State: l.Replica.State})
 			}
+			m.applyPending(&blk, s)
 			j := Classify(&blk, s.pnodes)
 			if len(j.Counted) < blk.Replication {
 				for _, r := range blk.Replicas {
@@ -230,6 +250,58 @@ func (m *Maintainer) scan(ctx context.Context) (*scan, error) {
 		}
 	}
 	return s, nil
+}
+
+// applyPending counts the copies of earlier rounds not reported yet and
+// leaves out the replicas told to go, and forgets what the reports show
+// or what has timed out.
+func (m *Maintainer) applyPending(b *Block, s *scan) {
+	p := m.pending[b.Row.ID]
+	if p == nil {
+		return
+	}
+	if m.cfg.Now().After(p.until) {
+		delete(m.pending, b.Row.ID)
+		return
+	}
+	have := map[uint64]bool{}
+	kept := b.Replicas[:0]
+	for _, r := range b.Replicas {
+		have[r.Node.ID] = true
+		if p.removed[r.Node.ID] {
+			continue // still reported, being deleted
+		}
+		kept = append(kept, r)
+	}
+	b.Replicas = kept
+	for id := range p.removed {
+		if !have[id] {
+			delete(p.removed, id)
+		}
+	}
+	for id, r := range p.added {
+		if have[id] {
+			delete(p.added, id)
+			continue
+		}
+		if n, ok := s.byID[id]; ok {
+			r.Node = n.PlacementNode()
+		}
+		b.Replicas = append(b.Replicas, r)
+	}
+	if len(p.added) == 0 && len(p.removed) == 0 {
+		delete(m.pending, b.Row.ID)
+	}
+}
+
+func (m *Maintainer) pendingOf(block uint64) *pending {
+	p := m.pending[block]
+	if p == nil {
+		p = &pending{added: map[uint64]Replica{}, removed: map[uint64]bool{}}
+		m.pending[block] = p
+	}
+	p.until = m.cfg.Now().Add(m.cfg.PendingTimeout)
+	return p
 }
 
 func (m *Maintainer) act(ctx context.Context, s *scan, acts []Action, rep *Report) {
@@ -247,8 +319,16 @@ func (m *Maintainer) act(ctx context.Context, s *scan, acts []Action, rep *Repor
 			case a.Kind == Replicate:
 				rep.Replicated++
 				rep.BytesMoved += a.Length * int64(len(a.Targets))
+				p := m.pendingOf(a.Block)
+				for _, n := range a.Targets {
+					p.added[n.ID] = Replica{Node: n, GenStamp: a.GenStamp, Length: a.Length, State: store.ReplicaFinalized}
+				}
 			default:
 				rep.Deleted += len(a.Nodes)
+				p := m.pendingOf(a.Block)
+				for _, n := range a.Nodes {
+					p.removed[n.ID] = true
+				}
 			}
 		})
 	}

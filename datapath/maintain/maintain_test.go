@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/nimbus-fs/nimbus/blocks"
 	"github.com/nimbus-fs/nimbus/datanode"
 	"github.com/nimbus-fs/nimbus/datanode/command"
 	"github.com/nimbus-fs/nimbus/datanode/registry"
@@ -31,7 +32,7 @@ var root = meta.User{Name: "root"}
 // one that stopped is judged dead only when the test says so.
 type clock struct{ ns atomic.Int64 }
 
-func (c *clock) now() time.Time           { return time.Unix(0, c.ns.Load()) }
+func (c *clock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
 func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // cluster: a store, four DataNodes serving the data transfer protocol and
@@ -186,7 +187,9 @@ func (c *cluster) write(t *testing.T, p string, n, bs int, repl uint16) []uint64
 	var prev *namespace.BlockRef
 	var ids []uint64
 	for off := 0; off < n; off += bs {
-		lb, err := retry(t, func() (*namespace.LocatedBlock, error) { return c.e.AddBlock(ctx, root, p, "w", prev, nil, namespace.Location{}) })
+		lb, err := retry(t, func() (*namespace.LocatedBlock, error) {
+			return c.e.AddBlock(ctx, root, p, "w", prev, nil, namespace.Location{})
+		})
 		must(t, err)
 		ids = append(ids, lb.ID)
 		bw, err := c.xfer.WriteBlock(ctx, dataxfer.Block{Pool: lb.Pool, ID: lb.ID, GenStamp: lb.GenStamp}, datapath.BlockToken(lb.Token), datapath.Targets(lb.Targets), dataxfer.WriteOptions{})
@@ -288,5 +291,129 @@ func TestDeadDataNodeReplaced(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("nimbus_blocks_replicated_total not counted")
+	}
+}
+
+func TestSetReplicationDown(t *testing.T) {
+	c := newCluster(t)
+	ids := c.write(t, "/s", 3000, 2048, 3)
+	must(t, c.e.SetReplication(context.Background(), root, "/s", 1))
+	c.settle(t, "one replica of each block", func() bool {
+		for _, id := range ids {
+			if reps, _ := c.replicas(t, id); len(reps) != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	rep, err := c.m.Round(context.Background())
+	must(t, err)
+	if rep.Healthy != len(ids) || rep.Deleted != 0 {
+		t.Fatalf("after setrep 1: %+v", rep)
+	}
+	// The replicas are gone from the DataNodes too, not only from the registry.
+	for _, id := range ids {
+		reps, _ := c.replicas(t, id)
+		for _, d := range c.nodes {
+			_, keep := reps[d.ID()]
+			var n int
+			must(t, d.Blocks().Report(context.Background(), func(r blocks.Replica) error {
+				if r.ID.Block == id {
+					n++
+				}
+				return nil
+			}))
+			if keep != (n == 1) || n > 1 {
+				t.Fatalf("blk_%d: DataNode %d holds %d replicas, registry says kept=%v", id, d.ID(), n, keep)
+			}
+		}
+	}
+}
+
+func TestCorruptReplicaReplaced(t *testing.T) {
+	c := newCluster(t)
+	ids := c.write(t, "/c", 1500, 2048, 3)
+	reps, _ := c.replicas(t, ids[0])
+	var bad *datanode.DataNode
+	for _, d := range c.nodes {
+		if _, ok := reps[d.ID()]; ok {
+			bad = d
+			break
+		}
+	}
+	// The DataNode found the replica corrupt (as a read reports it).
+	ls, err := c.reg.Replicas(context.Background(), ids[0])
+	must(t, err)
+	p := ls[0].Replica
+	must(t, c.reg.IncrementalReport(context.Background(), bad.ID(), []registry.Change{{Reported: registry.Reported{
+		Block: ids[0], GenStamp: p.GenStamp, Length: p.Length, State: store.ReplicaCorrupt}}}))
+	rep, err := c.m.Round(context.Background())
+	must(t, err)
+	if rep.CorruptReplicas != 1 || rep.UnderReplicated != 1 || rep.Replicated != 1 {
+		t.Fatalf("round with a corrupt replica: %+v", rep)
+	}
+	c.settle(t, "corrupt replica replaced", func() bool {
+		reps, zones := c.replicas(t, ids[0])
+		_, still := reps[bad.ID()]
+		return !still && len(reps) == 3 && len(zones) >= 2
+	})
+	if _, err := bad.Blocks().Stat(context.Background(), blocks.ID{Block: ids[0], GenStamp: p.GenStamp}); !errors.Is(err, blocks.ErrNotFound) {
+		t.Fatalf("the corrupt replica is still on its DataNode: %v", err)
+	}
+}
+
+func TestOrphanAfterGrace(t *testing.T) {
+	c := newCluster(t)
+	ids := c.write(t, "/o", 1500, 2048, 2)
+	must(t, c.e.Delete(context.Background(), root, "/o", false))
+	holders := func() int { reps, _ := c.replicas(t, ids[0]); return len(reps) }
+	if holders() != 2 {
+		t.Fatalf("%d replicas of the deleted file's block, want 2 until the grace ends", holders())
+	}
+	for range 3 {
+		rep, err := c.m.Round(context.Background())
+		must(t, err)
+		if rep.OrphansDeleted != 0 || holders() != 2 {
+			t.Fatalf("orphans removed before the grace: %+v", rep)
+		}
+	}
+	c.clk.advance(59 * time.Minute)
+	c.waitLive(t, 4)
+	rep, err := c.m.Round(context.Background())
+	must(t, err)
+	if rep.OrphansDeleted != 0 {
+		t.Fatalf("orphans removed before the grace: %+v", rep)
+	}
+	c.clk.advance(2 * time.Minute)
+	c.waitLive(t, 4)
+	rep, err = c.m.Round(context.Background())
+	must(t, err)
+	if rep.OrphansDeleted != 2 {
+		t.Fatalf("after the grace: %+v, want 2 orphans deleted", rep)
+	}
+	eventually(t, "orphan replicas reported deleted", func() bool { return holders() == 0 })
+}
+
+func TestDecommission(t *testing.T) {
+	c := newCluster(t)
+	ids := c.write(t, "/d", 5000, 2048, 3)
+	d := c.nodes[0]
+	must(t, c.reg.SetAdminState(context.Background(), d.ID(), store.AdminDecommissioning))
+	c.settle(t, "decommissioned", func() bool {
+		info, err := c.reg.DataNode(context.Background(), d.ID())
+		must(t, err)
+		return info.Admin == store.AdminDecommissioned
+	})
+	for _, id := range ids {
+		if n, z := c.liveGood(t, id, d.ID()); n < 3 || z < 2 {
+			t.Fatalf("blk_%d: %d replicas over %d zones besides the decommissioned DataNode", id, n, z)
+		}
+	}
+	// A decommissioned DataNode's replicas are excess no longer counted:
+	// the block stays healthy with its three others.
+	rep, err := c.m.Round(context.Background())
+	must(t, err)
+	if rep.Healthy != len(ids) {
+		t.Fatalf("after decommission: %+v", rep)
 	}
 }
