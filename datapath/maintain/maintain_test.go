@@ -417,3 +417,20 @@ func TestDecommission(t *testing.T) {
 		t.Fatalf("after decommission: %+v", rep)
 	}
 }
+
+// TestRun: the loop runs rounds until its context ends, then returns nil.
+func TestRun(t *testing.T) {
+	c := newCluster(t)
+	c.write(t, "/r", 1500, 2048, 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.m.Run(ctx) }()
+	eventually(t, "a round reported", func() bool { return c.m.Last().Blocks == 1 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if r := c.m.Last(); r.Healthy != 1 {
+		t.Fatalf("last round %+v", r)
+	}
+}

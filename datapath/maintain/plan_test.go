@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"pgregory.net/rapid"
+
 	"github.com/nimbus-fs/nimbus/placement"
 	"github.com/nimbus-fs/nimbus/store"
 )
@@ -142,4 +144,98 @@ func TestPlan(t *testing.T) {
 			t.Fatalf("DataNode %d in %d copies, limit 2", id, n)
 		}
 	}
+}
+
+// TestPlanProperties: over random clusters and blocks, a round's actions
+// never copy to a DataNode holding the block, stay within the stream and
+// block bounds, and never delete so much that a block falls below its
+// replication or loses a zone.
+func TestPlanProperties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		zs := []string{"a", "b", "c"}
+		var nodes []placement.Node
+		for i := range rapid.IntRange(1, 8).Draw(t, "nodes") {
+			n := node(uint64(i+1), zs[rapid.IntRange(0, 2).Draw(t, "zone")])
+			n.Liveness = placement.Liveness(rapid.IntRange(0, 2).Draw(t, "liveness"))
+			n.Admin = placement.Admin(rapid.IntRange(0, 2).Draw(t, "admin"))
+			n.Transfers = rapid.IntRange(0, 3).Draw(t, "transfers")
+			nodes = append(nodes, n)
+		}
+		var bs []Block
+		for i := range rapid.IntRange(0, 10).Draw(t, "blocks") {
+			b := Block{Row: store.Block{ID: uint64(i + 1), GenStamp: 5, Length: 10, Complete: true}, Replication: rapid.IntRange(1, 4).Draw(t, "repl")}
+			for _, n := range nodes {
+				if rapid.Bool().Draw(t, "holds") {
+					st := store.ReplicaFinalized
+					if rapid.IntRange(0, 5).Draw(t, "corrupt") == 0 {
+						st = store.ReplicaCorrupt
+					}
+					b.Replicas = append(b.Replicas, Replica{Node: n, GenStamp: 5, Length: 10, State: st})
+				}
+			}
+			bs = append(bs, b)
+		}
+		lim := Limits{BlocksPerRound: rapid.IntRange(0, 5).Draw(t, "perRound"), StreamsPerNode: rapid.IntRange(0, 4).Draw(t, "streams")}
+		acts, rep := Plan(bs, nodes, lim, rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 0)))
+		if rep.Blocks != len(bs) || rep.Healthy+rep.UnderReplicated+rep.OverReplicated+rep.MisReplicated+rep.Missing != len(bs) {
+			t.Fatalf("report %+v for %d blocks", rep, len(bs))
+		}
+		byID := map[uint64]*Block{}
+		for i := range bs {
+			byID[bs[i].Row.ID] = &bs[i]
+		}
+		blocksActed := map[uint64]bool{}
+		use := map[uint64]int{}
+		deleted := map[uint64]map[uint64]bool{}
+		for _, a := range acts {
+			b := byID[a.Block]
+			blocksActed[a.Block] = true
+			switch a.Kind {
+			case Replicate:
+				use[a.Source.ID]++
+				for _, n := range a.Targets {
+					use[n.ID]++
+					if !placement.Eligible(n, b.Row.Length) {
+						t.Fatalf("blk_%d: target %+v cannot take a replica", a.Block, n)
+					}
+					for _, r := range b.Replicas {
+						if r.Node.ID == n.ID {
+							t.Fatalf("blk_%d: copy to DataNode %d, which holds it", a.Block, n.ID)
+						}
+					}
+				}
+			case Delete:
+				if deleted[a.Block] == nil {
+					deleted[a.Block] = map[uint64]bool{}
+				}
+				for _, n := range a.Nodes {
+					deleted[a.Block][n.ID] = true
+				}
+			}
+		}
+		if lim.BlocksPerRound > 0 && len(blocksActed) > lim.BlocksPerRound {
+			t.Fatalf("%d blocks acted on, limit %d", len(blocksActed), lim.BlocksPerRound)
+		}
+		if lim.StreamsPerNode > 0 {
+			for _, n := range nodes {
+				if use[n.ID] > 0 && n.Transfers+use[n.ID] > lim.StreamsPerNode {
+					t.Fatalf("DataNode %d: %d transfers + %d copies, limit %d", n.ID, n.Transfers, use[n.ID], lim.StreamsPerNode)
+				}
+			}
+		}
+		for id, del := range deleted {
+			b := byID[id]
+			before := Classify(b, nodes)
+			var after []placement.Node
+			for _, n := range before.Counted {
+				if !del[n.ID] {
+					after = append(after, n)
+				}
+			}
+			if len(after) < b.Replication || zones(after) < min(2, zones(before.Counted)) {
+				t.Fatalf("blk_%d (replication %d): deleting %v leaves %d replicas over %d zones (before %d over %d)",
+					id, b.Replication, del, len(after), zones(after), len(before.Counted), zones(before.Counted))
+			}
+		}
+	})
 }
