@@ -177,6 +177,12 @@ func (c *cluster) settle(t *testing.T, what string, cond func() bool) {
 // write creates p with replication repl and writes n bytes in blocks of bs.
 func (c *cluster) write(t *testing.T, p string, n, bs int, repl uint16) []uint64 {
 	t.Helper()
+	return c.writeEx(t, p, n, bs, repl, nil)
+}
+
+// writeEx is write with DataNodes excluded from the pipelines.
+func (c *cluster) writeEx(t *testing.T, p string, n, bs int, repl uint16, exclude []uint64) []uint64 {
+	t.Helper()
 	ctx := context.Background()
 	_, err := c.e.Create(ctx, root, p, meta.CreateOptions{Client: "w", BlockSize: int64(bs), Replication: repl})
 	must(t, err)
@@ -188,7 +194,7 @@ func (c *cluster) write(t *testing.T, p string, n, bs int, repl uint16) []uint64
 	var ids []uint64
 	for off := 0; off < n; off += bs {
 		lb, err := retry(t, func() (*namespace.LocatedBlock, error) {
-			return c.e.AddBlock(ctx, root, p, "w", prev, nil, namespace.Location{})
+			return c.e.AddBlock(ctx, root, p, "w", prev, exclude, namespace.Location{})
 		})
 		must(t, err)
 		ids = append(ids, lb.ID)
@@ -433,4 +439,23 @@ func TestRun(t *testing.T) {
 	if r := c.m.Last(); r.Healthy != 1 {
 		t.Fatalf("last round %+v", r)
 	}
+}
+
+// TestMisReplicatedSpread: a block whose two replicas are in one zone gets
+// a copy in another zone, then loses one of the two in the first.
+func TestMisReplicatedSpread(t *testing.T) {
+	c := newCluster(t)
+	ids := c.writeEx(t, "/m", 1500, 2048, 2, []uint64{c.nodes[1].ID(), c.nodes[2].ID()}) // zones b and c
+	if _, z := c.replicas(t, ids[0]); len(z) != 1 {
+		t.Fatalf("written over zones %v, want one", z)
+	}
+	rep, err := c.m.Round(context.Background())
+	must(t, err)
+	if rep.MisReplicated != 1 || rep.Replicated != 1 {
+		t.Fatalf("round: %+v", rep)
+	}
+	c.settle(t, "two replicas over two zones", func() bool {
+		reps, z := c.replicas(t, ids[0])
+		return len(reps) == 2 && len(z) == 2
+	})
 }
