@@ -241,7 +241,9 @@ func (m *Maintainer) scan(ctx context.Context) (*scan, error) {
 			}
 			m.applyPending(&blk, s)
 			j := Classify(&blk, s.pnodes)
-			if len(j.Counted) < blk.Replication {
+			// A DataNode stays needed while a block it holds is short, or
+			// while a copy of it is not reported yet.
+			if p := m.pending[b.ID]; len(j.Counted) < blk.Replication || p != nil && len(p.added) > 0 {
 				for _, r := range blk.Replicas {
 					s.underOf[r.Node.ID] = true
 				}

@@ -232,7 +232,7 @@ func TestPlanProperties(t *testing.T) {
 					after = append(after, n)
 				}
 			}
-			if len(after) < b.Replication || zones(after) < min(2, zones(before.Counted)) {
+			if len(after) < b.Replication || zones(after) < min(2, b.Replication, zones(before.Counted)) {
 				t.Fatalf("blk_%d (replication %d): deleting %v leaves %d replicas over %d zones (before %d over %d)",
 					id, b.Replication, del, len(after), zones(after), len(before.Counted), zones(before.Counted))
 			}
