@@ -3,6 +3,12 @@ package maintain_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,6 +48,7 @@ type cluster struct {
 	st    store.Store
 	e     *namespace.Engine
 	nodes []*datanode.DataNode
+	dirs  []string
 	stop  []func()
 	reg   *registry.Registry
 	clk   *clock
@@ -90,6 +97,7 @@ func newCluster(t *testing.T) *cluster {
 		}
 		t.Cleanup(stop)
 		c.nodes = append(c.nodes, d)
+		c.dirs = append(c.dirs, cfg.Dir)
 		c.stop = append(c.stop, stop)
 	}
 	reg, err := registry.New(st, live)
@@ -347,12 +355,43 @@ func TestCorruptReplicaReplaced(t *testing.T) {
 			break
 		}
 	}
-	// The DataNode found the replica corrupt (as a read reports it).
-	ls, err := c.reg.Replicas(context.Background(), ids[0])
+	// A byte flipped in its block file: a read fails its checksum and the
+	// DataNode reports the replica corrupt.
+	ctx := context.Background()
+	dir := c.dirs[slices.Index(c.nodes, bad)]
+	var path string
+	must(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Name() == fmt.Sprintf("blk_%d", ids[0]) {
+			path = p
+		}
+		return err
+	}))
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	must(t, err)
-	p := ls[0].Replica
-	must(t, c.reg.IncrementalReport(context.Background(), bad.ID(), []registry.Change{{Reported: registry.Reported{
-		Block: ids[0], GenStamp: p.GenStamp, Length: p.Length, State: store.ReplicaCorrupt}}}))
+	one := make([]byte, 1)
+	_, err = f.ReadAt(one, 700)
+	must(t, err)
+	one[0] ^= 0x40
+	_, err = f.WriteAt(one, 700)
+	must(t, err)
+	must(t, f.Close())
+	locs, err := c.e.GetBlockLocations(ctx, root, "/c", 0, 1500, namespace.Location{})
+	must(t, err)
+	lb := locs.Blocks[0]
+	br, err := c.xfer.ReadBlock(ctx, bad.DataAddr(), dataxfer.Block{Pool: lb.Pool, ID: lb.ID, GenStamp: lb.GenStamp, NumBytes: lb.NumBytes},
+		datapath.BlockToken(lb.Token), 0, lb.NumBytes)
+	if err == nil {
+		_, err = io.ReadAll(br)
+		br.Close()
+	}
+	if !errors.Is(err, dataxfer.ErrChecksum) {
+		t.Fatalf("read of the corrupted replica: %v, want a checksum error", err)
+	}
+	p := store.Replica{GenStamp: lb.GenStamp}
+	eventually(t, "the replica reported corrupt", func() bool {
+		reps, _ := c.replicas(t, ids[0])
+		return reps[bad.ID()] == store.ReplicaCorrupt
+	})
 	rep, err := c.m.Round(context.Background())
 	must(t, err)
 	if rep.CorruptReplicas != 1 || rep.UnderReplicated != 1 || rep.Replicated != 1 {
