@@ -198,6 +198,8 @@ suite_python() {
 suite_hadoop() {
   banner "Hadoop clients (hadoop fs, contract suites)"
   bash tests/hadoop/run.sh "$1"
+  banner "hdfs:// over Hadoop IPC: hadoop fs against nimbus serve's Hadoop RPC port (its own server)"
+  bash tests/hadoop/hdfsrpc.sh
   banner "DataTransferProtocol: Hadoop's client classes against Nimbus DataNodes, Nimbus's client against Hadoop's DataNodes"
   NIMBUS_HADOOP_INTEROP=1 go test -count=1 -run '^(TestHadoopInterop|TestJavaDataNodes)$' ./dataxfer/
 }

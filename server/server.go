@@ -28,6 +28,7 @@ import (
 	"github.com/nimbus-fs/nimbus/coherence/loop"
 	"github.com/nimbus-fs/nimbus/coordinator"
 	"github.com/nimbus-fs/nimbus/datanode/registry"
+	"github.com/nimbus-fs/nimbus/hadooprpc"
 	"github.com/nimbus-fs/nimbus/internal/clusterauth"
 	"github.com/nimbus-fs/nimbus/internal/gctune"
 	"github.com/nimbus-fs/nimbus/namespace"
@@ -75,6 +76,11 @@ type Config struct {
 	// never on Listen: profiles show the server's internals and a CPU
 	// profile costs CPU, so only an operator who opens the port gets them.
 	DebugAddr string
+	// HadoopRPCAddr, when set, is the address of the Hadoop IPC listener
+	// serving ClientNamenodeProtocol (package hadooprpc), for hdfs://
+	// clients; HDFS's NameNode port is 8020. Empty (DefaultConfig):
+	// none.
+	HadoopRPCAddr string
 	// Logger may be nil (discard).
 	Logger *slog.Logger
 	// FailStopTimeout bounds the stop after the store failed, or after the
@@ -276,6 +282,9 @@ type Server struct {
 	}
 	rpc    *rpc.Server
 	web    *webhdfs.Handler
+	hrpc   *hadooprpc.Server // nil unless Config.HadoopRPCAddr
+	hrpcL  net.Listener
+	hrpcWG sync.WaitGroup
 	http   *http.Server
 	ln     net.Listener
 	debug  *http.Server // nil unless Config.DebugAddr
@@ -442,6 +451,19 @@ func NewContext(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s.web = wh
+	if cfg.HadoopRPCAddr != "" {
+		hc := hadooprpc.DefaultConfig()
+		hc.Logger = s.log.With("component", "hadooprpc")
+		hc.Registerer = s.reg
+		hc.Tenants = s.tenants
+		hc.Meter = s.meter
+		if s.hrpc, err = hadooprpc.NewServer(ns, hc); err != nil {
+			ns.Close()
+			s.closeBlocks()
+			st.Close()
+			return nil, err
+		}
+	}
 
 	mux := http.NewServeMux()
 	mux.Handle("/rpc/", s.rpc.Handler())
@@ -537,6 +559,24 @@ func (s *Server) Start(ctx context.Context) error {
 		}()
 		s.log.Info("profiler serving", "addr", "http://"+dl.Addr().String()+"/debug/pprof/")
 	}
+	if s.hrpc != nil {
+		hl, err := lc.Listen(ctx, "tcp", s.cfg.HadoopRPCAddr)
+		if err != nil {
+			ln.Close()
+			if s.debugL != nil {
+				s.debugL.Close()
+			}
+			return fmt.Errorf("server: listen on the Hadoop RPC address %s: %w", s.cfg.HadoopRPCAddr, err)
+		}
+		s.hrpcL = hl
+		s.hrpcWG.Add(1)
+		go func() {
+			defer s.hrpcWG.Done()
+			if err := s.hrpc.Serve(context.Background(), hl); err != nil {
+				s.log.Warn("hadoop rpc listener", "addr", hl.Addr().String(), "err", err)
+			}
+		}()
+	}
 	// Answers net/http gives before any handler runs go out in WebHDFS's shape.
 	ln = s.limitListener(webhdfs.ShapeEarlyErrors(ln))
 	s.ln = ln
@@ -572,7 +612,7 @@ func (s *Server) Start(ctx context.Context) error {
 	s.ready.Store(true)
 	s.startSampler()
 	go s.watchStore()
-	s.log.Info("nimbus serving", append([]any{"addr", s.Addr(), "data", s.cfg.DataDir, "coordinator", s.coordinatorName(),
+	s.log.Info("nimbus serving", append([]any{"addr", s.Addr(), "hadoop_rpc", s.HadoopRPCAddr(), "data", s.cfg.DataDir, "coordinator", s.coordinatorName(),
 		"member", s.Member().Member().ID}, s.startup...)...)
 	return nil
 }
@@ -606,6 +646,15 @@ func (s *Server) DebugAddr() string {
 		return ""
 	}
 	return "http://" + s.debugL.Addr().String()
+}
+
+// HadoopRPCAddr returns the Hadoop IPC listener's host:port, "" when there
+// is none.
+func (s *Server) HadoopRPCAddr() string {
+	if s.hrpcL == nil {
+		return ""
+	}
+	return s.hrpcL.Addr().String()
 }
 
 // Wait blocks until the HTTP server fails, the store fails (the fatal error,
@@ -652,6 +701,13 @@ func (s *Server) shutdown(ctx context.Context) error {
 	// WebHDFS's requests drain the same way (new ones are refused with
 	// 503 RetriableException meanwhile).
 	errs = append(errs, s.web.Shutdown(ctx))
+	// Hadoop RPC connections stop reading calls, those in flight are
+	// answered, then the connections close; Hadoop's client sends what it
+	// had not sent again on a new connection.
+	if s.hrpc != nil {
+		errs = append(errs, s.hrpc.Shutdown(ctx))
+		s.hrpcWG.Wait()
+	}
 	// Peers see this server leave before it stops answering.
 	if err := s.leave(ctx); err != nil {
 		s.log.Warn("leaving the coordinator", "err", err)

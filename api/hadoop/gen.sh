@@ -9,7 +9,7 @@
 set -eu
 cd "$(dirname "$0")"
 PATH="$PATH:$(go env GOPATH)/bin"
-PROTOS="Security.proto acl.proto hdfs.proto datatransfer.proto"
+PROTOS="Security.proto acl.proto hdfs.proto datatransfer.proto RpcHeader.proto IpcConnectionContext.proto ProtobufRpcEngine2.proto HAServiceProtocol.proto xattr.proto encryption.proto erasurecoding.proto inotify.proto ClientNamenodeProtocol.proto"
 PKG=github.com/nimbus-fs/nimbus/api/hadoop
 M=""
 for p in $PROTOS; do

@@ -3,8 +3,9 @@
 // protodump writes the .proto source of a protobuf file descriptor embedded in
 // protoc-generated Java (the descriptorData string array of a *Protos.java
 // file), so that the schemas a Hadoop release was built with can be vendored
-// from its published sources jar. Only what proto2 files of Hadoop's data path
-// use is printed; anything else is an error rather than a silent omission.
+// from its published sources jar. Only what Hadoop's proto2 files of the data
+// path and the RPC use (services included) is printed; anything else is an
+// error rather than a silent omission.
 //
 // Usage: go run protodump.go DataTransferProtos.java > datatransfer.proto
 package main
@@ -118,8 +119,8 @@ func printFile(b *strings.Builder, fd *descriptorpb.FileDescriptorProto) error {
 	if fd.Syntax != nil && fd.GetSyntax() != "proto2" {
 		return fmt.Errorf("syntax %q", fd.GetSyntax())
 	}
-	if len(fd.Service) > 0 || len(fd.Extension) > 0 || len(fd.PublicDependency) > 0 {
-		return fmt.Errorf("%s: services, extensions and public imports are not printed", fd.GetName())
+	if len(fd.Extension) > 0 || len(fd.PublicDependency) > 0 {
+		return fmt.Errorf("%s: extensions and public imports are not printed", fd.GetName())
 	}
 	fmt.Fprintf(b, "// %s of Apache Hadoop 3.4.1, printed from the descriptor in the\n// release's generated Java by protodump.go (see README.md).\n\n", fd.GetName())
 	b.WriteString("syntax = \"proto2\";\n\n")
@@ -157,6 +158,27 @@ func printFile(b *strings.Builder, fd *descriptorpb.FileDescriptorProto) error {
 			return err
 		}
 	}
+	for _, sv := range fd.Service {
+		b.WriteString("\n")
+		if err := printService(b, sv); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func printService(b *strings.Builder, s *descriptorpb.ServiceDescriptorProto) error {
+	if s.Options != nil {
+		return fmt.Errorf("service %s: options are not printed", s.GetName())
+	}
+	fmt.Fprintf(b, "service %s {\n", s.GetName())
+	for _, m := range s.Method {
+		if m.Options != nil || m.GetClientStreaming() || m.GetServerStreaming() {
+			return fmt.Errorf("method %s.%s: options or streaming are not printed", s.GetName(), m.GetName())
+		}
+		fmt.Fprintf(b, "  rpc %s(%s) returns(%s);\n", m.GetName(), m.GetInputType(), m.GetOutputType())
+	}
+	b.WriteString("}\n")
 	return nil
 }
 

@@ -57,8 +57,9 @@ func (s *Store) Create(ctx context.Context, id blocks.ID) (blocks.Writer, error)
 		return nil, opErr("create", id, blocks.ErrClosed)
 	}
 	if have := s.mu.replicas[id.Block]; have != nil {
+		hid, hstate := have.id, have.state // published fields: read under s.mu
 		s.mu.Unlock()
-		return nil, opErr("create", id, fmt.Errorf("%w (as %s, %s)", blocks.ErrExists, have.id, have.state))
+		return nil, opErr("create", id, fmt.Errorf("%w (as %s, %s)", blocks.ErrExists, hid, hstate))
 	}
 	s.mu.replicas[id.Block] = r
 	s.mu.Unlock()

@@ -54,6 +54,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "nimbus serve:", err)
 		return 1
 	}
+	if cfg.HadoopRPCAddr != "" && pf.platform == "" {
+		if err := checkListenFlag(ctx, cfg.HadoopRPCAddr, "--hadoop-rpc-addr, or none with --hadoop-rpc-addr ''"); err != nil {
+			fmt.Fprintln(stderr, "nimbus serve: the Hadoop RPC address:", err)
+			return 1
+		}
+	}
 	if *daemon {
 		return startDaemon(ctx, cfg, args, stdout, stderr)
 	}

@@ -57,11 +57,16 @@ func listenFromAddr(addr string) (string, error) {
 // checkListen binds addr and lets it go: the address is free (a race with
 // another process can still lose it, and Start then says so).
 func checkListen(ctx context.Context, addr string) error {
+	return checkListenFlag(ctx, addr, "--listen")
+}
+
+// checkListenFlag is checkListen for the address of flag.
+func checkListenFlag(ctx context.Context, addr, flag string) error {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
-			return fmt.Errorf("listen on %s: the address is in use (another nimbus serve? choose another with --listen): %w", addr, err)
+			return fmt.Errorf("listen on %s: the address is in use (another nimbus serve? choose another with %s): %w", addr, flag, err)
 		}
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"runtime/debug"
 	"time"
@@ -26,6 +27,28 @@ type serverFlags struct {
 	level                              *string
 	grace                              *time.Duration
 	applyLimits                        func()
+	hadoopRPC                          string
+}
+
+// defaultHadoopRPC is --hadoop-rpc-addr's value when not given: see
+// hadoopRPCAddr.
+const defaultHadoopRPC = "default"
+
+// hadoopRPCAddr is the Hadoop IPC address: flag as given, or by default
+// HDFS's NameNode port 8020 on listen's host when listen is on HDFS's (and
+// Nimbus's default) HTTP port 9870, the pair HDFS uses; none on any other
+// port, since servers on other ports (tests, several servers on one
+// machine, the HDFS peer of bench/hdfs next to Nimbus) would collide on a
+// fixed one.
+func hadoopRPCAddr(flag, listen string) string {
+	if flag != defaultHadoopRPC {
+		return flag
+	}
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil || port != "9870" {
+		return ""
+	}
+	return net.JoinHostPort(host, "8020")
 }
 
 // addServerFlags defines the server flags on fl, writing into cfg.
@@ -47,6 +70,7 @@ func addServerFlags(fl *flag.FlagSet, cfg *server.Config) *serverFlags {
 	fl.DurationVar(&cfg.CoordinatorTTL, "coordinator-ttl", 0, "with --coordinator etcd://...: the lease TTL, whole seconds; a server cut off from etcd longer stops counting as alive (default 10s)")
 	fl.StringVar(&cfg.Listen, "listen", cfg.Listen, "HTTP address for the RPC, WebHDFS, /metrics and /readyz (default: NIMBUS_ADDR's host:port when set)")
 	fl.StringVar(&cfg.Advertise, "advertise", "", "base URL put in WebHDFS redirects (default: the address each request came to)")
+	fl.StringVar(&sf.hadoopRPC, "hadoop-rpc-addr", defaultHadoopRPC, "address of the Hadoop IPC listener for hdfs:// clients (ClientNamenodeProtocol, docs/HDFS-RPC.md); empty: none. Default: port 8020 (HDFS's) on --listen's host when --listen is on port 9870, else none")
 	fl.StringVar(&cfg.DebugAddr, "debug-addr", "", "address of a second HTTP listener serving /debug/pprof/ (default: none; the profiler is never on --listen)")
 	fl.Float64Var(&cfg.Prices.PerGBSecond, "price-gb-second", cfg.Prices.PerGBSecond, "USD per GB-second of active instance time, for the cost on `nimbus status` (the λFS paper's, AWS Lambda's)")
 	fl.Float64Var(&cfg.Prices.PerMillionInvocation, "price-million-invocations", cfg.Prices.PerMillionInvocation, "USD per million invocations (requests), for the cost on `nimbus status`")
@@ -106,6 +130,7 @@ func addServerFlags(fl *flag.FlagSet, cfg *server.Config) *serverFlags {
 // in messages).
 func (sf *serverFlags) finish(cmd string, fl *flag.FlagSet, cfg *server.Config, stderr io.Writer) (slog.Level, int) {
 	sf.applyLimits()
+	cfg.HadoopRPCAddr = hadoopRPCAddr(sf.hadoopRPC, cfg.Listen)
 	bad := func(format string, a ...any) (slog.Level, int) {
 		fmt.Fprintf(stderr, cmd+": "+format+"\n", a...)
 		return 0, 2

@@ -45,7 +45,7 @@ type platformFlags struct {
 // platformOnly are the flags an instance does not take: the platform's,
 // serve's own, and those the platform sets per instance.
 var platformOnly = []string{"platform", "hosting", "concurrency", "max-instances", "max-instances-per-deployment", "keep-alive",
-	"min-instances", "max-queue", "invoke-timeout", "fault-injection", "instance-procs", "instance-max-connections", "daemon", "pid-file", "listen", "advertise", "debug-addr", "data",
+	"min-instances", "max-queue", "invoke-timeout", "fault-injection", "instance-procs", "instance-max-connections", "daemon", "pid-file", "listen", "advertise", "debug-addr", "hadoop-rpc-addr", "data",
 	"deployment", "deployments"}
 
 func addPlatformFlags(fl *flag.FlagSet) *platformFlags {
