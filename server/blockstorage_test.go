@@ -187,9 +187,25 @@ func TestDataNodeModeOverRPC(t *testing.T) {
 	if st.Length != int64(len(data)) || st.UnderConstruction {
 		t.Fatalf("completed: %+v, want %d bytes, closed", st, len(data))
 	}
-	locs, err := c.GetBlockLocations(ctx, root, p, 0, int64(len(data)), namespace.Location{Host: "h2", Zone: "z2"})
-	if err != nil {
-		t.Fatal(err)
+	// The file completed once one replica of its last block was reported;
+	// the others' reports follow: locate until every block lists three.
+	var locs *namespace.LocatedBlocks
+	for deadline := time.Now().Add(time.Minute); ; {
+		locs, err = c.GetBlockLocations(ctx, root, p, 0, int64(len(data)), namespace.Location{Host: "h2", Zone: "z2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := true
+		for _, b := range locs.Blocks {
+			all = all && len(b.Targets) == 3
+		}
+		if all {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("blocks not all reported on three DataNodes after a minute: %+v", locs.Blocks)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if locs.FileLength != int64(len(data)) || locs.UnderConstruction || !locs.LastBlockComplete || locs.Inline ||
 		len(locs.Blocks) != 3 || locs.LastBlock == nil || locs.LastBlock.ID != prev.ID {
