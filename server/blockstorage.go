@@ -3,12 +3,14 @@ package server
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/nimbus-fs/nimbus/blocks"
 	"github.com/nimbus-fs/nimbus/blocks/local"
 	"github.com/nimbus-fs/nimbus/datanode/command"
 	"github.com/nimbus-fs/nimbus/datanode/registry"
 	"github.com/nimbus-fs/nimbus/datapath"
+	"github.com/nimbus-fs/nimbus/datapath/maintain"
 	"github.com/nimbus-fs/nimbus/internal/clusterauth"
 	"github.com/nimbus-fs/nimbus/namespace"
 	"github.com/nimbus-fs/nimbus/store"
@@ -71,7 +73,16 @@ func (s *Server) openBlocks(cfg Config, st store.Store, nc *namespace.Config) er
 	}
 	nc.Blocks = nil
 	nc.DataNodes = dn
-	nc.BlockRecovery = blockRecovery{c: &command.Client{Key: s.auth}}
+	cmds := &command.Client{Key: s.auth}
+	nc.BlockRecovery = blockRecovery{c: cmds}
+	mc := cfg.Maintenance.config()
+	mc.Store, mc.Registry, mc.Commands = st, reg, cmds
+	mc.Seed = uint64(time.Now().UnixNano())
+	mc.Logger = s.log.With("component", "maintain")
+	mc.Registerer = s.reg
+	if s.maintainer, err = maintain.New(mc); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
 	s.log.Info("block storage on DataNodes", "blockPool", cl.BlockPoolID)
 	return nil
 }
@@ -83,6 +94,34 @@ func (c Config) dataNodeLiveness() registry.Config {
 		return registry.DefaultConfig()
 	}
 	return c.DataNodeLiveness
+}
+
+// MaintenanceConfig bounds the replication duty (datapath/maintain) of
+// the DataNode mode; zero fields take maintain.DefaultConfig's.
+type MaintenanceConfig struct {
+	// Interval between rounds (`--maintain-interval`).
+	Interval time.Duration
+	// OrphanGrace: how long a replica no block row names is seen so before
+	// it is deleted (`--orphan-grace`).
+	OrphanGrace time.Duration
+	// BlocksPerRound: the most blocks a round acts on
+	// (`--maintain-blocks-per-round`).
+	BlocksPerRound int
+}
+
+// config is maintain.DefaultConfig with c's non-zero fields.
+func (c MaintenanceConfig) config() maintain.Config {
+	mc := maintain.DefaultConfig()
+	if c.Interval > 0 {
+		mc.Interval = c.Interval
+	}
+	if c.OrphanGrace > 0 {
+		mc.OrphanGrace = c.OrphanGrace
+	}
+	if c.BlocksPerRound > 0 {
+		mc.Limits.BlocksPerRound = c.BlocksPerRound
+	}
+	return mc
 }
 
 // blockRecovery is namespace.BlockRecovery over the DataNodes' commands

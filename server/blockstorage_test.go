@@ -6,6 +6,7 @@ import (
 	"io"
 	mrand "math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,8 +25,9 @@ import (
 // startDataNodes runs n DataNodes (zones z0, z1, ...; hosts h0, h1, ...) on
 // the PostgreSQL database db, as `nimbus datanode` runs them: serving the
 // data transfer protocol with block tokens checked under the cluster
-// secret recorded there.
-func startDataNodes(t *testing.T, db string, n int, live registry.Config) {
+// secret recorded there. It returns a function per DataNode that stops it
+// (at most once; the test's cleanup stops the others).
+func startDataNodes(t *testing.T, db string, n int, live registry.Config) []func() {
 	t.Helper()
 	ctx := context.Background()
 	st, err := pgstore.Open(ctx, db, pgstore.DefaultOptions())
@@ -33,6 +35,7 @@ func startDataNodes(t *testing.T, db string, n int, live registry.Config) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	var stops []func()
 	for i := range n {
 		cfg := datanode.DefaultConfig()
 		cfg.Dir = t.TempDir()
@@ -46,13 +49,16 @@ func startDataNodes(t *testing.T, db string, n int, live registry.Config) {
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- d.Run(rctx) }()
-		t.Cleanup(func() {
+		stop := sync.OnceFunc(func() {
 			cancel()
 			if err := <-done; err != nil {
 				t.Errorf("DataNode %d: %v", i, err)
 			}
 		})
+		t.Cleanup(stop)
+		stops = append(stops, stop)
 	}
+	return stops
 }
 
 // busyRetry calls fn until it answers anything but a busy error (a block

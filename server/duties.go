@@ -11,15 +11,25 @@ import (
 // coordinator (docs/ELASTIC.md, "Elected duties"):
 //
 //   - the lease monitor (namespace.Engine.RunLeaseMonitor), while this
-//     server leads the coordinator's LeaseMonitorElection.
+//     server leads the coordinator's LeaseMonitorElection;
+//   - in the DataNode mode, the replication duty (datapath/maintain:
+//     re-replication, trimming, corrupt replicas, orphans,
+//     decommissions), while it leads MaintenanceElection. One Maintainer
+//     at a time keeps its pending copies and its orphan clock coherent;
+//     a new leader starts both afresh, which costs at most a copy made
+//     twice (trimmed later) and an orphan grace waited again.
 //
-// Orphan-block removal is not elected: each server's DataNode
-// (blocks/local under --data) is its own, so each server looks after its
+// Orphan-block removal in the local mode is not elected: each server's
+// DataNode (blocks/local under --data) is its own, so each server looks after its
 // own replicas, with the rule of namespace.Engine.RemoveOrphanBlocks that
 // makes it safe while peers run.
 
 // LeaseMonitorElection is the election whose leader runs the lease monitor.
 const LeaseMonitorElection = "lease-monitor"
+
+// MaintenanceElection is the election whose leader runs the replication
+// duty of the DataNode mode.
+const MaintenanceElection = "block-maintenance"
 
 // startDuties starts the elected duties and, on a shared store, the
 // orphan-block removal (Start); stopDuties ends them.
@@ -40,6 +50,17 @@ func (s *Server) startDuties() {
 			Logger:   s.log.With("component", "duties"),
 		})
 	}()
+	if m := s.maintainer; m != nil {
+		s.duties.wg.Add(1)
+		go func() {
+			defer s.duties.wg.Done()
+			s.runElected(ctx, coordinator.Duty{
+				Election: MaintenanceElection,
+				Run:      func(ctx context.Context) { _ = m.Run(ctx) },
+				Logger:   s.log.With("component", "duties"),
+			})
+		}()
+	}
 	if s.pebble == nil {
 		s.duties.wg.Add(1)
 		go func() {

@@ -28,6 +28,7 @@ import (
 	"github.com/nimbus-fs/nimbus/coherence/loop"
 	"github.com/nimbus-fs/nimbus/coordinator"
 	"github.com/nimbus-fs/nimbus/datanode/registry"
+	"github.com/nimbus-fs/nimbus/datapath/maintain"
 	"github.com/nimbus-fs/nimbus/hadooprpc"
 	"github.com/nimbus-fs/nimbus/internal/clusterauth"
 	"github.com/nimbus-fs/nimbus/internal/gctune"
@@ -68,6 +69,10 @@ type Config struct {
 	// DataNode mode's placement and for the status views); it must match the DataNodes' own (`nimbus datanode
 	// --heartbeat --stale-after --dead-after`). Heartbeat 0: registry.DefaultConfig.
 	DataNodeLiveness registry.Config
+	// Maintenance bounds the replication duty of the DataNode mode
+	// (datapath/maintain), which the leader of MaintenanceElection runs
+	// (duties.go). Zero fields take maintain.DefaultConfig's.
+	Maintenance MaintenanceConfig
 	// Postgres configures the PostgreSQL store (used when StoreURL is a
 	// PostgreSQL URL); Logger and Registerer are filled in.
 	Postgres pgstore.Options
@@ -258,8 +263,11 @@ type Server struct {
 	pebble  *pebblestore.Store // the embedded store, nil on PostgreSQL
 	blocks  *local.Store
 	dnodes  *dataNodeView // the store's DataNodes (datanodes.go)
-	ns      *namespace.Engine
-	coord   coordinator.Coordinator // from Start; nil before
+	// maintainer is the replication duty of the DataNode mode
+	// (blockstorage.go); nil in the local mode.
+	maintainer *maintain.Maintainer
+	ns         *namespace.Engine
+	coord      coordinator.Coordinator // from Start; nil before
 	// opening is the coordinator being opened by New in the background,
 	// while the store opens (both are round trips to other servers, and
 	// an instance's cold start waits for the two): Start takes it.
