@@ -9,7 +9,7 @@ import (
 
 // TestBlockStorageFlag: --block-storage takes local or datanodes, the
 // latter on PostgreSQL only and with DataNode liveness settings that make
-// sense; anything else exits 2 saying why, before anything is opened.
+// sense, replication duty bounds above 0; anything else exits 2 saying why, before anything is opened.
 func TestBlockStorageFlag(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -19,6 +19,8 @@ func TestBlockStorageFlag(t *testing.T) {
 		{[]string{"--block-storage", "datanodes"}, "needs --store postgres://"},
 		{[]string{"--block-storage", "datanodes", "--store", "postgres://u@127.0.0.1:1/db", "--datanode-heartbeat", "1s", "--datanode-stale-after", "1s"},
 			"--datanode-stale-after"},
+		{[]string{"--maintain-interval", "0s"}, "bad --maintain-interval 0s"},
+		{[]string{"--block-orphan-grace", "-1s"}, "--block-orphan-grace -1s"},
 	} {
 		var out, errb bytes.Buffer
 		args := append([]string{"--data", t.TempDir()}, tc.args...)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nimbus-fs/nimbus/datanode/registry"
+	"github.com/nimbus-fs/nimbus/datapath/maintain"
 	"github.com/nimbus-fs/nimbus/internal/gctune"
 	"github.com/nimbus-fs/nimbus/server"
 	"github.com/nimbus-fs/nimbus/tenant"
@@ -60,6 +61,10 @@ func addServerFlags(fl *flag.FlagSet, cfg *server.Config) *serverFlags {
 	fl.DurationVar(&cfg.DataNodeLiveness.Heartbeat, "datanode-heartbeat", 0, "the DataNodes' heartbeat period, as their --heartbeat, by which this server judges them live, stale or dead (0: the default of nimbus datanode)")
 	fl.DurationVar(&cfg.DataNodeLiveness.StaleAfter, "datanode-stale-after", 0, "as the DataNodes' --stale-after")
 	fl.DurationVar(&cfg.DataNodeLiveness.DeadAfter, "datanode-dead-after", 0, "as the DataNodes' --dead-after")
+	md := maintain.DefaultConfig()
+	fl.DurationVar(&cfg.Maintenance.Interval, "maintain-interval", md.Interval, "with --block-storage datanodes: time between rounds of the replication duty (re-replication, trimming, corrupt replicas, orphans, decommissions), which one server among those sharing the store runs")
+	fl.DurationVar(&cfg.Maintenance.OrphanGrace, "block-orphan-grace", md.OrphanGrace, "with --block-storage datanodes: a replica no block row names is deleted once the replication duty has seen it so for this long")
+	fl.IntVar(&cfg.Maintenance.BlocksPerRound, "maintain-blocks-per-round", md.Limits.BlocksPerRound, "with --block-storage datanodes: the most blocks a round of the replication duty acts on")
 	fl.IntVar(&cfg.Postgres.PoolSize, "pg-pool-size", cfg.Postgres.PoolSize, "with --store postgres: most connections to the database (a transaction holding row locks holds one)")
 	fl.DurationVar(&cfg.Postgres.StatementTimeout, "pg-statement-timeout", cfg.Postgres.StatementTimeout, "with --store postgres: PostgreSQL's statement_timeout; a longer statement is cancelled and its operation fails (0: none)")
 	fl.DurationVar(&cfg.Postgres.LockTimeout, "pg-lock-timeout", cfg.Postgres.LockTimeout, "with --store postgres: PostgreSQL's lock_timeout, the longest wait for one row lock; after it the operation is retried")
@@ -163,6 +168,9 @@ func (sf *serverFlags) finish(cmd string, fl *flag.FlagSet, cfg *server.Config, 
 			return bad("%v (--datanode-heartbeat, --datanode-stale-after, --datanode-dead-after)", err)
 		}
 		cfg.DataNodeLiveness = l
+	}
+	if m := cfg.Maintenance; m.Interval <= 0 || m.OrphanGrace <= 0 || m.BlocksPerRound <= 0 {
+		return bad("bad --maintain-interval %v, --block-orphan-grace %v or --maintain-blocks-per-round %d: want each above 0", m.Interval, m.OrphanGrace, m.BlocksPerRound)
 	}
 	if err := cfg.ValidateCoordinator(); err != nil {
 		return bad("bad --coordinator: %v", err)
