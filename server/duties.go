@@ -40,6 +40,11 @@ func (s *Server) startDuties() {
 		// Safe (each recovery is conditional in its transaction), only
 		// more work: every such server scans the lease table.
 		s.log.Info("the store is shared but the coordinator is this process's own: this server runs the lease monitor whatever the others do; pass --coordinator etcd://... to elect one")
+		if s.maintainer != nil {
+			// Not safe in the same way: two Maintainers could each delete
+			// a different excess replica of one block.
+			s.log.Warn("the store is shared but the coordinator is this process's own: this server runs the replication duty whatever the others do, and two such duties may delete more excess replicas than they should; pass --coordinator etcd://... when several servers share the store")
+		}
 	}
 	s.duties.wg.Add(1)
 	go func() {
