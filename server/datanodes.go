@@ -51,6 +51,39 @@ type DataNodeStatus struct {
 type DataNodesStatus struct {
 	DataNodes []DataNodeStatus `json:"datanodes"`
 	Counts    registry.Counts  `json:"counts"`
+	// Blocks is the last round of the replication duty, present while
+	// this server runs it (it leads the block-maintenance election).
+	Blocks *BlockHealth `json:"blocks,omitempty"`
+}
+
+// BlockHealth is a replication round's report (datapath/maintain.Report):
+// the blocks of complete files by class and the round's work.
+type BlockHealth struct {
+	Blocks          int `json:"blocks"`
+	Healthy         int `json:"healthy"`
+	UnderReplicated int `json:"underReplicated"`
+	OverReplicated  int `json:"overReplicated"`
+	MisReplicated   int `json:"misReplicated"`
+	Missing         int `json:"missing"`
+	CorruptReplicas int `json:"corruptReplicas"`
+	// The round's work: copies made, replicas deleted (excess, corrupt),
+	// orphaned replicas deleted, copies failed.
+	Replicated     int `json:"replicated"`
+	Deleted        int `json:"deleted"`
+	OrphansDeleted int `json:"orphansDeleted"`
+	Failed         int `json:"failed"`
+}
+
+// blockHealth is this server's Maintainer's last report while it runs
+// the duty, else nil.
+func (s *Server) blockHealth() *BlockHealth {
+	if s.maintainer == nil || !s.duties.maintaining.Load() {
+		return nil
+	}
+	r := s.maintainer.Last()
+	return &BlockHealth{Blocks: r.Blocks, Healthy: r.Healthy, UnderReplicated: r.UnderReplicated, OverReplicated: r.OverReplicated,
+		MisReplicated: r.MisReplicated, Missing: r.Missing, CorruptReplicas: r.CorruptReplicas,
+		Replicated: r.Replicated, Deleted: r.Deleted, OrphansDeleted: r.OrphansDeleted, Failed: r.Failed}
 }
 
 // dataNodeView reads the DataNodes for the status views.
@@ -155,6 +188,7 @@ func (s *Server) dataNodesJSON(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "reading the DataNodes: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
+	out.Blocks = s.blockHealth()
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)
 }

@@ -61,8 +61,12 @@ func (s *Server) startDuties() {
 			defer s.duties.wg.Done()
 			s.runElected(ctx, coordinator.Duty{
 				Election: MaintenanceElection,
-				Run:      func(ctx context.Context) { _ = m.Run(ctx) },
-				Logger:   s.log.With("component", "duties"),
+				Run: func(ctx context.Context) {
+					s.duties.maintaining.Store(true)
+					defer s.duties.maintaining.Store(false)
+					_ = m.Run(ctx)
+				},
+				Logger: s.log.With("component", "duties"),
 			})
 		}()
 	}

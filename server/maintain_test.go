@@ -3,7 +3,9 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
+	"net/http"
 	"testing"
 	"time"
 
@@ -21,7 +23,8 @@ import (
 // file written with replication 2 over three DataNodes loses one of its
 // two DataNodes (stopped, then judged dead by the server); the duty copies
 // the block to the third, which then serves the same bytes, and the
-// Maintainer's report and the server's metrics show the copy.
+// Maintainer's report, the server's metrics and GET /status/datanodes
+// show the copy and the block healthy again.
 func TestMaintenanceDuty(t *testing.T) {
 	db := pgtest.DB(t)
 	// Short liveness bounds, so that a stopped DataNode is judged dead
@@ -150,14 +153,27 @@ func TestMaintenanceDuty(t *testing.T) {
 	if got := metric(t, srv, "nimbus_blocks_replicated_bytes_total"); got < float64(len(data)) {
 		t.Fatalf("nimbus_blocks_replicated_bytes_total = %v after the copy, want at least %d", got, len(data))
 	}
-	// The rounds after the copy count the block healthy.
+	// The rounds after the copy count the block healthy, in the
+	// Maintainer's report and in GET /status/datanodes.
 	for deadline := time.Now().Add(time.Minute); ; {
 		r := srv.maintainer.Last()
-		if r.Blocks == 1 && r.Healthy == 1 && r.UnderReplicated == 0 && r.Missing == 0 {
+		var dns DataNodesStatus
+		resp, err := http.Get(srv.Addr() + "/status/datanodes")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = json.NewDecoder(resp.Body).Decode(&dns)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := dns.Blocks
+		if r.Blocks == 1 && r.Healthy == 1 && r.UnderReplicated == 0 && r.Missing == 0 &&
+			b != nil && b.Blocks == 1 && b.Healthy == 1 && b.UnderReplicated == 0 && b.Missing == 0 && b.CorruptReplicas == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the Maintainer's last report %+v after a minute, want one healthy block", r)
+			t.Fatalf("the Maintainer's last report %+v, /status/datanodes %+v after a minute, want one healthy block", r, b)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

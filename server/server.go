@@ -287,6 +287,8 @@ type Server struct {
 	duties    struct { // duties.go, from Start
 		cancel context.CancelFunc
 		wg     sync.WaitGroup
+		// maintaining: this server runs the replication duty.
+		maintaining atomic.Bool
 	}
 	rpc    *rpc.Server
 	web    *webhdfs.Handler

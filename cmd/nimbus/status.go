@@ -200,6 +200,11 @@ func printDataNodes(dns server.DataNodesStatus, stdout io.Writer) {
 	c := dns.Counts
 	fmt.Fprintf(stdout, "datanodes: %d live, %d stale, %d dead; live capacity %s, used %s, remaining %s\n",
 		c.Live, c.Stale, c.Dead, humanSize(c.Capacity), humanSize(c.Used), humanSize(c.Remaining))
+	if b := dns.Blocks; b != nil {
+		fmt.Fprintf(stdout, "blocks: %d, %d healthy, %d under-replicated, %d missing, %d over-replicated, %d mis-replicated, %d corrupt replicas; last replication round: %d copied, %d deleted, %d orphans deleted, %d failed\n",
+			b.Blocks, b.Healthy, b.UnderReplicated, b.Missing, b.OverReplicated, b.MisReplicated, b.CorruptReplicas,
+			b.Replicated, b.Deleted, b.OrphansDeleted, b.Failed)
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "id\taddress\tzone\tcapacity\tused\tblocks\tlast heartbeat\tstate\t")
 	for _, n := range dns.DataNodes {
